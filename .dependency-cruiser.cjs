@@ -1,0 +1,45 @@
+/**
+ * Import directions of DESIGN.md:
+ * contract ← platform ← engine ← nodes ← (api, workers); store, queue and blobs are adapters
+ * wired together in process entry points; sdk imports contract only; cli and mcp import sdk and
+ * contract; nothing under services/ imports api or workers.
+ */
+const layer = (name, allowed) => ({
+  name: `${name}-imports`,
+  comment: `services/${name} may import only: ${allowed.join(', ') || 'nothing of ours'}`,
+  severity: 'error',
+  from: { path: `^services/${name}/` },
+  to: {
+    path: '^(services|workers)/',
+    pathNot: [`^services/${name}/`, ...allowed.map((a) => `^services/${a}/`)],
+  },
+});
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
+    layer('contract', []),
+    layer('platform', ['contract']),
+    layer('engine', ['contract', 'platform']),
+    layer('nodes', ['contract', 'platform', 'engine', 'blobs']),
+    layer('store', ['contract', 'platform', 'engine']),
+    layer('queue', ['contract', 'platform', 'engine']),
+    layer('blobs', ['contract', 'platform']),
+    layer('sdk', ['contract']),
+    layer('cli', ['sdk', 'contract']),
+    layer('mcp', ['sdk', 'contract']),
+    layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'mcp']),
+    {
+      name: 'nothing-imports-workers',
+      severity: 'error',
+      from: { path: '^services/' },
+      to: { path: '^workers/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)generated/' },
+    tsConfig: { fileName: 'tsconfig.json' },
+    tsPreCompilationDeps: true,
+  },
+};

@@ -1,0 +1,62 @@
+import express, { type Express } from 'express';
+import type { Logger } from 'pino';
+import { AppError } from '../platform/app-error';
+import type { Metrics } from '../platform/metrics';
+import type { TokenLookup } from './auth/auth-context';
+import type { Handlers } from './handlers/handler-types';
+import { contractRoutes } from './http/contract-routes';
+import { errorHandler } from './http/error-handler';
+import { healthRoutes, type ReadinessProbe } from './http/health-routes';
+import { metricsRoute } from './http/metrics-route';
+import { requestId, requestMetrics } from './http/request-context';
+import type { Router } from 'express';
+
+export interface AppDeps {
+  handlers: Handlers;
+  tokens: TokenLookup;
+  log: Logger;
+  metrics: Metrics;
+  probes: readonly ReadinessProbe[];
+  bodyLimitBytes: number;
+  trustProxy: boolean;
+  /** Extra routers mounted beside the contract routes (blob downloads, editor endpoints). */
+  extraRoutes?: readonly Router[];
+  heartbeatMs?: number;
+}
+
+/**
+ * The Express application. Every route is served both at the root (`/v1/...`) and under the
+ * `/api` prefix, as a deployment called directly serves it.
+ */
+export function createApp(deps: AppDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', deps.trustProxy);
+  app.set('etag', false);
+
+  app.use(requestId());
+  app.use(requestMetrics(deps.metrics));
+
+  const api = express.Router();
+  api.use(healthRoutes(deps.probes));
+  api.use(metricsRoute(deps.metrics.registry));
+  api.use(
+    contractRoutes({
+      handlers: deps.handlers,
+      tokens: deps.tokens,
+      log: deps.log,
+      bodyLimitBytes: deps.bodyLimitBytes,
+      heartbeatMs: deps.heartbeatMs ?? 15000,
+    }),
+  );
+  for (const router of deps.extraRoutes ?? []) api.use(router);
+
+  app.use('/api', api);
+  app.use(api);
+
+  app.use((req) => {
+    throw new AppError({ code: 'not_found', message: `no route for ${req.method} ${req.path}; the API lives under /v1 (or /api/v1)` });
+  });
+  app.use(errorHandler(deps.log));
+  return app;
+}

@@ -1,0 +1,78 @@
+import express, { Router, type Request, type Response } from 'express';
+import type { Logger } from 'pino';
+import { OPERATIONS, OP_NAMES, validateInput, type OpName, type Operation } from '../../contract';
+import { AppError } from '../../platform/app-error';
+import type { TokenLookup } from '../auth/auth-context';
+import { authenticateFor } from '../auth/authenticate';
+import type { EventStream, Handlers, OpContext } from '../handlers/handler-types';
+import { requestInput } from './request-input';
+import { writeEventStream } from './sse-writer';
+
+export interface ContractRouteOptions {
+  handlers: Handlers;
+  tokens: TokenLookup;
+  log: Logger;
+  bodyLimitBytes: number;
+  heartbeatMs: number;
+}
+
+function contextOf(res: Response, log: Logger): OpContext {
+  const controller = new AbortController();
+  res.on('close', () => controller.abort());
+  const requestId = String(res.locals.requestId);
+  return { auth: res.locals.auth ?? null, requestId, log: log.child({ requestId }), signal: controller.signal };
+}
+
+/**
+ * The HTTP surface of the contract: one loop over the registry. Each operation gets its route,
+ * authentication, body parsing, validation against its input schema, and a handler call whose
+ * result is written as JSON or as an event stream. Other methods on an operation's path are 405.
+ */
+export function contractRoutes(options: ContractRouteOptions): Router {
+  const router = Router();
+  // Any Content-Type is parsed as JSON: callers using `curl -d` forget the header, and the
+  // contract has no other body format.
+  const json = express.json({ limit: options.bodyLimitBytes, type: () => true, strict: true });
+  const methodsByPath = new Map<string, string[]>();
+
+  for (const name of OP_NAMES) {
+    const op: Operation = OPERATIONS[name];
+    const method = op.http.method === 'GET' ? 'get' : 'post';
+    methodsByPath.set(op.http.path, [...(methodsByPath.get(op.http.path) ?? []), op.http.method]);
+    const parsers = op.http.method === 'POST' ? [json] : [];
+
+    router[method](
+      op.http.path,
+      (_req, res, next) => {
+        res.locals.route = op.http.path;
+        res.locals.op = name;
+        next();
+      },
+      ...parsers,
+      authenticateFor(op, options.tokens),
+      async (req: Request, res: Response) => {
+        const checked = validateInput(name, requestInput(op, req));
+        if (!checked.ok) {
+          throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
+        }
+        const ctx = contextOf(res, options.log);
+        const handler = options.handlers[name as OpName] as (input: unknown, ctx: OpContext) => Promise<unknown>;
+        const result = await handler(checked.value, ctx);
+        if (op.response === 'sse') {
+          await writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs });
+        } else {
+          res.status(200).json(result);
+        }
+      },
+    );
+  }
+
+  for (const [path, methods] of methodsByPath) {
+    router.all(path, (req, res) => {
+      res.locals.route = path;
+      res.set('Allow', methods.join(', '));
+      throw new AppError({ code: 'method_not_allowed', message: `${req.method} is not allowed on ${path}; use ${methods.join(' or ')}` });
+    });
+  }
+  return router;
+}

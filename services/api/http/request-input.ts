@@ -1,0 +1,50 @@
+import type { Request } from 'express';
+import type { TSchema } from '@sinclair/typebox';
+import type { Operation } from '../../contract';
+import { AppError } from '../../platform/app-error';
+
+type PropertySchema = { type?: string | string[] };
+
+/**
+ * Query strings carry only text, so values of integer, number and boolean properties are
+ * converted when they have the right form; anything else is left as it is for the validator to
+ * reject with a message naming the field.
+ */
+function coerceQueryValue(schema: PropertySchema | undefined, value: unknown): unknown {
+  if (typeof value !== 'string' || !schema) return value;
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  if ((types.includes('integer') || types.includes('number')) && /^-?\d+(\.\d+)?([eE][-+]?\d+)?$/.test(value.trim())) {
+    return Number(value);
+  }
+  if (types.includes('boolean') && (value === 'true' || value === 'false')) return value === 'true';
+  return value;
+}
+
+/** Builds an operation's input object from the path, the query (GET) or the JSON body (POST). */
+export function requestInput(op: Operation, req: Request): unknown {
+  const params = req.params as Record<string, string>;
+  const fromPath: Record<string, unknown> = {};
+  for (const name of op.http.pathParams) fromPath[name] = params[name];
+
+  if (op.http.method === 'GET') {
+    const properties = ((op.input as TSchema & { properties?: Record<string, PropertySchema> }).properties ?? {});
+    const query: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(req.query as Record<string, unknown>)) {
+      query[key] = coerceQueryValue(properties[key], value);
+    }
+    for (const name of op.http.pathParams) {
+      if (name in query) {
+        throw new AppError({ code: 'validation_failed', message: `"${name}" is given in the path; do not repeat it as a query parameter` });
+      }
+    }
+    return { ...query, ...fromPath };
+  }
+
+  const body: unknown = req.body;
+  if (body === undefined) {
+    throw new AppError({ code: 'invalid_json', message: 'the request body is empty; send a JSON object (Content-Type: application/json)' });
+  }
+  if (op.http.pathParams.length === 0) return body;
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  return { ...(body as Record<string, unknown>), ...fromPath };
+}

@@ -1,0 +1,55 @@
+export { ERROR_CODES, isErrorCode, isRetryable, statusOf, type ErrorCode } from './error-codes';
+export { defineOperation, type InputOf, type Operation, type OutputOf, type Scope } from './operation';
+export { OPERATIONS, OP_NAMES, isOpName, type OpInput, type OpName, type OpOutput, type Operations, type StreamingOpName } from './registry';
+export {
+  ARTIFACT_KINDS,
+  ArtifactInputSchema,
+  ArtifactKindSchema,
+  ArtifactSchema,
+  OutputsSchema,
+  type Artifact,
+  type ArtifactInput,
+  type ArtifactKind,
+  type Outputs,
+} from './schemas/artifact';
+export {
+  BUILTIN_CONNECTOR_IDS,
+  BuiltinConnectorIdSchema,
+  ConnectorIdSchema,
+  ConnectorSchema,
+  type BuiltinConnectorId,
+  type Connector,
+  type ConnectorId,
+} from './schemas/connector';
+export { ErrorBodySchema, type ErrorBody } from './schemas/error-body';
+export { NODE_KINDS, NodeSpecSchema, PortSchema, type NodeKind, type NodeSpec, type Port } from './schemas/node-spec';
+export {
+  RUN_STATUSES,
+  RunErrorSchema,
+  RunSchema,
+  STEP_STATUSES,
+  StepRecordSchema,
+  UsageSchema,
+  type Run,
+  type RunError,
+  type RunStatus,
+  type StepRecord,
+  type StepStatus,
+  type Usage,
+} from './schemas/run';
+export {
+  RunCompletedEventSchema,
+  RunEventSchema,
+  RunFailedEventSchema,
+  RunStartedEventSchema,
+  StepCompletedEventSchema,
+  StepFailedEventSchema,
+  StepProgressEventSchema,
+  StepStartedEventSchema,
+  TERMINAL_EVENT_TYPES,
+  type RunEvent,
+  type RunEventType,
+} from './schemas/run-event';
+export { strictObject } from './schemas/strict-object';
+export { GraphNodeSchema, PublishedWorkflowSchema, WorkflowSchema, type GraphNode, type PublishedWorkflow, type Workflow } from './schemas/workflow';
+export { describeErrors, summarizeIssues, validate, validateInput, validatorFor, type ValidationIssue, type ValidationResult } from './validator';

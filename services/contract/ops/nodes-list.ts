@@ -1,0 +1,24 @@
+import { Type } from '@sinclair/typebox';
+import { defineOperation } from '../operation';
+import { NodeSpecSchema } from '../schemas/node-spec';
+import { strictObject } from '../schemas/strict-object';
+
+/** `nodes.list`: search the node palette. */
+export const nodesList = defineOperation({
+  name: 'nodes.list',
+  summary: 'List or search the node catalog',
+  http: { method: 'GET', path: '/v1/nodes', pathParams: [] },
+  mcpTool: 'nodes_list',
+  scope: 'read',
+  auth: 'optional',
+  input: strictObject({
+    q: Type.Optional(Type.String({ maxLength: 200, description: 'Case-insensitive match against node id, title and description' })),
+    category: Type.Optional(Type.String({ maxLength: 200, description: 'Filter by category' })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Maximum number of results' })),
+  }),
+  output: Type.Array(NodeSpecSchema),
+  response: 'json',
+  errors: ['validation_failed'],
+  spendsMoney: false,
+  readOnly: true,
+});

@@ -1,0 +1,32 @@
+import { Type } from '@sinclair/typebox';
+import { defineOperation } from '../operation';
+import { ArtifactInputSchema, OutputsSchema } from '../schemas/artifact';
+import { WorkflowSchema } from '../schemas/workflow';
+import { strictObject } from '../schemas/strict-object';
+
+/** `runs.create`: run a workflow (inline or by reference) and stream its events. */
+export const runsCreate = defineOperation({
+  name: 'runs.create',
+  summary: 'Run a workflow; the response is a stream of run events',
+  http: { method: 'POST', path: '/v1/runs', pathParams: [] },
+  mcpTool: 'runs_create',
+  scope: 'run',
+  auth: 'required',
+  input: strictObject(
+    {
+      workflow: Type.Optional(WorkflowSchema),
+      workflowRef: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: '<id>@<version>; id is <org>/<slug> or a UUID' })),
+      inputs: Type.Optional(Type.Record(Type.String(), ArtifactInputSchema, { description: "Map from the workflow's input names to artifacts" })),
+      maxCostUsd: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap in USD (default 0.50, capped at 1.00)' })),
+    },
+    {
+      oneOf: [{ required: ['workflow'] }, { required: ['workflowRef'] }],
+      'x-error': 'give exactly one of "workflow" (an inline definition) or "workflowRef" (a published reference such as "acme/flow@1.2.0")',
+    },
+  ),
+  output: strictObject({ outputs: OutputsSchema }),
+  response: 'sse',
+  errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'rate_limited'],
+  spendsMoney: true,
+  readOnly: false,
+});

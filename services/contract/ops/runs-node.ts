@@ -1,0 +1,28 @@
+import { Type } from '@sinclair/typebox';
+import { defineOperation } from '../operation';
+import { ArtifactInputSchema, OutputsSchema } from '../schemas/artifact';
+import { strictObject } from '../schemas/strict-object';
+
+/** `runs.node`: run one model or llm node without a graph; one JSON response. */
+export const runsNode = defineOperation({
+  name: 'runs.node',
+  summary: 'Run a single model or llm node',
+  http: { method: 'POST', path: '/v1/runs/node', pathParams: [] },
+  mcpTool: 'runs_node',
+  scope: 'run',
+  auth: 'required',
+  input: strictObject({
+    node: Type.String({ minLength: 1, maxLength: 300, description: 'Node id' }),
+    inputs: Type.Record(
+      Type.String(),
+      Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null(), ArtifactInputSchema]),
+      { description: 'Value ports take bare scalars; data ports take artifacts' },
+    ),
+    maxCostUsd: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap in USD (default 0.50, capped at 1.00)' })),
+  }),
+  output: strictObject({ outputs: OutputsSchema }),
+  response: 'json',
+  errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'rate_limited'],
+  spendsMoney: true,
+  readOnly: false,
+});

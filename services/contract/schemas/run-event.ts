@@ -1,0 +1,30 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { OutputsSchema } from './artifact';
+import { RunErrorSchema, UsageSchema } from './run';
+
+const event = <T extends string, P extends Parameters<typeof Type.Object>[0]>(type: T, payload: P) =>
+  Type.Object({ type: Type.Literal(type), ...payload });
+
+export const RunStartedEventSchema = event('run.started', { runId: Type.String({ format: 'uuid' }) });
+export const StepStartedEventSchema = event('step.started', { nodeId: Type.String() });
+export const StepProgressEventSchema = event('step.progress', { nodeId: Type.String(), message: Type.String() });
+export const StepCompletedEventSchema = event('step.completed', { nodeId: Type.String(), usage: UsageSchema });
+export const StepFailedEventSchema = event('step.failed', { nodeId: Type.String(), error: RunErrorSchema });
+export const RunCompletedEventSchema = event('run.completed', { outputs: OutputsSchema });
+export const RunFailedEventSchema = event('run.failed', { error: RunErrorSchema });
+
+/** Every event of the `POST /v1/runs` stream, a union discriminated on `type`. */
+export const RunEventSchema = Type.Union([
+  RunStartedEventSchema,
+  StepStartedEventSchema,
+  StepProgressEventSchema,
+  StepCompletedEventSchema,
+  StepFailedEventSchema,
+  RunCompletedEventSchema,
+  RunFailedEventSchema,
+]);
+export type RunEvent = Static<typeof RunEventSchema>;
+export type RunEventType = RunEvent['type'];
+
+/** Events after which the stream sends `[DONE]`. */
+export const TERMINAL_EVENT_TYPES: readonly RunEventType[] = ['run.completed', 'run.failed'];

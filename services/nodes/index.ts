@@ -1,0 +1,1 @@
+export { createCatalog, searchNodes, type NodeCatalog, type NodeQuery } from './catalog';

@@ -1,0 +1,25 @@
+import type { QueueName } from './queue-names';
+
+/**
+ * Every job the workers run: its queue and payload. Payloads carry ids, never large data; the
+ * worker's handler map is typed against this catalog, so a missing handler is a compile error.
+ */
+export interface JobCatalog {
+  /** Execute one node of a run. */
+  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string } };
+}
+
+export type JobName = keyof JobCatalog;
+export type JobPayload<N extends JobName> = JobCatalog[N]['payload'];
+
+export const JOB_QUEUES: { [N in JobName]: QueueName } = {
+  'step.execute': 'steps',
+};
+
+/**
+ * Deterministic job id of a step, so enqueuing the same step twice is a no-op. BullMQ refuses
+ * `:` in custom ids (and pure integers), hence `_` and the `step` prefix.
+ */
+export function stepJobId(runId: string, nodeId: string): string {
+  return `step_${runId}_${Buffer.from(nodeId, 'utf8').toString('base64url')}`;
+}

@@ -1,0 +1,60 @@
+import { ConfigError, loadConfig } from '../../services/platform/config';
+
+const minimal = {
+  DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/svc',
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  BLOB_SIGNING_SECRET: 'x'.repeat(32),
+};
+
+describe('configuration', () => {
+  it('fills documented defaults around the required settings', () => {
+    const config = loadConfig(minimal);
+    expect(config).toMatchObject({
+      role: 'all',
+      host: '127.0.0.1',
+      port: 8080,
+      publicBaseUrl: 'http://127.0.0.1:8080',
+      blobDriver: 'fs',
+      blobDir: '.data/blobs',
+      s3: null,
+      workerConcurrency: 16,
+    });
+  });
+
+  it('derives the public base URL from PORT and strips a trailing slash when given', () => {
+    expect(loadConfig({ ...minimal, PORT: '9999' }).publicBaseUrl).toBe('http://127.0.0.1:9999');
+    expect(loadConfig({ ...minimal, PUBLIC_BASE_URL: 'https://svc.example.com/api/' }).publicBaseUrl).toBe('https://svc.example.com/api');
+  });
+
+  it('names every missing variable at once', () => {
+    try {
+      loadConfig({});
+      throw new Error('expected a ConfigError');
+    } catch (err) {
+      expect(err).toBeInstanceOf(ConfigError);
+      const message = (err as Error).message;
+      expect(message).toContain('DATABASE_URL is required');
+      expect(message).toContain('REDIS_URL is required');
+      expect(message).toContain('BLOB_SIGNING_SECRET is required');
+    }
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT must be an integer, got "eighty"'],
+    [{ PORT: '70000' }, 'PORT must be between 0 and 65535, got 70000'],
+    [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL must use postgres: or postgresql:'],
+    [{ REDIS_URL: 'not a url' }, 'REDIS_URL must be a URL'],
+    [{ ROLE: 'both' }, 'ROLE must be one of all, api, worker, got "both"'],
+    [{ BLOB_SIGNING_SECRET: 'short' }, 'BLOB_SIGNING_SECRET must be at least 32 characters long'],
+    [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY must be true or false'],
+    [{ BLOB_DRIVER: 's3' }, 'S3_ENDPOINT is required when BLOB_DRIVER=s3'],
+  ])('rejects %j with a message naming the variable', (override, expected) => {
+    expect(() => loadConfig({ ...minimal, ...override })).toThrow(expected);
+  });
+
+  it('selects the s3 driver when an endpoint is configured', () => {
+    const config = loadConfig({ ...minimal, S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' });
+    expect(config.blobDriver).toBe('s3');
+    expect(config.s3).toEqual({ endpoint: 'http://127.0.0.1:9000', accessKey: 'a', secretKey: 'b', bucket: 'svc-artifacts', region: 'us-east-1' });
+  });
+});
