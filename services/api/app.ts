@@ -1,5 +1,6 @@
 import express, { type Express } from 'express';
 import type { Logger } from 'pino';
+import { buildOpenApiDocument } from '../contract';
 import { AppError } from '../platform/app-error';
 import type { Metrics } from '../platform/metrics';
 import type { TokenLookup } from './auth/auth-context';
@@ -8,7 +9,7 @@ import { contractRoutes } from './http/contract-routes';
 import { errorHandler } from './http/error-handler';
 import { healthRoutes, type ReadinessProbe } from './http/health-routes';
 import { metricsRoute } from './http/metrics-route';
-import { requestId, requestMetrics } from './http/request-context';
+import { requestId, requestLogging, requestMetrics } from './http/request-context';
 import type { Router } from 'express';
 
 export interface AppDeps {
@@ -19,6 +20,8 @@ export interface AppDeps {
   probes: readonly ReadinessProbe[];
   bodyLimitBytes: number;
   trustProxy: boolean;
+  /** Base URL clients use (the OpenAPI document's server). */
+  publicBaseUrl: string;
   /** Extra routers mounted beside the contract routes (blob downloads, editor endpoints). */
   extraRoutes?: readonly Router[];
   heartbeatMs?: number;
@@ -36,10 +39,16 @@ export function createApp(deps: AppDeps): Express {
 
   app.use(requestId());
   app.use(requestMetrics(deps.metrics));
+  app.use(requestLogging(deps.log));
 
   const api = express.Router();
   api.use(healthRoutes(deps.probes));
   api.use(metricsRoute(deps.metrics.registry));
+  const openapi = buildOpenApiDocument({ serverUrl: deps.publicBaseUrl, version: '1' });
+  api.get('/v1/openapi.json', (_req, res) => {
+    res.locals.route = '/v1/openapi.json';
+    res.json(openapi);
+  });
   api.use(
     contractRoutes({
       handlers: deps.handlers,

@@ -53,3 +53,4 @@ export {
 export { strictObject } from './schemas/strict-object';
 export { GraphNodeSchema, PublishedWorkflowSchema, WorkflowSchema, type GraphNode, type PublishedWorkflow, type Workflow } from './schemas/workflow';
 export { describeErrors, summarizeIssues, validate, validateInput, validatorFor, type ValidationIssue, type ValidationResult } from './validator';
+export { buildOpenApiDocument } from './openapi';

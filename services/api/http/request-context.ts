@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import type { Logger } from 'pino';
+import { pinoHttp } from 'pino-http';
 import type { Metrics } from '../../platform/metrics';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,100}$/;
@@ -26,4 +28,21 @@ export function requestMetrics(metrics: Metrics) {
     });
     next();
   };
+}
+
+/**
+ * One JSON log line per finished request, carrying the request id; 5xx at error level, 4xx at
+ * warn, the rest at info. Health and metrics scrapes are not logged (they would drown the rest).
+ */
+export function requestLogging(log: Logger) {
+  return pinoHttp({
+    logger: log,
+    genReqId: (_req, res) => String((res as Response).locals.requestId),
+    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    autoLogging: { ignore: (req) => ['/healthz', '/readyz', '/metrics'].includes(req.url ?? '') },
+    serializers: {
+      req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: req.url, id: req.id }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+    },
+  });
 }

@@ -1,0 +1,59 @@
+/**
+ * Money inside the service is an integer number of micro-USD (1 USD = 1,000,000 micro-USD).
+ * Numbers are safe integers up to 9,007,199,254 USD, far beyond any balance we hold, so plain
+ * `number` is used (BigInt columns are converted at the store boundary).
+ *
+ * Rounding: USD amounts from callers (caps) are rounded DOWN to the micro-USD, so a cap is never
+ * raised by rounding; computed prices (tokens × price) are rounded UP, so a charge never falls
+ * short of the real cost. Amounts leave the service as USD numbers with at most 6 decimals.
+ */
+export type Micros = number & { readonly __brand?: 'micro-usd' };
+
+export const MICROS_PER_USD = 1_000_000;
+
+function assertSafe(micros: number, what: string): void {
+  if (!Number.isSafeInteger(micros)) throw new RangeError(`${what} is not a safe integer number of micro-USD: ${micros}`);
+}
+
+/** Caller-given USD (a cap) to micro-USD, rounded down. */
+export function usdToMicrosFloor(usd: number): Micros {
+  if (!Number.isFinite(usd)) throw new RangeError(`not a finite USD amount: ${usd}`);
+  // Work on the decimal text to avoid binary error (0.29 * 1e6 = 289999.99999999994).
+  const micros = Math.floor(Number((usd * MICROS_PER_USD).toFixed(3)));
+  assertSafe(micros, 'amount');
+  return micros;
+}
+
+/** A computed price in fractional micro-USD, rounded up to a whole micro-USD. */
+export function ceilMicros(fractional: number): Micros {
+  if (!Number.isFinite(fractional) || fractional < 0) throw new RangeError(`not a non-negative amount: ${fractional}`);
+  const micros = Math.ceil(Number(fractional.toFixed(6)));
+  assertSafe(micros, 'amount');
+  return micros;
+}
+
+/** Micro-USD to a USD number for the API (exact to 6 decimals). */
+export function microsToUsd(micros: Micros): number {
+  assertSafe(micros, 'amount');
+  return Number((micros / MICROS_PER_USD).toFixed(6));
+}
+
+/** Sum of amounts; refuses to lose precision. */
+export function sumMicros(amounts: readonly Micros[]): Micros {
+  let total = 0;
+  for (const a of amounts) {
+    total += a;
+    assertSafe(total, 'sum');
+  }
+  return total;
+}
+
+/** The default spend cap and the per-run ceiling (SPEC: Limits). */
+export const DEFAULT_CAP_MICROS: Micros = 500_000;
+export const MAX_CAP_MICROS: Micros = 1_000_000;
+
+/** cap = min(maxCostUsd ?? 0.50, 1.00), in micro-USD. */
+export function effectiveCapMicros(maxCostUsd: number | undefined): Micros {
+  if (maxCostUsd === undefined) return DEFAULT_CAP_MICROS;
+  return Math.min(usdToMicrosFloor(maxCostUsd), MAX_CAP_MICROS);
+}
