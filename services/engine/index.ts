@@ -21,3 +21,19 @@ export {
   type WorkflowId,
   type WorkflowRef,
 } from './workflow-ref';
+export { artifactKindOf, checkLiteral, connectorsCompatible, isDataConnector } from './connector-values';
+export { planWorkflow, readySteps, type Plan, type PlannedStep } from './plan';
+export { formatReference, looksLikeBrokenReference, NODE_ID_PATTERN, parseReference, type Reference } from './references';
+export { checkRunInputs, type RunInputsCheck } from './run-inputs';
+export {
+  summarizeProblems,
+  validateWorkflow,
+  VALUE_PORT,
+  type CheckedNode,
+  type CheckedWorkflow,
+  type NodeRole,
+  type SpecLookup,
+  type WorkflowCheck,
+} from './validate-workflow';
+export { deriveInterface, type InterfaceInput, type InterfaceOutput, type WorkflowInterface } from './workflow-interface';
+export type { WorkflowProblem } from './workflow-problems';

@@ -1,0 +1,49 @@
+import type { ArtifactInput } from '../contract';
+import { artifactKindOf, checkLiteral, isDataConnector } from './connector-values';
+import type { WorkflowInterface } from './workflow-interface';
+
+export type RunInputsCheck = { ok: true; inputs: Record<string, ArtifactInput> } | { ok: false; problems: string[]; message: string };
+
+/**
+ * Checks the `inputs` of a run against the workflow's interface: every name is a declared input,
+ * every required input is present, each artifact's kind (optional) matches the input's connector,
+ * and inline values have the connector's type. Defaults fill omitted optional inputs.
+ */
+export function checkRunInputs(iface: WorkflowInterface, given: Record<string, ArtifactInput>): RunInputsCheck {
+  const problems: string[] = [];
+  const declared = new Map(iface.inputs.map((i) => [i.id, i]));
+  for (const name of Object.keys(given)) {
+    if (!declared.has(name)) {
+      const names = iface.inputs.map((i) => i.id);
+      problems.push(`input "${name}" is not an input of this workflow; its inputs are: ${names.join(', ') || 'none'}`);
+    }
+  }
+  const resolved: Record<string, ArtifactInput> = {};
+  for (const input of iface.inputs) {
+    const artifact = given[input.id];
+    const kind = artifactKindOf(input.connector)!;
+    if (!artifact) {
+      if (input.required) problems.push(`input "${input.id}" (${input.connector}) is required`);
+      else resolved[input.id] = { kind, value: input.default };
+      continue;
+    }
+    if (artifact.kind !== undefined && artifact.kind !== kind) {
+      problems.push(`input "${input.id}" takes ${input.connector}, so its kind must be "${kind}", got "${artifact.kind}"`);
+      continue;
+    }
+    if ('value' in artifact && !isDataConnector(input.connector)) {
+      const problem = checkLiteral({ id: input.connector, isOptional: false, isArray: false }, artifact.value);
+      if (problem) {
+        problems.push(`input "${input.id}" value ${problem}`);
+        continue;
+      }
+    }
+    if ('ref' in artifact && !isDataConnector(input.connector) && input.connector !== 'STRUCTURED' && input.connector !== 'TEXT') {
+      problems.push(`input "${input.id}" (${input.connector}) takes an inline "value", not a "ref"`);
+      continue;
+    }
+    resolved[input.id] = { ...artifact, kind };
+  }
+  if (problems.length > 0) return { ok: false, problems, message: problems.join('; ') };
+  return { ok: true, inputs: resolved };
+}

@@ -1,0 +1,238 @@
+import type { Connector, GraphNode, NodeSpec, Workflow } from '../contract';
+import { BUILTIN_CONNECTOR_IDS } from '../contract';
+import { checkLiteral, connectorsCompatible } from './connector-values';
+import { looksLikeBrokenReference, NODE_ID_PATTERN, parseReference, type Reference } from './references';
+import { ProblemList, type WorkflowProblem } from './workflow-problems';
+import { parseWorkflowRef } from './workflow-ref';
+
+/** Port 1 of every input and const node. */
+export const VALUE_PORT = 'value';
+
+/** Finds platform node specs by id (the node catalog). */
+export interface SpecLookup {
+  get(id: string): NodeSpec | undefined;
+}
+
+export type NodeRole = 'input' | 'output' | 'const' | 'platform' | 'mounted';
+
+/** A node after validation, with what it exposes. */
+export interface CheckedNode {
+  index: number;
+  id: string;
+  uses: string;
+  role: NodeRole;
+  label?: string;
+  inputs: Record<string, unknown>;
+  /** Platform nodes only. */
+  spec?: NodeSpec;
+  /** Output ports and their connectors; null for a mounted workflow (known only at run time). */
+  outputs: Record<string, Connector> | null;
+  /** References this node's inputs make, by input name. */
+  references: Map<string, Reference>;
+}
+
+export interface CheckedWorkflow {
+  nodes: Map<string, CheckedNode>;
+  /** Definition order. */
+  list: CheckedNode[];
+}
+
+export type WorkflowCheck = { ok: true; workflow: CheckedWorkflow } | { ok: false; problems: WorkflowProblem[]; message: string };
+
+const INTERFACE_INPUT_KEYS: Record<'input' | 'const' | 'output', readonly string[]> = {
+  input: ['default'],
+  const: ['value'],
+  output: ['value'],
+};
+
+const article = (role: string) => (role === 'input' || role === 'output' ? `an ${role}` : `a ${role}`);
+
+const scalarConnector = (id: Connector['id']): Connector => ({ id, isOptional: false, isArray: false });
+
+function roleOf(uses: string): NodeRole {
+  if (uses === 'input' || uses === 'output' || uses === 'const') return uses;
+  return uses.includes('/') ? 'mounted' : 'platform';
+}
+
+const MAX_MESSAGES = 20;
+
+/** Joins problems into one message, cut after the first few. */
+export function summarizeProblems(problems: readonly WorkflowProblem[]): string {
+  const listed = problems.slice(0, MAX_MESSAGES).map((p) => p.message);
+  if (problems.length > MAX_MESSAGES) listed.push(`and ${problems.length - MAX_MESSAGES} more problems`);
+  return listed.join('; ');
+}
+
+function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecLookup, problems: ProblemList): CheckedNode {
+  const inputs = node.inputs ?? {};
+  const checked: CheckedNode = { index, id: node.id, uses: node.uses, role, label: node.label, inputs, outputs: null, references: new Map() };
+  const at = (field: string, message: string) => problems.atNode(index, node.id, field, message);
+
+  if (role === 'input' || role === 'const') {
+    if (!node.outputType || !(BUILTIN_CONNECTOR_IDS as readonly string[]).includes(node.outputType)) {
+      at('outputType', `${article(role)} node needs "outputType", one of ${BUILTIN_CONNECTOR_IDS.join(', ')}`);
+    } else {
+      checked.outputs = { [VALUE_PORT]: scalarConnector(node.outputType) };
+    }
+  } else if (role === 'output') {
+    checked.outputs = {};
+    if (node.outputType) at('outputType', '"outputType" belongs on input and const nodes only');
+  } else if (node.outputType) {
+    at('outputType', '"outputType" belongs on input and const nodes only');
+  }
+
+  if (role === 'input' || role === 'const' || role === 'output') {
+    const allowed = INTERFACE_INPUT_KEYS[role];
+    for (const key of Object.keys(inputs)) {
+      if (!allowed.includes(key)) at(`inputs.${key}`, `${article(role)} node takes only ${allowed.map((k) => `inputs.${k}`).join(', ')}, not inputs.${key}`);
+    }
+    if ((role === 'const' || role === 'output') && !('value' in inputs)) at('inputs.value', `${article(role)} node needs inputs.value`);
+    const literalKey = role === 'input' ? 'default' : role === 'const' ? 'value' : null;
+    if (literalKey && literalKey in inputs) {
+      if (parseReference(inputs[literalKey]) !== null) at(`inputs.${literalKey}`, `inputs.${literalKey} must be a literal value, not a reference`);
+      else if (checked.outputs?.[VALUE_PORT]) {
+        const problem = checkLiteral(checked.outputs[VALUE_PORT], inputs[literalKey]);
+        if (problem) at(`inputs.${literalKey}`, `inputs.${literalKey} ${problem}`);
+      }
+    }
+    return checked;
+  }
+
+  if (role === 'mounted') {
+    const ref = parseWorkflowRef(node.uses);
+    if (!ref.ok) at('uses', `"uses" ${ref.message}`);
+    else if (ref.value.id.kind !== 'address') at('uses', `a mounted workflow is named by its address <org-slug>/<workflow-slug>, not a UUID`);
+    return checked;
+  }
+
+  const spec = specs.get(node.uses);
+  if (!spec) {
+    at('uses', `"uses" names no known node "${node.uses}"; list nodes with GET /v1/nodes?q=<text>`);
+    return checked;
+  }
+  checked.spec = spec;
+  checked.outputs = Object.fromEntries(Object.entries(spec.outputs).map(([name, port]) => [name, port.connector]));
+  for (const [key, value] of Object.entries(inputs)) {
+    const port = spec.inputs[key];
+    if (!port) {
+      at(`inputs.${key}`, `"${spec.id}" has no input "${key}"; its inputs are: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
+      continue;
+    }
+    if (parseReference(value) !== null) continue;
+    const problem = checkLiteral(port.connector, value);
+    if (problem) at(`inputs.${key}`, `input "${key}" ${problem}`);
+  }
+  for (const [name, port] of Object.entries(spec.inputs)) {
+    if (!(name in inputs) && !port.connector.isOptional && port.connector.defaultValue === undefined) {
+      at(`inputs.${name}`, `input "${name}" (${port.connector.id}) is required`);
+    }
+  }
+  return checked;
+}
+
+function checkReferences(nodes: Map<string, CheckedNode>, problems: ProblemList): void {
+  for (const node of nodes.values()) {
+    for (const [key, value] of Object.entries(node.inputs)) {
+      const at = (message: string) => problems.atNode(node.index, node.id, `inputs.${key}`, message);
+      if (looksLikeBrokenReference(value)) {
+        at(`input "${key}" looks like a reference but is not one: write \${<nodeId>.<port>}, got ${JSON.stringify(value)}`);
+        continue;
+      }
+      const ref = parseReference(value);
+      if (!ref) continue;
+      const source = nodes.get(ref.nodeId);
+      if (!source) {
+        at(`input "${key}" refers to a node "${ref.nodeId}" that does not exist`);
+        continue;
+      }
+      if (source.role === 'output') {
+        at(`input "${key}" refers to output node "${ref.nodeId}", which has no ports to read`);
+        continue;
+      }
+      node.references.set(key, ref);
+      if (source.outputs === null) continue; // a mounted workflow: its ports are checked at run time
+      const sourceConnector = source.outputs[ref.port];
+      if (!sourceConnector) {
+        const ports = Object.keys(source.outputs);
+        at(`input "${key}" refers to "${ref.nodeId}.${ref.port}", but "${ref.nodeId}" has no port "${ref.port}"; its ports are: ${ports.join(', ') || 'none'}`);
+        continue;
+      }
+      const targetConnector = node.spec?.inputs[key]?.connector;
+      if (targetConnector && !connectorsCompatible(sourceConnector, targetConnector)) {
+        const show = (c: Connector) => (c.isArray ? `list of ${c.id}` : c.id);
+        at(`input "${key}" (${show(targetConnector)}) cannot take "${ref.nodeId}.${ref.port}" (${show(sourceConnector)})`);
+      }
+    }
+  }
+}
+
+/** Finds one reference cycle (as node ids, first repeated at the end) or null. Iterative DFS. */
+function findCycle(nodes: Map<string, CheckedNode>): string[] | null {
+  const state = new Map<string, 1 | 2>(); // 1: on the stack, 2: done
+  for (const start of nodes.keys()) {
+    if (state.has(start)) continue;
+    const stack: { id: string; next: Iterator<Reference> }[] = [{ id: start, next: nodes.get(start)!.references.values() }];
+    state.set(start, 1);
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const step = top.next.next();
+      if (step.done) {
+        state.set(top.id, 2);
+        stack.pop();
+        continue;
+      }
+      const dep = step.value.nodeId;
+      const seen = state.get(dep);
+      if (seen === 1) {
+        const ids = stack.map((f) => f.id);
+        return [...ids.slice(ids.indexOf(dep)), dep];
+      }
+      if (seen === undefined && nodes.has(dep)) {
+        state.set(dep, 1);
+        stack.push({ id: dep, next: nodes.get(dep)!.references.values() });
+      }
+    }
+  }
+  return null;
+}
+
+/**
+ * Validates a workflow definition (schema version 2) against the node catalog and returns every
+ * problem found, each naming its node and field. Mounted workflows are checked for syntax only;
+ * they resolve at run time.
+ */
+export function validateWorkflow(workflow: Workflow, specs: SpecLookup): WorkflowCheck {
+  const problems = new ProblemList();
+  if (workflow.version !== 2) problems.add('version', `"version" must be 2, got ${JSON.stringify(workflow.version)}`);
+  if (!Array.isArray(workflow.nodes)) {
+    problems.add('nodes', '"nodes" must be an array of nodes');
+    return { ok: false, problems: problems.items, message: summarizeProblems(problems.items) };
+  }
+
+  const nodes = new Map<string, CheckedNode>();
+  const list: CheckedNode[] = [];
+  workflow.nodes.forEach((node, index) => {
+    if (typeof node.id !== 'string' || !NODE_ID_PATTERN.test(node.id)) {
+      problems.atNode(index, undefined, 'id', `node id ${JSON.stringify(node.id)} must start with a letter or "_" and contain only letters, digits, "_" and "-", so it can be used in \${id.port} references`);
+      return;
+    }
+    const first = nodes.get(node.id);
+    if (first) {
+      problems.atNode(index, node.id, 'id', `node id "${node.id}" is already used by nodes[${first.index}]`);
+      return;
+    }
+    const checked = checkShape(node, index, roleOf(node.uses), specs, problems);
+    nodes.set(node.id, checked);
+    list.push(checked);
+  });
+
+  checkReferences(nodes, problems);
+  const cycle = findCycle(nodes);
+  if (cycle) problems.add('nodes', `the references form a cycle: ${cycle.join(' -> ')}`);
+  if (![...nodes.values()].some((n) => n.role === 'output')) {
+    problems.add('nodes', 'a workflow needs at least one output node ({ "uses": "output", "inputs": { "value": "${node.port}" } })');
+  }
+
+  if (!problems.empty) return { ok: false, problems: problems.items, message: summarizeProblems(problems.items) };
+  return { ok: true, workflow: { nodes, list } };
+}
