@@ -92,7 +92,7 @@ export const SETTINGS = {
     env: 'PUBLIC_BASE_URL',
     description: 'Base URL clients use to reach this service (blob URLs and printed links are built from it)',
     default: (env: Env) => `http://127.0.0.1:${env.PORT ?? '8080'}`,
-    parse: url('http:', 'https:'),
+    parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, ''),
   },
   databaseUrl: { env: 'DATABASE_URL', description: 'Postgres connection URL', parse: url('postgres:', 'postgresql:') },
   redisUrl: { env: 'REDIS_URL', description: 'Redis connection URL (BullMQ queues, event bus, rate limits)', parse: url('redis:', 'rediss:') },
@@ -129,11 +129,11 @@ export class ConfigError extends Error {
   }
 }
 
-/** Reads and validates every setting; `env` defaults to the process environment. */
-export function loadConfig(env: Env = process.env): Config {
+function readSettings(keys: readonly (keyof Settings)[], env: Env): { values: Partial<Values>; problems: string[] } {
   const problems: string[] = [];
   const values: Partial<Values> = {};
-  for (const [key, setting] of Object.entries(SETTINGS) as [keyof Settings, Setting<unknown>][]) {
+  for (const key of keys) {
+    const setting: Setting<unknown> = SETTINGS[key];
     const given = env[setting.env];
     const fallback = typeof setting.default === 'function' ? setting.default(env) : setting.default;
     const raw = given !== undefined && given !== '' ? given : fallback;
@@ -148,6 +148,22 @@ export function loadConfig(env: Env = process.env): Config {
       problems.push(`${setting.env} ${err.message}`);
     }
   }
+  return { values, problems };
+}
+
+/**
+ * Reads and validates only the named settings: for tools that need a few of them (the migrator
+ * needs the database, not Redis).
+ */
+export function loadSettings<K extends keyof Settings>(keys: readonly K[], env: Env = process.env): Pick<Values, K> {
+  const { values, problems } = readSettings(keys, env);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return values as Pick<Values, K>;
+}
+
+/** Reads and validates every setting; `env` defaults to the process environment. */
+export function loadConfig(env: Env = process.env): Config {
+  const { values, problems } = readSettings(Object.keys(SETTINGS) as (keyof Settings)[], env);
   const v = values as Values;
   if (v.blobDriver === 's3') {
     for (const name of ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY']) {
@@ -159,7 +175,7 @@ export function loadConfig(env: Env = process.env): Config {
     role: v.role,
     host: v.host,
     port: v.port,
-    publicBaseUrl: v.publicBaseUrl.replace(/\/+$/, ''),
+    publicBaseUrl: v.publicBaseUrl,
     databaseUrl: v.databaseUrl,
     redisUrl: v.redisUrl,
     dataDir: v.dataDir,

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../../services/platform/config';
+import { ConfigError, loadConfig, loadSettings } from '../../services/platform/config';
 
 const minimal = {
   DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/svc',
@@ -56,5 +56,12 @@ describe('configuration', () => {
     const config = loadConfig({ ...minimal, S3_ENDPOINT: 'http://127.0.0.1:9000', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b' });
     expect(config.blobDriver).toBe('s3');
     expect(config.s3).toEqual({ endpoint: 'http://127.0.0.1:9000', accessKey: 'a', secretKey: 'b', bucket: 'svc-artifacts', region: 'us-east-1' });
+  });
+});
+
+describe('partial settings for tools', () => {
+  it('validates only the named settings', () => {
+    expect(loadSettings(['databaseUrl'], { DATABASE_URL: 'postgresql://x@127.0.0.1/db' })).toEqual({ databaseUrl: 'postgresql://x@127.0.0.1/db' });
+    expect(() => loadSettings(['databaseUrl'], {})).toThrow('DATABASE_URL is required');
   });
 });

@@ -1,0 +1,115 @@
+import type { TokenKind } from '../platform/access-token';
+import type { AccessToken as AccessTokenRow } from './generated/prisma/client';
+import type { Db } from './prisma-client';
+
+/** A stored token as authentication needs it (the API's `TokenRecord`). */
+export interface TokenRecord {
+  id: string;
+  userId: string;
+  orgId: string;
+  scopes: string[];
+  kind: TokenKind;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+/** A token as its owner sees it in a listing: never the secret, never the hash. */
+export interface TokenSummary extends TokenRecord {
+  name: string;
+  displayPrefix: string;
+  lastUsedAt: Date | null;
+  createdAt: Date;
+}
+
+/** What {@link TokenRepository.create} stores: the hash of a token from `issueToken`, never its value. */
+export interface NewToken {
+  userId: string;
+  orgId: string;
+  name: string;
+  /** SHA-256 hex of the token value. */
+  hash: string;
+  displayPrefix: string;
+  scopes: readonly string[];
+  kind: TokenKind;
+  expiresAt?: Date | null;
+}
+
+function toKind(row: AccessTokenRow): TokenKind {
+  if (row.kind !== 'personal' && row.kind !== 'session') throw new Error(`access token ${row.id} has unknown kind "${row.kind}"`);
+  return row.kind;
+}
+
+function toRecord(row: AccessTokenRow): TokenRecord {
+  return { id: row.id, userId: row.userId, orgId: row.orgId, scopes: row.scopes, kind: toKind(row), expiresAt: row.expiresAt, revokedAt: row.revokedAt };
+}
+
+function toSummary(row: AccessTokenRow): TokenSummary {
+  return { ...toRecord(row), name: row.name, displayPrefix: row.displayPrefix, lastUsedAt: row.lastUsedAt, createdAt: row.createdAt };
+}
+
+/** Access tokens (personal and device-flow session tokens), looked up by the SHA-256 of their value. */
+export class TokenRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Stores a new token. Expiry limits (at most 365 days) are the caller's to enforce. */
+  async create(input: NewToken): Promise<TokenSummary> {
+    const row = await this.db.accessToken.create({
+      data: {
+        userId: input.userId,
+        orgId: input.orgId,
+        name: input.name,
+        tokenHash: input.hash,
+        displayPrefix: input.displayPrefix,
+        scopes: [...input.scopes],
+        kind: input.kind,
+        expiresAt: input.expiresAt ?? null,
+      },
+    });
+    return toSummary(row);
+  }
+
+  /** The token with this hash, revoked and expired ones included (the caller says why it is refused). */
+  async findByHash(hash: string): Promise<TokenRecord | null> {
+    const row = await this.db.accessToken.findUnique({ where: { tokenHash: hash } });
+    return row ? toRecord(row) : null;
+  }
+
+  async findById(id: string): Promise<TokenSummary | null> {
+    const row = await this.db.accessToken.findUnique({ where: { id } });
+    return row ? toSummary(row) : null;
+  }
+
+  /**
+   * Revokes a token that is not revoked yet; with `userId`, only if that user owns it. Returns
+   * whether this call revoked it (false: unknown, someone else's, or already revoked).
+   */
+  async revoke(id: string, options: { userId?: string; at?: Date } = {}): Promise<boolean> {
+    const { count } = await this.db.accessToken.updateMany({
+      where: { id, revokedAt: null, ...(options.userId === undefined ? {} : { userId: options.userId }) },
+      data: { revokedAt: options.at ?? new Date() },
+    });
+    return count === 1;
+  }
+
+  /** A user's tokens, newest first, revoked and expired ones included; optionally of one organization or kind. */
+  async listForUser(userId: string, filter: { orgId?: string; kind?: TokenKind } = {}): Promise<TokenSummary[]> {
+    const rows = await this.db.accessToken.findMany({
+      where: { userId, ...(filter.orgId === undefined ? {} : { orgId: filter.orgId }), ...(filter.kind === undefined ? {} : { kind: filter.kind }) },
+      orderBy: { createdAt: 'desc' },
+    });
+    return rows.map(toSummary);
+  }
+
+  /**
+   * Records that these tokens were used at `at`, in one statement for a batch collected by the
+   * caller (writing on every request would put a write on the hot path). Never moves a time back.
+   */
+  async touchLastUsed(ids: readonly string[], at: Date): Promise<number> {
+    if (ids.length === 0) return 0;
+    const { count } = await this.db.accessToken.updateMany({
+      where: { id: { in: [...new Set(ids)] }, OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: at } }] },
+      data: { lastUsedAt: at },
+    });
+    return count;
+  }
+}

@@ -1,0 +1,61 @@
+import type { User as UserRow } from './generated/prisma/client';
+import type { Db } from './prisma-client';
+
+/** A person who signs in to the editor and on whose behalf tokens act. */
+export interface User {
+  id: string;
+  /** Lower-cased. */
+  email: string;
+  name: string;
+  createdAt: Date;
+}
+
+/** A user with the stored password hash, for the editor's sign-in only. */
+export interface UserCredentials extends User {
+  passwordHash: string | null;
+}
+
+// Emails compare case-insensitively; storing them lower-cased lets the unique index enforce that.
+function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function toUser(row: UserRow): User {
+  return { id: row.id, email: row.email, name: row.name, createdAt: row.createdAt };
+}
+
+/** Users table. */
+export class UserRepository {
+  constructor(private readonly db: Db) {}
+
+  /** Creates a user; a taken email fails with Prisma's unique violation (P2002). */
+  async create(input: { email: string; name: string; passwordHash?: string | null }): Promise<User> {
+    const row = await this.db.user.create({ data: { email: normalizeEmail(input.email), name: input.name, passwordHash: input.passwordHash ?? null } });
+    return toUser(row);
+  }
+
+  async findById(id: string): Promise<User | null> {
+    const row = await this.db.user.findUnique({ where: { id } });
+    return row ? toUser(row) : null;
+  }
+
+  /** Finds a user by email, ignoring case. */
+  async findByEmail(email: string): Promise<User | null> {
+    const row = await this.db.user.findUnique({ where: { email: normalizeEmail(email) } });
+    return row ? toUser(row) : null;
+  }
+
+  /** The user with the stored password hash, for password sign-in. */
+  async findCredentialsByEmail(email: string): Promise<UserCredentials | null> {
+    const row = await this.db.user.findUnique({ where: { email: normalizeEmail(email) } });
+    return row ? { ...toUser(row), passwordHash: row.passwordHash } : null;
+  }
+
+  /** Returns the user with this email, creating it when missing; an existing one is returned unchanged. */
+  async ensure(input: { email: string; name: string }): Promise<{ user: User; created: boolean }> {
+    const email = normalizeEmail(input.email);
+    const inserted = await this.db.user.createMany({ data: [{ email, name: input.name }], skipDuplicates: true });
+    const row = await this.db.user.findUniqueOrThrow({ where: { email } });
+    return { user: toUser(row), created: inserted.count === 1 };
+  }
+}

@@ -1,0 +1,184 @@
+import { execFile } from 'node:child_process';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { applyMigrations, MigrationError } from '../../services/store/migration-runner';
+import { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles } from '../../services/store/migration-files';
+import { createEmptyDatabase, type TestDatabase } from '../support/database';
+import { stack } from '../support/stack';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const run = promisify(execFile);
+
+async function query<T extends pg.QueryResultRow>(url: string, sql: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(sql, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+interface HistoryRow {
+  id: string;
+  checksum: string;
+  finished_at: Date | null;
+  migration_name: string;
+  logs: string | null;
+  rolled_back_at: Date | null;
+  started_at: Date;
+  applied_steps_count: number;
+}
+
+const history = (url: string) => query<HistoryRow>(url, 'SELECT * FROM _prisma_migrations ORDER BY started_at, migration_name');
+
+/** `prisma/tools/check-drift.ts` in a child process: the wasm engine is an ES module Jest cannot load. */
+async function checkDrift(url: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(path.join(ROOT, 'node_modules', '.bin', 'tsx'), ['prisma/tools/check-drift.ts', '--url', url], { cwd: ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const failed = err as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe('migration runner', () => {
+  const databases: TestDatabase[] = [];
+  const temps: string[] = [];
+
+  async function emptyDatabase(): Promise<TestDatabase> {
+    const db = await createEmptyDatabase(stack().postgres, 'svc_migr');
+    databases.push(db);
+    return db;
+  }
+
+  /** A copy of prisma/migrations that a test may change. */
+  async function migrationsCopy(): Promise<string> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-migrations-'));
+    temps.push(dir);
+    await cp(DEFAULT_MIGRATIONS_DIR, dir, { recursive: true });
+    return dir;
+  }
+
+  afterAll(async () => {
+    await Promise.all(databases.map((db) => db.drop()));
+    await Promise.all(temps.map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  it('migrates an empty database and records every migration as prisma migrate deploy does', async () => {
+    const db = await emptyDatabase();
+    const files = await readMigrationFiles();
+    expect(files.length).toBeGreaterThan(0);
+
+    const { applied } = await applyMigrations({ connectionString: db.url });
+
+    expect(applied).toEqual(files.map((f) => f.name));
+    const rows = await history(db.url);
+    expect(rows.map((r) => r.migration_name)).toEqual(files.map((f) => f.name));
+    for (const [i, row] of rows.entries()) {
+      const onDisk = await readFile(path.join(DEFAULT_MIGRATIONS_DIR, row.migration_name, 'migration.sql'));
+      expect(row).toMatchObject({ checksum: migrationChecksum(onDisk), logs: null, rolled_back_at: null, applied_steps_count: 1 });
+      expect(row.checksum).toBe(files[i]!.checksum);
+      expect(row.id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(row.finished_at).toBeInstanceOf(Date);
+    }
+    const tables = await query<{ table_name: string }>(db.url, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'");
+    expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['organizations', 'users', 'access_tokens', 'runs', 'steps', 'ledger_entries']));
+  });
+
+  it('applies nothing when the database is up to date', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations({ connectionString: db.url });
+    const before = await history(db.url);
+
+    await expect(applyMigrations({ connectionString: db.url })).resolves.toEqual({ applied: [] });
+    expect(await history(db.url)).toEqual(before);
+  });
+
+  it('applies only the new migration when one is added', async () => {
+    const db = await emptyDatabase();
+    const dir = await migrationsCopy();
+    await applyMigrations({ connectionString: db.url, migrationsDir: dir });
+    await mkdir(path.join(dir, '29991231000000_add_note'));
+    await writeFile(path.join(dir, '29991231000000_add_note', 'migration.sql'), 'ALTER TABLE "organizations" ADD COLUMN "note" TEXT;\n');
+
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).resolves.toEqual({ applied: ['29991231000000_add_note'] });
+    const columns = await query(db.url, "SELECT 1 FROM information_schema.columns WHERE table_name = 'organizations' AND column_name = 'note'");
+    expect(columns).toHaveLength(1);
+  });
+
+  it('refuses to migrate when an applied migration no longer matches its recorded checksum', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations({ connectionString: db.url });
+    const [first] = await history(db.url);
+    await query(db.url, 'UPDATE _prisma_migrations SET checksum = $1 WHERE id = $2', ['0'.repeat(64), first!.id]);
+
+    const attempt = applyMigrations({ connectionString: db.url });
+    await expect(attempt).rejects.toBeInstanceOf(MigrationError);
+    await expect(attempt).rejects.toMatchObject({ code: 'checksum_mismatch', migration: first!.migration_name });
+    await expect(attempt).rejects.toThrow(/was changed after it was applied/);
+  });
+
+  it('refuses to migrate when an applied migration file was edited', async () => {
+    const db = await emptyDatabase();
+    const dir = await migrationsCopy();
+    await applyMigrations({ connectionString: db.url, migrationsDir: dir });
+    const [first] = await readMigrationFiles(dir);
+    await writeFile(path.join(dir, first!.name, 'migration.sql'), `${first!.sql}\n-- edited afterwards\n`);
+
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).rejects.toMatchObject({ code: 'checksum_mismatch', migration: first!.name });
+  });
+
+  it('rolls a failing migration back, records the failure, and refuses to go on until it is resolved', async () => {
+    const db = await emptyDatabase();
+    const dir = await migrationsCopy();
+    await mkdir(path.join(dir, '29991231000000_broken'));
+    await writeFile(path.join(dir, '29991231000000_broken', 'migration.sql'), 'CREATE TABLE "half_done" ("id" INT);\nSELECT 1 / 0;\n');
+    await mkdir(path.join(dir, '29991231000001_after'));
+    await writeFile(path.join(dir, '29991231000001_after', 'migration.sql'), 'CREATE TABLE "after_broken" ("id" INT);\n');
+
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).rejects.toMatchObject({ code: 'migration_failed', migration: '29991231000000_broken' });
+    const tables = await query(db.url, "SELECT table_name FROM information_schema.tables WHERE table_name IN ('half_done', 'after_broken')");
+    expect(tables).toEqual([]);
+    const failed = (await history(db.url)).find((r) => r.migration_name === '29991231000000_broken');
+    expect(failed).toMatchObject({ finished_at: null, rolled_back_at: null, applied_steps_count: 0 });
+    expect(failed!.logs).toMatch(/division by zero/);
+
+    // Fixed on disk, but still refused: someone has to acknowledge the failure first.
+    await writeFile(path.join(dir, '29991231000000_broken', 'migration.sql'), 'CREATE TABLE "half_done" ("id" INT);\n');
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).rejects.toMatchObject({ code: 'previous_migration_failed', migration: '29991231000000_broken' });
+
+    // What `prisma migrate resolve --rolled-back` does; then the fixed migration and the next one apply.
+    await query(db.url, "UPDATE _prisma_migrations SET rolled_back_at = now() WHERE migration_name = '29991231000000_broken'");
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).resolves.toEqual({ applied: ['29991231000000_broken', '29991231000001_after'] });
+  });
+
+  it('applies each migration once when several replicas migrate at the same time', async () => {
+    const db = await emptyDatabase();
+    const files = await readMigrationFiles();
+    const results = await Promise.all(Array.from({ length: 4 }, () => applyMigrations({ connectionString: db.url })));
+
+    expect(results.flatMap((r) => r.applied).sort()).toEqual(files.map((f) => f.name).sort());
+    expect(await history(db.url)).toHaveLength(files.length);
+  });
+
+  it('leaves no drift between the migrated database and schema.prisma', async () => {
+    const db = await emptyDatabase();
+    await applyMigrations({ connectionString: db.url });
+
+    const clean = await checkDrift(db.url);
+    expect(clean.stderr).toBe('');
+    expect(clean).toMatchObject({ code: 0 });
+    expect(clean.stdout).toMatch(/no drift/);
+
+    // The check is not vacuous: a database missing a column is reported, with the SQL to fix it.
+    await query(db.url, 'ALTER TABLE "runs" DROP COLUMN "error"');
+    const drifted = await checkDrift(db.url);
+    expect(drifted.code).toBe(2);
+    expect(drifted.stdout).toMatch(/ALTER TABLE "runs" ADD COLUMN\s+"error" JSONB/);
+  }, 60_000);
+});
