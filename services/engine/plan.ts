@@ -30,26 +30,27 @@ export function planWorkflow(workflow: CheckedWorkflow): Plan {
     if (executable(node.role)) steps.set(node.id, { nodeId: node.id, dependsOn: [], dependents: [] });
   }
   for (const step of steps.values()) {
-    const seen = new Set<string>();
     for (const ref of workflow.nodes.get(step.nodeId)!.references.values()) {
-      if (!steps.has(ref.nodeId) || seen.has(ref.nodeId)) continue;
-      seen.add(ref.nodeId);
+      const source = steps.get(ref.nodeId);
+      // Nodes read few ports, so a linear duplicate check beats a Set per step.
+      if (!source || step.dependsOn.includes(ref.nodeId)) continue;
       step.dependsOn.push(ref.nodeId);
-      steps.get(ref.nodeId)!.dependents.push(step.nodeId);
+      source.dependents.push(step.nodeId);
     }
   }
   // Kahn's algorithm, keeping definition order among ready steps.
-  const pending = new Map([...steps.values()].map((s) => [s.nodeId, s.dependsOn.length]));
-  const initial = [...steps.values()].filter((s) => s.dependsOn.length === 0).map((s) => s.nodeId);
-  const order: string[] = [];
-  const queue = [...initial];
-  for (let i = 0; i < queue.length; i++) {
-    const id = queue[i]!;
-    order.push(id);
-    for (const next of steps.get(id)!.dependents) {
+  const pending = new Map<string, number>();
+  const initial: string[] = [];
+  for (const step of steps.values()) {
+    pending.set(step.nodeId, step.dependsOn.length);
+    if (step.dependsOn.length === 0) initial.push(step.nodeId);
+  }
+  const order = initial.slice();
+  for (let i = 0; i < order.length; i++) {
+    for (const next of steps.get(order[i]!)!.dependents) {
       const left = pending.get(next)! - 1;
       pending.set(next, left);
-      if (left === 0) queue.push(next);
+      if (left === 0) order.push(next);
     }
   }
   if (order.length !== steps.size) throw new Error('planWorkflow needs an acyclic, validated workflow');

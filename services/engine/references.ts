@@ -20,7 +20,7 @@ export function parseReference(value: unknown): Reference | null {
 
 /** Whether a string looks like it meant to be a reference but is not a valid one. */
 export function looksLikeBrokenReference(value: unknown): boolean {
-  return typeof value === 'string' && /^\$\{.*\}$/.test(value) && parseReference(value) === null;
+  return typeof value === 'string' && value.startsWith('${') && value.endsWith('}') && parseReference(value) === null;
 }
 
 export function formatReference(ref: Reference): string {

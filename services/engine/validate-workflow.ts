@@ -63,36 +63,47 @@ export function summarizeProblems(problems: readonly WorkflowProblem[]): string 
   return listed.join('; ');
 }
 
+const outputsBySpec = new WeakMap<NodeSpec, Record<string, Connector>>();
+
+/** A spec's output connectors by port, computed once per spec (large graphs reuse few specs). */
+function outputConnectors(spec: NodeSpec): Record<string, Connector> {
+  let outputs = outputsBySpec.get(spec);
+  if (!outputs) {
+    outputs = Object.fromEntries(Object.entries(spec.outputs).map(([name, port]) => [name, port.connector]));
+    outputsBySpec.set(spec, outputs);
+  }
+  return outputs;
+}
+
 function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecLookup, problems: ProblemList): CheckedNode {
   const inputs = node.inputs ?? {};
   const checked: CheckedNode = { index, id: node.id, uses: node.uses, role, label: node.label, inputs, outputs: null, references: new Map() };
-  const at = (field: string, message: string) => problems.atNode(index, node.id, field, message);
 
   if (role === 'input' || role === 'const') {
     if (!node.outputType || !(BUILTIN_CONNECTOR_IDS as readonly string[]).includes(node.outputType)) {
-      at('outputType', `${article(role)} node needs "outputType", one of ${BUILTIN_CONNECTOR_IDS.join(', ')}`);
+      problems.atNode(index, node.id, 'outputType', `${article(role)} node needs "outputType", one of ${BUILTIN_CONNECTOR_IDS.join(', ')}`);
     } else {
       checked.outputs = { [VALUE_PORT]: scalarConnector(node.outputType) };
     }
   } else if (role === 'output') {
     checked.outputs = {};
-    if (node.outputType) at('outputType', '"outputType" belongs on input and const nodes only');
+    if (node.outputType) problems.atNode(index, node.id, 'outputType', '"outputType" belongs on input and const nodes only');
   } else if (node.outputType) {
-    at('outputType', '"outputType" belongs on input and const nodes only');
+    problems.atNode(index, node.id, 'outputType', '"outputType" belongs on input and const nodes only');
   }
 
   if (role === 'input' || role === 'const' || role === 'output') {
     const allowed = INTERFACE_INPUT_KEYS[role];
     for (const key of Object.keys(inputs)) {
-      if (!allowed.includes(key)) at(`inputs.${key}`, `${article(role)} node takes only ${allowed.map((k) => `inputs.${k}`).join(', ')}, not inputs.${key}`);
+      if (!allowed.includes(key)) problems.atNode(index, node.id, `inputs.${key}`, `${article(role)} node takes only ${allowed.map((k) => `inputs.${k}`).join(', ')}, not inputs.${key}`);
     }
-    if ((role === 'const' || role === 'output') && !('value' in inputs)) at('inputs.value', `${article(role)} node needs inputs.value`);
+    if ((role === 'const' || role === 'output') && !('value' in inputs)) problems.atNode(index, node.id, 'inputs.value', `${article(role)} node needs inputs.value`);
     const literalKey = role === 'input' ? 'default' : role === 'const' ? 'value' : null;
     if (literalKey && literalKey in inputs) {
-      if (parseReference(inputs[literalKey]) !== null) at(`inputs.${literalKey}`, `inputs.${literalKey} must be a literal value, not a reference`);
+      if (parseReference(inputs[literalKey]) !== null) problems.atNode(index, node.id, `inputs.${literalKey}`, `inputs.${literalKey} must be a literal value, not a reference`);
       else if (checked.outputs?.[VALUE_PORT]) {
         const problem = checkLiteral(checked.outputs[VALUE_PORT], inputs[literalKey]);
-        if (problem) at(`inputs.${literalKey}`, `inputs.${literalKey} ${problem}`);
+        if (problem) problems.atNode(index, node.id, `inputs.${literalKey}`, `inputs.${literalKey} ${problem}`);
       }
     }
     return checked;
@@ -100,53 +111,58 @@ function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecL
 
   if (role === 'mounted') {
     const ref = parseWorkflowRef(node.uses);
-    if (!ref.ok) at('uses', `"uses" ${ref.message}`);
-    else if (ref.value.id.kind !== 'address') at('uses', `a mounted workflow is named by its address <org-slug>/<workflow-slug>, not a UUID`);
+    if (!ref.ok) problems.atNode(index, node.id, 'uses', `"uses" ${ref.message}`);
+    else if (ref.value.id.kind !== 'address') problems.atNode(index, node.id, 'uses', `a mounted workflow is named by its address <org-slug>/<workflow-slug>, not a UUID`);
     return checked;
   }
 
   const spec = specs.get(node.uses);
   if (!spec) {
-    at('uses', `"uses" names no known node "${node.uses}"; list nodes with GET /v1/nodes?q=<text>`);
+    problems.atNode(index, node.id, 'uses', `"uses" names no known node "${node.uses}"; list nodes with GET /v1/nodes?q=<text>`);
     return checked;
   }
   checked.spec = spec;
-  checked.outputs = Object.fromEntries(Object.entries(spec.outputs).map(([name, port]) => [name, port.connector]));
+  checked.outputs = outputConnectors(spec);
   for (const [key, value] of Object.entries(inputs)) {
     const port = spec.inputs[key];
     if (!port) {
-      at(`inputs.${key}`, `"${spec.id}" has no input "${key}"; its inputs are: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
+      problems.atNode(index, node.id, `inputs.${key}`, `"${spec.id}" has no input "${key}"; its inputs are: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
       continue;
     }
     if (parseReference(value) !== null) continue;
     const problem = checkLiteral(port.connector, value);
-    if (problem) at(`inputs.${key}`, `input "${key}" ${problem}`);
+    if (problem) problems.atNode(index, node.id, `inputs.${key}`, `input "${key}" ${problem}`);
   }
   for (const [name, port] of Object.entries(spec.inputs)) {
     if (!(name in inputs) && !port.connector.isOptional && port.connector.defaultValue === undefined) {
-      at(`inputs.${name}`, `input "${name}" (${port.connector.id}) is required`);
+      problems.atNode(index, node.id, `inputs.${name}`, `input "${name}" (${port.connector.id}) is required`);
     }
   }
   return checked;
 }
 
+function showConnector(c: Connector): string {
+  return c.isArray ? `list of ${c.id}` : c.id;
+}
+
 function checkReferences(nodes: Map<string, CheckedNode>, problems: ProblemList): void {
   for (const node of nodes.values()) {
-    for (const [key, value] of Object.entries(node.inputs)) {
-      const at = (message: string) => problems.atNode(node.index, node.id, `inputs.${key}`, message);
-      if (looksLikeBrokenReference(value)) {
-        at(`input "${key}" looks like a reference but is not one: write \${<nodeId>.<port>}, got ${JSON.stringify(value)}`);
+    for (const key in node.inputs) {
+      const value = node.inputs[key];
+      const ref = parseReference(value);
+      if (!ref) {
+        if (looksLikeBrokenReference(value)) {
+          problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" looks like a reference but is not one: write \${<nodeId>.<port>}, got ${JSON.stringify(value)}`);
+        }
         continue;
       }
-      const ref = parseReference(value);
-      if (!ref) continue;
       const source = nodes.get(ref.nodeId);
       if (!source) {
-        at(`input "${key}" refers to a node "${ref.nodeId}" that does not exist`);
+        problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" refers to a node "${ref.nodeId}" that does not exist`);
         continue;
       }
       if (source.role === 'output') {
-        at(`input "${key}" refers to output node "${ref.nodeId}", which has no ports to read`);
+        problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" refers to output node "${ref.nodeId}", which has no ports to read`);
         continue;
       }
       node.references.set(key, ref);
@@ -154,13 +170,12 @@ function checkReferences(nodes: Map<string, CheckedNode>, problems: ProblemList)
       const sourceConnector = source.outputs[ref.port];
       if (!sourceConnector) {
         const ports = Object.keys(source.outputs);
-        at(`input "${key}" refers to "${ref.nodeId}.${ref.port}", but "${ref.nodeId}" has no port "${ref.port}"; its ports are: ${ports.join(', ') || 'none'}`);
+        problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" refers to "${ref.nodeId}.${ref.port}", but "${ref.nodeId}" has no port "${ref.port}"; its ports are: ${ports.join(', ') || 'none'}`);
         continue;
       }
       const targetConnector = node.spec?.inputs[key]?.connector;
       if (targetConnector && !connectorsCompatible(sourceConnector, targetConnector)) {
-        const show = (c: Connector) => (c.isArray ? `list of ${c.id}` : c.id);
-        at(`input "${key}" (${show(targetConnector)}) cannot take "${ref.nodeId}.${ref.port}" (${show(sourceConnector)})`);
+        problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" (${showConnector(targetConnector)}) cannot take "${ref.nodeId}.${ref.port}" (${showConnector(sourceConnector)})`);
       }
     }
   }
