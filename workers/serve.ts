@@ -4,7 +4,7 @@
  */
 import { createApp, createHandlers, listen, type ReadinessProbe, type RunningServer } from '../services/api';
 import { createBlobRouter } from '../services/api/routes/blob-route';
-import { createCatalog } from '../services/nodes';
+import { createNodeCatalog } from '../services/nodes';
 import { ConfigError, loadConfig } from '../services/platform/config';
 import { createLogger } from '../services/platform/logger';
 import { createMetrics } from '../services/platform/metrics';
@@ -42,8 +42,7 @@ async function main(): Promise<void> {
       { name: 'postgres', check: async () => void (await prisma.$queryRaw`SELECT 1`) },
     ];
     const app = createApp({
-      // The catalog holds no platform nodes yet; the node families arrive with the engine/catalog issue.
-      handlers: createHandlers({ catalog: createCatalog([]) }),
+      handlers: createHandlers({ catalog: createNodeCatalog() }),
       tokens: new TokenRepository(prisma),
       log,
       metrics,

@@ -2,7 +2,9 @@ import type { Server } from 'node:http';
 import request from 'supertest';
 import { Redis } from 'ioredis';
 import { createApp, createHandlers, listen, type RunningServer } from '../../services/api';
-import { createCatalog } from '../../services/nodes';
+import { Type } from '@sinclair/typebox';
+import { NodeSpecSchema, validate } from '../../services/contract';
+import { createCatalog, createNodeCatalog } from '../../services/nodes';
 import { createLogger } from '../../services/platform/logger';
 import { createMetrics } from '../../services/platform/metrics';
 import { createPrismaClient, TokenRepository } from '../../services/store';
@@ -205,5 +207,32 @@ describe('the OpenAPI document route', () => {
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.servers).toEqual([{ url: 'http://svc.test' }]);
     expect(Object.keys(res.body.paths)).toEqual(['/v1/nodes', '/v1/nodes/{id}', '/v1/workflows/{id}', '/v1/runs', '/v1/runs/node']);
+  });
+});
+
+describe('the node catalog over HTTP', () => {
+  const app = createApp({
+    handlers: createHandlers({ catalog: createNodeCatalog() }),
+    tokens: { findByHash: async () => null },
+    log: createLogger({ level: 'silent' }),
+    metrics: createMetrics({ role: 'test' }),
+    probes: [],
+    bodyLimitBytes: 4096,
+    trustProxy: false,
+    publicBaseUrl: 'http://svc.test',
+  });
+
+  it('searches by q with a limit and answers specs the contract accepts', async () => {
+    const res = await request(app).get('/v1/nodes?q=RESIZE&limit=5').expect(200);
+    expect(res.body.map((s: { id: string }) => s.id)).toEqual(['image-resize']);
+    expect(validate(Type.Array(NodeSpecSchema), res.body).ok).toBe(true);
+    const images = await request(app).get('/v1/nodes?category=image&limit=2').expect(200);
+    expect(images.body).toHaveLength(2);
+  });
+
+  it('returns one node with its full port map: defaults, option values and bounds', async () => {
+    const res = await request(app).get('/v1/nodes/image-resize').expect(200);
+    expect(res.body.inputs.fit.connector).toMatchObject({ id: 'TEXT', defaultValue: 'cover', optionValues: ['cover', 'contain', 'fill', 'inside', 'outside'] });
+    expect(res.body.inputs.width.connector).toMatchObject({ id: 'INT', minValue: 1, maxValue: 8192 });
   });
 });
