@@ -5,7 +5,7 @@ import { AppError } from '../../platform/app-error';
 import type { TokenLookup } from '../auth/auth-context';
 import { authenticateFor } from '../auth/authenticate';
 import type { EventStream, Handlers, OpContext } from '../handlers/handler-types';
-import { requestInput } from './request-input';
+import { emptyBodyError, requestInput } from './request-input';
 import { writeEventStream } from './sse-writer';
 
 export interface ContractRouteOptions {
@@ -14,6 +14,14 @@ export interface ContractRouteOptions {
   log: Logger;
   bodyLimitBytes: number;
   heartbeatMs: number;
+}
+
+/** An empty POST body is a caller mistake worth naming (express.json would turn it into `{}`). */
+function requireBody(req: Request, _res: Response, next: () => void): void {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (!hasBody) throw emptyBodyError();
+  next();
 }
 
 function contextOf(res: Response, log: Logger): OpContext {
@@ -39,7 +47,7 @@ export function contractRoutes(options: ContractRouteOptions): Router {
     const op: Operation = OPERATIONS[name];
     const method = op.http.method === 'GET' ? 'get' : 'post';
     methodsByPath.set(op.http.path, [...(methodsByPath.get(op.http.path) ?? []), op.http.method]);
-    const parsers = op.http.method === 'POST' ? [json] : [];
+    const parsers = op.http.method === 'POST' ? [requireBody, json] : [];
 
     router[method](
       op.http.path,

@@ -20,6 +20,11 @@ function coerceQueryValue(schema: PropertySchema | undefined, value: unknown): u
   return value;
 }
 
+/** The error of a POST without a body. */
+export function emptyBodyError(): AppError {
+  return new AppError({ code: 'invalid_json', message: 'the request body is empty; send a JSON object (Content-Type: application/json)' });
+}
+
 /** Builds an operation's input object from the path, the query (GET) or the JSON body (POST). */
 export function requestInput(op: Operation, req: Request): unknown {
   const params = req.params as Record<string, string>;
@@ -41,9 +46,7 @@ export function requestInput(op: Operation, req: Request): unknown {
   }
 
   const body: unknown = req.body;
-  if (body === undefined) {
-    throw new AppError({ code: 'invalid_json', message: 'the request body is empty; send a JSON object (Content-Type: application/json)' });
-  }
+  if (body === undefined) throw emptyBodyError();
   if (op.http.pathParams.length === 0) return body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   return { ...(body as Record<string, unknown>), ...fromPath };
