@@ -45,18 +45,54 @@ free_port() {
   node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
-# stop_pid_file FILE [SECONDS]: TERM the process in FILE, then KILL it after SECONDS.
+# running PID: the process exists and is not a zombie (a killed daemon stays one until
+# whichever process adopted it reaps it, which can take a second).
+running() {
+  local state
+  state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "/proc/$1/status" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
+}
+
+# none_running PID...: none of the processes is running.
+none_running() {
+  local pid
+  for pid in "$@"; do ! running "$pid" || return 1; done
+}
+
+# pid_alive FILE [NAME]: the process whose pid FILE holds is running (and, given NAME, is that
+# program: after a reboot or a killed run the pid may belong to someone else by now).
+pid_alive() {
+  local file="$1" name="${2:-}" pid
+  [ -f "$file" ] || return 1
+  pid=$(tr -dc 0-9 <"$file" 2>/dev/null || true)
+  [ -n "$pid" ] && running "$pid" || return 1
+  [ -z "$name" ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "${name:0:15}" ]
+}
+
+# stop_pid_file FILE [SECONDS] [NAME]: TERM the process in FILE (only if it is NAME, when given),
+# then KILL it after SECONDS; removes FILE.
 stop_pid_file() {
-  local file="$1" seconds="${2:-10}" pid
+  local file="$1" seconds="${2:-10}" name="${3:-}" pid
   [ -f "$file" ] || return 0
-  pid=$(cat "$file" 2>/dev/null || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if pid_alive "$file" "$name"; then
+    pid=$(tr -dc 0-9 <"$file")
     kill "$pid" 2>/dev/null || true
     local deadline=$(( $(date +%s) + seconds ))
-    while kill -0 "$pid" 2>/dev/null; do
+    while running "$pid"; do
       if [ "$(date +%s)" -ge "$deadline" ]; then kill -9 "$pid" 2>/dev/null || true; break; fi
       sleep 0.1
     done
   fi
   rm -f "$file"
+}
+
+# port_free PORT: nothing listens on 127.0.0.1:PORT (so a server failing to bind is caught early,
+# instead of some other program answering the readiness probe).
+port_free() {
+  node -e 'const s=require("net").createServer();s.once("error",()=>process.exit(1));s.listen(+process.argv[1],"127.0.0.1",()=>s.close())' "$1"
+}
+
+# http_answers URL: something answers HTTP at URL (any status).
+http_answers() {
+  node -e 'require("http").get(process.argv[1], (r) => process.exit(r.statusCode ? 0 : 1)).on("error", () => process.exit(1)).setTimeout(2000, () => process.exit(1))' "$1"
 }
