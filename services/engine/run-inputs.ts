@@ -24,21 +24,26 @@ export function checkRunInputs(iface: WorkflowInterface, given: Record<string, A
     const kind = artifactKindOf(input.connector)!;
     if (!artifact) {
       if (input.required) problems.push(`input "${input.id}" (${input.connector}) is required`);
-      else resolved[input.id] = { kind, value: input.default };
+      // A data input's default is itself an artifact (a recipe asset); a value input's is its value.
+      else resolved[input.id] = isDataConnector(input.connector) ? { ...(input.default as ArtifactInput), kind } : { kind, value: input.default };
       continue;
     }
     if (artifact.kind !== undefined && artifact.kind !== kind) {
       problems.push(`input "${input.id}" takes ${input.connector}, so its kind must be "${kind}", got "${artifact.kind}"`);
       continue;
     }
-    if ('value' in artifact && !isDataConnector(input.connector)) {
+    if ('value' in artifact && isDataConnector(input.connector)) {
+      problems.push(`input "${input.id}" (${input.connector}) takes a "ref" to the file, not an inline "value"`);
+      continue;
+    }
+    if ('value' in artifact) {
       const problem = checkLiteral({ id: input.connector, isOptional: false, isArray: false }, artifact.value);
       if (problem) {
         problems.push(`input "${input.id}" value ${problem}`);
         continue;
       }
     }
-    if ('ref' in artifact && !isDataConnector(input.connector) && input.connector !== 'STRUCTURED' && input.connector !== 'TEXT') {
+    if ('ref' in artifact && !isDataConnector(input.connector)) {
       problems.push(`input "${input.id}" (${input.connector}) takes an inline "value", not a "ref"`);
       continue;
     }
