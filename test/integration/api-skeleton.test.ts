@@ -1,10 +1,10 @@
 import type { Server } from 'node:http';
 import request from 'supertest';
 import { Redis } from 'ioredis';
-import { createApp, createHandlers, listen, type RunningServer } from '../../services/api';
+import { createApp, createHandlers, listen, type ReadinessProbe, type RunningServer } from '../../services/api';
 import { Type } from '@sinclair/typebox';
 import { NodeSpecSchema, validate } from '../../services/contract';
-import { createCatalog, createNodeCatalog } from '../../services/nodes';
+import { createCatalog, createNodeCatalog, type NodeCatalog } from '../../services/nodes';
 import { createLogger } from '../../services/platform/logger';
 import { createMetrics } from '../../services/platform/metrics';
 import { createPrismaClient, TokenRepository } from '../../services/store';
@@ -13,6 +13,23 @@ import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { stack } from '../support/stack';
 
 const validRun = { workflow: { version: 2, nodes: [{ id: 'p', uses: 'input', outputType: 'TEXT' }, { id: 'o', uses: 'output', inputs: { value: '${p.value}' } }] } };
+
+/**
+ * An app for tests that need no accounts: every token is unknown (a real lookup that finds
+ * nothing would answer the same), so only public routes and readiness are exercised.
+ */
+function appWithoutAccounts(options: { catalog: NodeCatalog; probes: ReadinessProbe[] }) {
+  return createApp({
+    handlers: createHandlers({ catalog: options.catalog }),
+    tokens: { findByHash: async () => null },
+    log: createLogger({ level: 'silent' }),
+    metrics: createMetrics({ role: 'test' }),
+    probes: options.probes,
+    bodyLimitBytes: 4096,
+    trustProxy: false,
+    publicBaseUrl: 'http://svc.test',
+  });
+}
 
 describe('HTTP skeleton over a real Postgres and Redis', () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>>;
@@ -174,16 +191,8 @@ describe('readiness with a dependency down', () => {
   it('answers 503 naming the failing check', async () => {
     const deadRedis = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
     deadRedis.on('error', () => undefined);
-    const app = createApp({
-      handlers: createHandlers({ catalog: createCatalog([]) }),
-      tokens: { findByHash: async () => null },
-      log: createLogger({ level: 'silent' }),
-      metrics: createMetrics({ role: 'test' }),
-      probes: [{ name: 'redis', check: async () => { await deadRedis.connect(); await deadRedis.ping(); } }],
-      bodyLimitBytes: 4096,
-      trustProxy: false,
-      publicBaseUrl: 'http://127.0.0.1',
-    });
+    const probe = { name: 'redis', check: async () => { await deadRedis.connect(); await deadRedis.ping(); } };
+    const app = appWithoutAccounts({ catalog: createCatalog([]), probes: [probe] });
     const res = await request(app).get('/readyz').expect(503);
     expect(res.body.status).toBe('not_ready');
     expect(res.body.checks.redis).toMatch(/^failing: /);
@@ -193,16 +202,7 @@ describe('readiness with a dependency down', () => {
 
 describe('the OpenAPI document route', () => {
   it('is served at /v1/openapi.json and /api/v1/openapi.json', async () => {
-    const app = createApp({
-      handlers: createHandlers({ catalog: createCatalog([]) }),
-      tokens: { findByHash: async () => null },
-      log: createLogger({ level: 'silent' }),
-      metrics: createMetrics({ role: 'test' }),
-      probes: [],
-      bodyLimitBytes: 4096,
-      trustProxy: false,
-      publicBaseUrl: 'http://svc.test',
-    });
+    const app = appWithoutAccounts({ catalog: createCatalog([]), probes: [] });
     const res = await request(app).get('/api/v1/openapi.json').expect(200);
     expect(res.body.openapi).toBe('3.1.0');
     expect(res.body.servers).toEqual([{ url: 'http://svc.test' }]);
@@ -211,16 +211,7 @@ describe('the OpenAPI document route', () => {
 });
 
 describe('the node catalog over HTTP', () => {
-  const app = createApp({
-    handlers: createHandlers({ catalog: createNodeCatalog() }),
-    tokens: { findByHash: async () => null },
-    log: createLogger({ level: 'silent' }),
-    metrics: createMetrics({ role: 'test' }),
-    probes: [],
-    bodyLimitBytes: 4096,
-    trustProxy: false,
-    publicBaseUrl: 'http://svc.test',
-  });
+  const app = appWithoutAccounts({ catalog: createNodeCatalog(), probes: [] });
 
   it('searches by q with a limit and answers specs the contract accepts', async () => {
     const res = await request(app).get('/v1/nodes?q=RESIZE&limit=5').expect(200);

@@ -1,30 +1,16 @@
-import { findNode, type ArtifactStore, type NodeContext, type NodeDefinition, type NodeInputs } from '../../services/nodes';
+import { type NodeInputs } from '../../services/nodes';
+import { nodeContext, platformNode } from '../support/node-harness';
 import { formatJsonPath, lookupJsonPath, parseJsonPath } from '../../services/nodes/json-path';
 
-const noArtifacts: ArtifactStore = {
-  put: () => Promise.reject(new Error('JSON nodes store nothing')),
-  read: () => Promise.reject(new Error('JSON nodes read nothing')),
-};
-
-function context(signal: AbortSignal = new AbortController().signal): NodeContext {
-  return { signal, progress: () => undefined, artifacts: noArtifacts };
-}
-
-function node(id: string): NodeDefinition {
-  const found = findNode(id);
-  if (!found) throw new Error(`no node ${id}`);
-  return found;
-}
-
 async function run(id: string, inputs: NodeInputs): Promise<Record<string, unknown>> {
-  const definition = node(id);
-  const outputs = await definition.execute(inputs, context());
+  const definition = platformNode(id);
+  const outputs = await definition.execute(inputs, nodeContext());
   expect(definition.price(inputs, outputs)).toBeLessThanOrEqual(definition.estimate(inputs));
   return outputs;
 }
 
 function rejects(id: string, inputs: NodeInputs, fragment: string): Promise<void> {
-  return expect(node(id).execute(inputs, context())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining(fragment) as unknown });
+  return expect(platformNode(id).execute(inputs, nodeContext())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining(fragment) as unknown });
 }
 
 describe('JSON paths', () => {
@@ -83,7 +69,7 @@ describe('json-extract', () => {
   });
 
   it('costs 1 micro-USD', () => {
-    expect(node('json-extract').estimate({ data, path: 'a' })).toBe(1);
+    expect(platformNode('json-extract').estimate({ data, path: 'a' })).toBe(1);
   });
 });
 
@@ -111,7 +97,7 @@ describe('JSON nodes and the abort signal', () => {
   it('reject with the abort reason when the signal is aborted', async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(node('json-extract').execute({ data: {}, path: '' }, context(controller.signal))).rejects.toMatchObject({ name: 'AbortError' });
-    await expect(node('json-parse').execute({ text: '1' }, context(controller.signal))).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(platformNode('json-extract').execute({ data: {}, path: '' }, nodeContext(controller.signal))).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(platformNode('json-parse').execute({ text: '1' }, nodeContext(controller.signal))).rejects.toMatchObject({ name: 'AbortError' });
   });
 });

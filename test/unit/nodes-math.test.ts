@@ -1,30 +1,16 @@
-import { findNode, type ArtifactStore, type NodeContext, type NodeDefinition, type NodeInputs } from '../../services/nodes';
-
-const noArtifacts: ArtifactStore = {
-  put: () => Promise.reject(new Error('math nodes store nothing')),
-  read: () => Promise.reject(new Error('math nodes read nothing')),
-};
-
-function context(signal: AbortSignal = new AbortController().signal): NodeContext {
-  return { signal, progress: () => undefined, artifacts: noArtifacts };
-}
-
-function node(id: string): NodeDefinition {
-  const found = findNode(id);
-  if (!found) throw new Error(`no node ${id}`);
-  return found;
-}
+import { type NodeInputs } from '../../services/nodes';
+import { nodeContext, platformNode } from '../support/node-harness';
 
 async function result(id: string, inputs: NodeInputs): Promise<unknown> {
-  const definition = node(id);
-  const outputs = await definition.execute(inputs, context());
+  const definition = platformNode(id);
+  const outputs = await definition.execute(inputs, nodeContext());
   expect(definition.estimate(inputs)).toBe(1);
   expect(definition.price(inputs, outputs)).toBe(1);
   return outputs.result;
 }
 
 function rejects(id: string, inputs: NodeInputs, fragment: string): Promise<void> {
-  return expect(node(id).execute(inputs, context())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining(fragment) as unknown });
+  return expect(platformNode(id).execute(inputs, nodeContext())).rejects.toMatchObject({ code: 'validation_failed', message: expect.stringContaining(fragment) as unknown });
 }
 
 describe('arithmetic nodes', () => {
@@ -60,7 +46,7 @@ describe('math-round', () => {
     const inputs: NodeInputs = { value };
     if (mode !== undefined) inputs.mode = mode;
     if (decimals !== undefined) inputs.decimals = decimals;
-    return node('math-round').execute(inputs, context());
+    return platformNode('math-round').execute(inputs, nodeContext());
   }
 
   it('rounds halves away from zero by default, with an INT output too', async () => {
@@ -105,6 +91,6 @@ describe('math nodes and the abort signal', () => {
   it('reject with the abort reason when the signal is aborted', async () => {
     const controller = new AbortController();
     controller.abort(new Error('step cancelled'));
-    await expect(node('math-add').execute({ a: 1, b: 2 }, context(controller.signal))).rejects.toThrow('step cancelled');
+    await expect(platformNode('math-add').execute({ a: 1, b: 2 }, nodeContext(controller.signal))).rejects.toThrow('step cancelled');
   });
 });

@@ -1,24 +1,10 @@
-import { findNode, MAX_TEXT_LENGTH, type ArtifactStore, type NodeContext, type NodeDefinition, type NodeInputs } from '../../services/nodes';
-
-const noArtifacts: ArtifactStore = {
-  put: () => Promise.reject(new Error('text nodes store nothing')),
-  read: () => Promise.reject(new Error('text nodes read nothing')),
-};
-
-function context(signal: AbortSignal = new AbortController().signal): NodeContext {
-  return { signal, progress: () => undefined, artifacts: noArtifacts };
-}
-
-function node(id: string): NodeDefinition {
-  const found = findNode(id);
-  if (!found) throw new Error(`no node ${id}`);
-  return found;
-}
+import { MAX_TEXT_LENGTH, type NodeInputs } from '../../services/nodes';
+import { nodeContext, platformNode } from '../support/node-harness';
 
 /** Runs a node and checks its pricing pair on the way: whole micro-USD, price never above estimate. */
 async function run(id: string, inputs: NodeInputs): Promise<Record<string, unknown>> {
-  const definition = node(id);
-  const outputs = await definition.execute(inputs, context());
+  const definition = platformNode(id);
+  const outputs = await definition.execute(inputs, nodeContext());
   const estimate = definition.estimate(inputs);
   const price = definition.price(inputs, outputs);
   expect(Number.isSafeInteger(price) && price >= 1).toBe(true);
@@ -27,7 +13,7 @@ async function run(id: string, inputs: NodeInputs): Promise<Record<string, unkno
 }
 
 function rejects(id: string, inputs: NodeInputs, fragment: string): Promise<void> {
-  return expect(node(id).execute(inputs, context())).rejects.toMatchObject({
+  return expect(platformNode(id).execute(inputs, nodeContext())).rejects.toMatchObject({
     code: 'validation_failed',
     message: expect.stringContaining(fragment) as unknown,
   });
@@ -72,7 +58,7 @@ describe('text-template', () => {
   });
 
   it('prices by output: 2 micro-USD for short text, estimate 10 as the worst case', () => {
-    const template = node('text-template');
+    const template = platformNode('text-template');
     expect(template.estimate({ template: 'x' })).toBe(10);
     expect(template.price({ template: 'x' }, { text: 'x' })).toBe(2);
     expect(template.price({ template: 'x' }, { text: 'x'.repeat(MAX_TEXT_LENGTH) })).toBe(10);
@@ -150,6 +136,6 @@ describe('text nodes and the abort signal', () => {
     const controller = new AbortController();
     controller.abort(new Error('run cancelled'));
     const inputs = { 'text-template': { template: 'x' }, 'text-concat': { texts: [] }, 'text-split': { text: 'x' }, 'text-regex-replace': { text: 'x', pattern: 'x' } }[id]!;
-    await expect(node(id).execute(inputs, context(controller.signal))).rejects.toThrow('run cancelled');
+    await expect(platformNode(id).execute(inputs, nodeContext(controller.signal))).rejects.toThrow('run cancelled');
   });
 });
