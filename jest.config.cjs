@@ -1,6 +1,8 @@
 /** Two projects: unit tests (no I/O) and integration tests (real Redis, Postgres and S3 started by globalSetup). */
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }] };
 module.exports = {
+  // Only read at the top level (a project entry ignores it); integration tests start real servers.
+  testTimeout: 30000,
   projects: [
     {
       displayName: 'unit',
@@ -16,7 +18,6 @@ module.exports = {
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
       setupFiles: ['<rootDir>/test/support/load-stack-env.ts'],
-      testTimeout: 60000,
     },
   ],
 };

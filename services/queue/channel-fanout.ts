@@ -1,0 +1,123 @@
+import type { Redis } from 'ioredis';
+
+/** Someone in this process who wants the messages of one pub/sub channel. */
+export interface ChannelListener {
+  /** One message published on the channel, in publish order. */
+  message(payload: string): void;
+  /**
+   * The subscriber connection came back and the channel is subscribed again. Messages published
+   * while it was down are lost to pub/sub, so the listener re-reads what it missed.
+   */
+  resubscribed(): void;
+}
+
+interface ChannelEntry {
+  listeners: Set<ChannelListener>;
+  /** Settles when this entry's SUBSCRIBE has been answered. */
+  subscribed: Promise<void>;
+}
+
+/**
+ * One Redis connection in subscriber mode shared by every listener of the process: a channel
+ * is subscribed when its first local listener arrives and unsubscribed when its last leaves.
+ *
+ * Races are settled by the order of commands on the one connection: Redis answers SUBSCRIBE and
+ * UNSUBSCRIBE in the order they were sent, so a channel dropped and wanted again before the
+ * UNSUBSCRIBE is answered gets a fresh entry whose SUBSCRIBE is sent after it and wins. The
+ * connection must queue commands while it reconnects (ioredis does, with `maxRetriesPerRequest:
+ * null` as `createRedisConnection` sets), or the order, and this reasoning, is lost.
+ */
+export class ChannelFanout {
+  private readonly channels = new Map<string, ChannelEntry>();
+  private closed = false;
+
+  constructor(private readonly subscriber: Redis) {
+    subscriber.on('message', this.onMessage);
+    subscriber.on('ready', this.onReady);
+  }
+
+  /** Number of channels subscribed for local listeners (for metrics and leak tests). */
+  get channelCount(): number {
+    return this.channels.size;
+  }
+
+  /** Number of local listeners over all channels. */
+  get listenerCount(): number {
+    let count = 0;
+    for (const entry of this.channels.values()) count += entry.listeners.size;
+    return count;
+  }
+
+  /** Adds a listener; resolves once the channel is subscribed, so nothing published later is missed. */
+  async add(channel: string, listener: ChannelListener): Promise<void> {
+    if (this.closed) throw new Error('the channel fan-out is closed');
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const created: ChannelEntry = { listeners: new Set(), subscribed: Promise.resolve() };
+      created.subscribed = this.subscriber.subscribe(channel).then(
+        () => undefined,
+        (err: unknown) => {
+          // A failed SUBSCRIBE must not be cached for later listeners of the channel.
+          if (this.channels.get(channel) === created) this.channels.delete(channel);
+          throw err;
+        },
+      );
+      entry = created;
+      this.channels.set(channel, entry);
+    }
+    entry.listeners.add(listener);
+    await entry.subscribed;
+  }
+
+  /** Removes a listener; unsubscribes the channel when it was the last one. Never throws. */
+  async remove(channel: string, listener: ChannelListener): Promise<void> {
+    const entry = this.channels.get(channel);
+    if (!entry || !entry.listeners.delete(listener) || entry.listeners.size > 0) return;
+    this.channels.delete(channel);
+    if (this.closed) return;
+    // With commands queued across reconnects this fails only once the connection has ended,
+    // and then there is no subscription left to release.
+    await this.subscriber.unsubscribe(channel).catch(() => undefined);
+  }
+
+  /** Unsubscribes every channel and detaches from the connection (which stays the caller's). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.subscriber.off('message', this.onMessage);
+    this.subscriber.off('ready', this.onReady);
+    const channels = [...this.channels.keys()];
+    this.channels.clear();
+    if (channels.length > 0 && this.subscriber.status !== 'end') {
+      await this.subscriber.unsubscribe(...channels).catch(() => undefined);
+    }
+  }
+
+  private readonly onMessage = (channel: string, payload: string): void => {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    // A copy: a listener may leave (and another join) while we iterate.
+    for (const listener of [...entry.listeners]) listener.message(payload);
+  };
+
+  /**
+   * ioredis emits `ready` before it replays its own subscriptions, so we send our own SUBSCRIBE
+   * for every wanted channel (a no-op where already subscribed) and start the catch-up only
+   * once Redis has answered it: a log read before that could miss an event published between
+   * the read and the subscription.
+   */
+  private readonly onReady = (): void => {
+    const channels = [...this.channels.keys()];
+    if (channels.length === 0) return;
+    this.subscriber.subscribe(...channels).then(
+      () => {
+        for (const channel of channels) {
+          const entry = this.channels.get(channel);
+          if (entry) for (const listener of [...entry.listeners]) listener.resubscribed();
+        }
+      },
+      // The connection dropped again: the next `ready` repeats all of this.
+      () => undefined,
+    );
+  };
+}

@@ -1,0 +1,162 @@
+import { AppError } from '../platform/app-error';
+import type { ChannelListener } from './channel-fanout';
+import { isTerminalEvent, parseSequencedEvent, type SequencedEvent } from './sequenced-event';
+
+/** One read of a run's log, taken atomically. */
+export interface RunLogRead {
+  /** The entries with seq > afterSeq, oldest first. */
+  events: SequencedEvent[];
+  /** The log's last entry, if any: tells a stream resumed after the terminal event to end. */
+  tail: SequencedEvent | undefined;
+}
+
+/** Reads the log of a run after a seq. */
+export type ReadRunLog = (afterSeq: number) => Promise<RunLogRead>;
+
+/**
+ * The state of one stream of one run: merges the replay log and live messages into one
+ * sequence without gap or duplicate, and hands it to the consumer one event at a time.
+ *
+ * Invariant: `last` is the highest seq handed over (queued in `ready`), and every seq up to it
+ * was handed over exactly once. A live message is accepted at once only when it is `last + 1`
+ * and no log read is running; anything else waits in `ahead` until a log read closes the gap.
+ * That works because the append script pushes to the log before it publishes: by the time a
+ * message with seq s arrives, the log holds every seq up to s.
+ */
+export class RunEventCursor implements ChannelListener {
+  private last: number;
+  private readonly ready: SequencedEvent[] = [];
+  private readonly ahead = new Map<number, SequencedEvent>();
+  private reading = false;
+  private readAgain = false;
+  /** The terminal event has been queued: nothing after it is taken. */
+  private ended = false;
+  private stopped = false;
+  private failure: unknown = undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly runId: string,
+    afterSeq: number,
+    private readonly readLog: ReadRunLog,
+  ) {
+    this.last = afterSeq;
+  }
+
+  message(payload: string): void {
+    if (this.ended || this.stopped) return;
+    let item: SequencedEvent;
+    try {
+      item = parseSequencedEvent(payload);
+    } catch (err) {
+      this.fail(err);
+      return;
+    }
+    if (item.seq <= this.last) return;
+    if (item.seq === this.last + 1 && !this.reading) {
+      this.accept(item);
+      return;
+    }
+    this.ahead.set(item.seq, item);
+    this.catchUp();
+  }
+
+  resubscribed(): void {
+    this.catchUp();
+  }
+
+  /**
+   * Reads the log from `last` (again if one read is already running, since that one may have
+   * been sent before the subscription that now exists) and releases the live events waiting.
+   */
+  catchUp(): void {
+    if (this.ended || this.stopped || this.failure !== undefined) return;
+    if (this.reading) {
+      this.readAgain = true;
+      return;
+    }
+    this.reading = true;
+    void this.readLoop();
+  }
+
+  /** Ends the stream now, dropping what is queued (abort, bus closed). */
+  stop(): void {
+    this.stopped = true;
+    this.notify();
+  }
+
+  /** The next event, or undefined when the stream is over. Throws what broke the stream. */
+  async next(): Promise<SequencedEvent | undefined> {
+    for (;;) {
+      if (this.stopped) return undefined;
+      const item = this.ready.shift();
+      if (item) return item;
+      if (this.failure !== undefined) throw this.failure;
+      if (this.ended) return undefined;
+      await new Promise<void>((resolve) => (this.wake = resolve));
+    }
+  }
+
+  private async readLoop(): Promise<void> {
+    try {
+      do {
+        this.readAgain = false;
+        // Every seq waiting in `ahead` now is already in the log, so this read must reach it.
+        const mustReach = Math.max(0, ...this.ahead.keys());
+        const { events, tail } = await this.readLog(this.last);
+        for (const item of events) {
+          if (this.ended || this.stopped) return;
+          if (item.seq === this.last + 1) this.accept(item);
+        }
+        this.releaseAhead();
+        // Resumed at or past the terminal event (Last-Event-ID of the last event): nothing follows.
+        if (!this.ended && tail && tail.seq <= this.last && isTerminalEvent(tail.event)) this.end();
+        if (!this.ended && this.last < mustReach) {
+          throw new AppError({
+            code: 'unavailable',
+            message: `the event log of run ${this.runId} lost events after seq ${this.last} (expired or deleted); read the run's record instead`,
+            details: { runId: this.runId, afterSeq: this.last },
+          });
+        }
+        // Live events that arrived during the read and still leave a gap need another read.
+      } while (!this.ended && !this.stopped && (this.readAgain || this.ahead.size > 0));
+    } catch (err) {
+      this.fail(err);
+    } finally {
+      this.reading = false;
+      this.notify();
+    }
+  }
+
+  private releaseAhead(): void {
+    for (const seq of [...this.ahead.keys()]) if (seq <= this.last) this.ahead.delete(seq);
+    for (let item = this.ahead.get(this.last + 1); item && !this.ended; item = this.ahead.get(this.last + 1)) {
+      this.ahead.delete(item.seq);
+      this.accept(item);
+    }
+  }
+
+  private accept(item: SequencedEvent): void {
+    this.ready.push(item);
+    this.last = item.seq;
+    if (isTerminalEvent(item.event)) this.end();
+    else this.notify();
+  }
+
+  private end(): void {
+    this.ended = true;
+    this.ahead.clear();
+    this.notify();
+  }
+
+  private fail(err: unknown): void {
+    if (this.failure === undefined) this.failure = err;
+    this.notify();
+  }
+
+  private notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+}

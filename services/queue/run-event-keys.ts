@@ -1,0 +1,18 @@
+/**
+ * Where a run's events live in Redis. Both names start with the deployment's prefix so that
+ * several deployments (and every integration test file) can share one Redis.
+ *
+ * The log is a list whose index i holds the event with seq i + 1; pub/sub channel names are a
+ * namespace apart from keys, but share the prefix so `PUBSUB CHANNELS prefix:*` finds ours.
+ */
+export interface RunEventKeys {
+  /** The replay log: a list of `{"seq":N,"event":...}` strings, oldest first. */
+  log: string;
+  /** The live channel: every appended entry is published here, in seq order. */
+  channel: string;
+}
+
+/** The log key and live channel of one run. */
+export function runEventKeys(prefix: string, runId: string): RunEventKeys {
+  return { log: `${prefix}:run:${runId}:events`, channel: `${prefix}:run:${runId}:live` };
+}

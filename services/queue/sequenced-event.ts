@@ -1,0 +1,29 @@
+import { TERMINAL_EVENT_TYPES, type RunEvent } from '../contract';
+
+/**
+ * One event of a run with its per-run sequence number (1, 2, 3, ... without gaps), sent as the
+ * SSE `id:`. Structurally the same as the API's `SequencedEvent`: the queue may not import the
+ * API, so the shape is declared here too and TypeScript treats the two as one.
+ */
+export interface SequencedEvent {
+  seq: number;
+  event: RunEvent;
+}
+
+/** Whether the stream of a run ends after this event (`run.completed`, `run.failed`). */
+export function isTerminalEvent(event: RunEvent): boolean {
+  return TERMINAL_EVENT_TYPES.includes(event.type);
+}
+
+/**
+ * Reads one log entry or pub/sub message written by the append script. The text is our own
+ * (`{"seq":N,"event":...}`), so only the sequence number is checked, not the event's schema:
+ * validating every event again on every reader would cost more than it could catch.
+ */
+export function parseSequencedEvent(text: string): SequencedEvent {
+  const value = JSON.parse(text) as Partial<SequencedEvent>;
+  if (typeof value.seq !== 'number' || !Number.isInteger(value.seq) || value.seq < 1 || typeof value.event !== 'object' || value.event === null) {
+    throw new Error(`not a sequenced run event: ${text.slice(0, 120)}`);
+  }
+  return value as SequencedEvent;
+}

@@ -1,0 +1,287 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { RunEvent } from '../../services/contract';
+import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
+import { stack, uniqueName } from '../support/stack';
+
+const prefix = uniqueName('bus');
+const progress = (message: string): RunEvent => ({ type: 'step.progress', nodeId: 'n1', message });
+const completed: RunEvent = { type: 'run.completed', outputs: {} };
+const failed: RunEvent = { type: 'run.failed', error: { code: 'step_failed', message: 'boom' } };
+
+async function collect(stream: AsyncIterable<SequencedEvent>): Promise<SequencedEvent[]> {
+  const items: SequencedEvent[] = [];
+  for await (const item of stream) items.push(item);
+  return items;
+}
+
+async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const seqs = (items: SequencedEvent[]) => items.map((item) => item.seq);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe('the run event bus', () => {
+  const connections: Redis[] = [];
+  const connect = (): Redis => {
+    const redis = createRedisConnection(stack().redisUrl);
+    redis.on('error', () => undefined); // CLIENT KILL makes the killed one report its reset
+    connections.push(redis);
+    return redis;
+  };
+  let admin: Redis;
+  let subscriber: Redis;
+  let subscriberId: number;
+  let bus: RunEventBus;
+
+  const numsub = async (runId: string): Promise<number> => {
+    const reply = (await admin.pubsub('NUMSUB', runEventKeys(prefix, runId).channel)) as [string, number];
+    return Number(reply[1]);
+  };
+  const clientInfo = async (id: number): Promise<string> => String(await admin.client('LIST', 'ID', String(id)));
+  const subscribedOnRedis = (runId: string) => waitFor(async () => (await numsub(runId)) === 1, `the subscription of ${runId}`);
+
+  beforeAll(async () => {
+    admin = connect();
+    subscriber = connect();
+    subscriberId = Number(await subscriber.client('ID'));
+    bus = new RunEventBus({ redis: connect(), subscriber, prefix });
+  });
+
+  afterAll(async () => {
+    await bus.close();
+    let cursor = '0';
+    do {
+      const [next, keys] = await admin.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await admin.del(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    for (const redis of connections) redis.disconnect();
+  });
+
+  afterEach(() => {
+    expect(bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
+  });
+
+  it('numbers 200 concurrent appends from 5 connections 1..200 without gaps, and every subscriber sees one order', async () => {
+    const runId = randomUUID();
+    const appenders = Array.from({ length: 5 }, () => new RunEventBus({ redis: connect(), prefix }));
+    const streams = Array.from({ length: 3 }, () => collect(bus.events(runId)));
+    await subscribedOnRedis(runId);
+
+    const results = await Promise.all(
+      range(0, 199).map(async (i) => ({ seq: await appenders[i % 5]!.append(runId, progress(`e${i}`)), message: `e${i}` })),
+    );
+    expect(results.map((r) => r.seq).sort((a, b) => a - b)).toEqual(range(1, 200));
+    expect(await appenders[0]!.append(runId, completed)).toBe(201);
+
+    const seen = await Promise.all(streams);
+    const bySeq = new Map(results.map((r) => [r.seq, r.message]));
+    for (const items of seen) {
+      expect(seqs(items)).toEqual(range(1, 201));
+      expect(items).toEqual(seen[0]);
+      for (const { seq, event } of items.slice(0, 200)) expect(event).toEqual(progress(bySeq.get(seq)!));
+      expect(items[200]!.event).toEqual(completed);
+    }
+    expect(await bus.read(runId)).toEqual(seen[0]);
+    expect(await bus.lastSeq(runId)).toBe(201);
+    await Promise.all(appenders.map((appender) => appender.close()));
+  });
+
+  it('gives a late subscriber the logged events, then the live ones, once each, and ends after the terminal event', async () => {
+    const runId = randomUUID();
+    for (let i = 1; i <= 10; i++) await bus.append(runId, progress(`e${i}`));
+    const items: SequencedEvent[] = [];
+    for await (const item of bus.events(runId)) {
+      items.push(item);
+      if (item.seq === 10) {
+        for (let i = 11; i <= 15; i++) await bus.append(runId, progress(`e${i}`));
+        await bus.append(runId, failed);
+        await bus.append(runId, progress('after the end'));
+      }
+    }
+    expect(seqs(items)).toEqual(range(1, 16));
+    expect(items.slice(0, 15).map((item) => item.event)).toEqual(range(1, 15).map((i) => progress(`e${i}`)));
+    expect(items[15]!.event).toEqual(failed);
+    expect(await numsub(runId)).toBe(0);
+  });
+
+  it('resumes after a seq (Last-Event-ID) with exactly the events the dropped client missed', async () => {
+    const runId = randomUUID();
+    for (let i = 1; i <= 6; i++) await bus.append(runId, progress(`e${i}`));
+    const first: SequencedEvent[] = [];
+    for await (const item of bus.events(runId)) {
+      first.push(item);
+      if (item.seq === 4) break; // the connection drops after id 4
+    }
+    for (let i = 7; i <= 9; i++) await bus.append(runId, progress(`e${i}`));
+    const resumed = collect(bus.events(runId, { afterSeq: 4 }));
+    await subscribedOnRedis(runId);
+    await bus.append(runId, completed);
+    expect(seqs(first)).toEqual(range(1, 4));
+    expect(seqs(await resumed)).toEqual(range(5, 10));
+    expect(seqs(await collect(bus.events(runId, { afterSeq: 10 })))).toEqual([]);
+  });
+
+  it('shows a subscriber that starts while appends are in flight no gap and no duplicate (100 races)', async () => {
+    const appenders = Array.from({ length: 3 }, () => new RunEventBus({ redis: connect(), prefix }));
+    for (let round = 0; round < 100; round++) {
+      const runId = randomUUID();
+      const appending = (async () => {
+        for (let i = 0; i < 20; i++) {
+          await Promise.all(appenders.map((appender, a) => appender.append(runId, progress(`${i}.${a}`))));
+        }
+        return appenders[round % 3]!.append(runId, completed);
+      })();
+      // Start somewhere inside the appends: before the first, in the middle, near the end.
+      await new Promise((resolve) => setTimeout(resolve, round % 7));
+      const items = await collect(bus.events(runId, { afterSeq: round % 2 === 0 ? 0 : 3 }));
+      const last = await appending;
+      expect(seqs(items)).toEqual(range(round % 2 === 0 ? 1 : 4, last));
+    }
+    await Promise.all(appenders.map((appender) => appender.close()));
+  });
+
+  it('fills a gap between live messages from the log', async () => {
+    const runId = randomUUID();
+    const { log } = runEventKeys(prefix, runId);
+    await bus.append(runId, progress('e1'));
+    const items: SequencedEvent[] = [];
+    for await (const item of bus.events(runId)) {
+      items.push(item);
+      if (item.seq === 1) {
+        await subscribedOnRedis(runId);
+        // Logged but never published (as if the message was lost): only the log can deliver them.
+        await admin.rpush(log, JSON.stringify({ seq: 2, event: progress('e2') }), JSON.stringify({ seq: 3, event: progress('e3') }));
+        await bus.append(runId, completed);
+      }
+    }
+    expect(seqs(items)).toEqual([1, 2, 3, 4]);
+    expect(items.map((item) => item.event)).toEqual([progress('e1'), progress('e2'), progress('e3'), completed]);
+  });
+
+  it('serves 100 concurrent streams of 100 runs over one subscriber connection and leaves no subscription behind', async () => {
+    const runIds = Array.from({ length: 100 }, () => randomUUID());
+    const streams = runIds.map((runId) => collect(bus.events(runId)));
+    await waitFor(async () => (await clientInfo(subscriberId)).includes(' sub=100 '), '100 subscriptions on the one connection');
+    expect(bus.stats()).toEqual({ streams: 100, channels: 100, listeners: 100 });
+    await Promise.all(runIds.map(async (runId) => {
+      await bus.append(runId, progress('only'));
+      await bus.append(runId, completed);
+    }));
+    for (const items of await Promise.all(streams)) expect(seqs(items)).toEqual([1, 2]);
+    expect(await clientInfo(subscriberId)).toContain(' sub=0 ');
+    for (const runId of runIds) expect(await numsub(runId)).toBe(0);
+  });
+
+  it('unsubscribes when the consumer breaks out early, and keeps the channel while another stream of the run lives', async () => {
+    const runId = randomUUID();
+    for (let i = 1; i <= 3; i++) await bus.append(runId, progress(`e${i}`));
+    const other = collect(bus.events(runId));
+    for await (const item of bus.events(runId)) {
+      expect(item.seq).toBe(1);
+      break;
+    }
+    expect(await numsub(runId)).toBe(1);
+    expect(bus.stats()).toEqual({ streams: 1, channels: 1, listeners: 1 });
+    await bus.append(runId, completed);
+    expect(seqs(await other)).toEqual([1, 2, 3, 4]);
+    expect(await numsub(runId)).toBe(0);
+  });
+
+  it('keeps subscriptions right when streams of one run come and go faster than Redis answers', async () => {
+    const runId = randomUUID();
+    const churn = Array.from({ length: 200 }, async (_, i) => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), i % 4);
+      if (i % 10 === 0) await bus.append(runId, progress(`e${i}`));
+      const items = await collect(bus.events(runId, { signal: controller.signal }));
+      expect(seqs(items)).toEqual(range(1, items.length));
+    });
+    await Promise.all(churn);
+    expect(await numsub(runId)).toBe(0);
+    // The channel must still work live after all that.
+    const appended = await bus.lastSeq(runId);
+    expect(appended).toBe(20);
+    const last = collect(bus.events(runId, { afterSeq: appended }));
+    await subscribedOnRedis(runId);
+    await bus.append(runId, completed);
+    expect(seqs(await last)).toEqual([appended + 1]);
+    expect(await numsub(runId)).toBe(0);
+    expect(await clientInfo(subscriberId)).toContain(' sub=0 ');
+  });
+
+  it('ends the iteration without an error when the signal aborts', async () => {
+    const runId = randomUUID();
+    await bus.append(runId, progress('e1'));
+    const controller = new AbortController();
+    const items: SequencedEvent[] = [];
+    const done = (async () => {
+      for await (const item of bus.events(runId, { signal: controller.signal })) items.push(item);
+    })();
+    await waitFor(() => items.length === 1, 'the first event');
+    controller.abort();
+    await done;
+    expect(seqs(items)).toEqual([1]);
+    expect(await numsub(runId)).toBe(0);
+    expect(await collect(bus.events(runId, { signal: controller.signal }))).toEqual([]);
+  });
+
+  it('waits on a run without a log, which lastSeq reports as 0', async () => {
+    const runId = randomUUID();
+    expect(await bus.lastSeq(runId)).toBe(0);
+    expect(await bus.read(runId)).toEqual([]);
+    const controller = new AbortController();
+    const stream = collect(bus.events(runId, { signal: controller.signal }));
+    await subscribedOnRedis(runId);
+    setTimeout(() => controller.abort(), 50);
+    expect(await stream).toEqual([]);
+  });
+
+  it('keeps the log with an expiry, renewed on every append', async () => {
+    const runId = randomUUID();
+    const { log } = runEventKeys(prefix, runId);
+    await bus.append(runId, progress('e1'));
+    const ttl = await admin.ttl(log);
+    expect(ttl).toBeGreaterThan(24 * 3600 - 10);
+    expect(ttl).toBeLessThanOrEqual(24 * 3600);
+
+    const short = new RunEventBus({ redis: admin, prefix, logTtlSeconds: 60 });
+    await admin.expire(log, 5);
+    expect(await short.append(runId, progress('e2'))).toBe(2);
+    expect(await admin.ttl(log)).toBeGreaterThan(55);
+  });
+
+  it('delivers every event after its subscriber connection is killed mid-stream and reconnects', async () => {
+    const ownSubscriber = connect();
+    const ownId = Number(await ownSubscriber.client('ID'));
+    const ownBus = new RunEventBus({ redis: connect(), subscriber: ownSubscriber, prefix });
+    const runId = randomUUID();
+    let readies = 0;
+    ownSubscriber.on('ready', () => readies++);
+    await bus.append(runId, progress('e1'));
+    const items: SequencedEvent[] = [];
+    for await (const item of ownBus.events(runId)) {
+      items.push(item);
+      if (item.seq === 1) {
+        await bus.append(runId, progress('e2'));
+        await bus.append(runId, progress('e3'));
+      }
+      if (item.seq === 3) {
+        await admin.client('KILL', 'ID', String(ownId));
+        // Published while the subscriber is away: pub/sub drops them, the catch-up must not.
+        for (let i = 4; i <= 8; i++) await bus.append(runId, progress(`e${i}`));
+        await bus.append(runId, completed);
+      }
+    }
+    expect(seqs(items)).toEqual(range(1, 9));
+    expect(readies).toBeGreaterThanOrEqual(1);
+    expect(ownBus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
+    await ownBus.close();
+  });
+});
