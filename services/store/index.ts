@@ -7,3 +7,16 @@ export { UserRepository, type User, type UserCredentials } from './user-reposito
 export { MembershipRepository, type Membership, type Role } from './membership-repository';
 export { TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
 export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting, type NewLedgerEntry } from './ledger-repository';
+export { type NewRun, type RunRecord, type RunStepRecord } from './run-records';
+export { RunRepository, type FailRunResult } from './run-repository';
+export { StepRepository } from './step-repository';
+export {
+  type CompleteStepInput,
+  type CompleteStepResult,
+  type FailStepInput,
+  type FailStepResult,
+  type ReserveInput,
+  type ReserveRefusal,
+  type ReserveResult,
+} from './step-transitions';
+export { RunRecoveryRepository, type RunnableStep, type StuckStep } from './run-recovery-repository';

@@ -1,0 +1,108 @@
+import { RUN_STATUSES, STEP_STATUSES, type RunError, type RunStatus, type StepStatus } from '../contract/schemas/run';
+import { microsFromDb } from './micros';
+
+/**
+ * The run store's domain objects: a run and its steps as Postgres holds them, money as plain
+ * integer micro-USD. Status strings are the contract's (`RUN_STATUSES`, `STEP_STATUSES`).
+ */
+
+/** One executable node of a run, as stored. */
+export interface RunStepRecord {
+  nodeId: string;
+  status: StepStatus;
+  /** Attempts started so far (0 until the first reservation). */
+  attempt: number;
+  /** Predecessors not yet completed; the step is ready at 0. */
+  pendingDeps: number;
+  /** Settled cost of the step (its final attempt), micro-USD. */
+  costMicros: number;
+  /** Money the current attempt holds against the run's cap; non-zero only while `running`. */
+  reservedMicros: number;
+  /** Duration of the settled attempt; null until the step has run. */
+  ms: number | null;
+  error: RunError | null;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+/** A run with its steps, for `GET /v1/runs/:id` and the engine. */
+export interface RunRecord {
+  id: string;
+  orgId: string;
+  userId: string;
+  tokenId: string | null;
+  workflowId: string | null;
+  workflowVersionId: string | null;
+  status: RunStatus;
+  /** The definition as run (inline, or a snapshot of the resolved version). */
+  definition: unknown;
+  inputs: unknown;
+  /** Null unless the run completed. */
+  outputs: Record<string, unknown> | null;
+  error: RunError | null;
+  capMicros: number;
+  spentMicros: number;
+  reservedMicros: number;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+  steps: RunStepRecord[];
+}
+
+/** What {@link RunRepository.createRun} stores. */
+export interface NewRun {
+  orgId: string;
+  userId: string;
+  tokenId: string | null;
+  definition: unknown;
+  inputs: unknown;
+  /** The run's hard spend cap, micro-USD. */
+  capMicros: number;
+  workflowId?: string | null;
+  workflowVersionId?: string | null;
+  /** One entry per executable node; `pendingDeps` = its executable predecessors. */
+  steps: readonly { nodeId: string; pendingDeps: number }[];
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether `id` can name a row at all; anything else would make Postgres raise on the `::uuid` cast. */
+export function isUuid(id: string): boolean {
+  return UUID.test(id);
+}
+
+/** A run status read from the database; an unknown string means someone wrote around the store. */
+export function parseRunStatus(value: string, runId: string): RunStatus {
+  if (!(RUN_STATUSES as readonly string[]).includes(value)) throw new Error(`run ${runId} has unknown status "${value}"`);
+  return value as RunStatus;
+}
+
+/** A step status read from the database. */
+export function parseStepStatus(value: string, where: string): StepStatus {
+  if (!(STEP_STATUSES as readonly string[]).includes(value)) throw new Error(`step ${where} has unknown status "${value}"`);
+  return value as StepStatus;
+}
+
+/** A stored `error` column as the contract's `{ code, message }`, or null. */
+export function parseRunError(value: unknown): RunError | null {
+  if (value === null || value === undefined || typeof value !== 'object') return null;
+  const { code, message } = value as Record<string, unknown>;
+  return { code: typeof code === 'string' ? code : 'internal', message: typeof message === 'string' ? message : '' };
+}
+
+/** JSON text for a `jsonb` parameter; `undefined` would silently become SQL NULL, so it is refused. */
+export function jsonParam(value: unknown, what: string): string {
+  const text = JSON.stringify(value);
+  if (text === undefined) throw new RangeError(`${what} must be a JSON value`);
+  return text;
+}
+
+/** A non-negative micro-USD amount from a caller (estimate, cost, cap). */
+export function assertMicros(value: number, what: string): void {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${what} must be a non-negative whole number of micro-USD, got ${value}`);
+}
+
+/** Converts a BIGINT column, tolerating drivers that already hand back a number. */
+export function micros(value: bigint | number): number {
+  return typeof value === 'number' ? value : microsFromDb(value);
+}

@@ -1,0 +1,63 @@
+import type { Db } from './prisma-client';
+import { isUuid } from './run-records';
+
+/** A step of a running run whose attempt has been running for longer than the reaper allows. */
+export interface StuckStep {
+  runId: string;
+  nodeId: string;
+  attempt: number;
+  startedAt: Date;
+}
+
+/** A step of a running run that may start now: its inputs are all there and no attempt holds it. */
+export interface RunnableStep {
+  runId: string;
+  nodeId: string;
+}
+
+interface StepKeyRow {
+  run_id: string;
+  node_id: string;
+}
+
+/**
+ * Read-only queries for the stuck-run reaper, which rebuilds the queue from Postgres (the source
+ * of truth) when jobs were lost: it re-enqueues what these return, and the step worker's
+ * `reserve` decides, under the run's lock, whether the step really starts. Both scan running runs
+ * through the `runs(status, created_at)` index and their steps through `steps(run_id, node_id)`.
+ */
+export class RunRecoveryRepository {
+  constructor(private readonly db: Db) {}
+
+  /**
+   * Steps of running runs that are `running` under an attempt started before `startedBefore`
+   * (its worker probably died), oldest first. Re-enqueue them; `reserve` with a matching
+   * `staleAfterMs` takes them over and releases the dead attempt's reservation.
+   */
+  async findStuck(options: { startedBefore: Date; limit?: number }): Promise<StuckStep[]> {
+    const rows = await this.db.$queryRaw<(StepKeyRow & { attempt: number; started_at: Date })[]>`
+      SELECT s.run_id, s.node_id, s.attempt, s.started_at
+      FROM runs r JOIN steps s ON s.run_id = r.id
+      WHERE r.status = 'running' AND s.status = 'running' AND s.started_at < ${options.startedBefore}
+      ORDER BY s.started_at
+      LIMIT ${options.limit ?? 100}`;
+    return rows.map((row) => ({ runId: row.run_id, nodeId: row.node_id, attempt: row.attempt, startedAt: row.started_at }));
+  }
+
+  /**
+   * Ready steps (no pending dependency, `pending` or `queued`) of running runs, optionally of one
+   * run, oldest run first. Enqueueing them again is safe: job ids are derived from run and node.
+   */
+  async listRunnable(options: { runId?: string; limit?: number } = {}): Promise<RunnableStep[]> {
+    if (options.runId !== undefined && !isUuid(options.runId)) return [];
+    const runId = options.runId ?? null;
+    const rows = await this.db.$queryRaw<StepKeyRow[]>`
+      SELECT s.run_id, s.node_id
+      FROM runs r JOIN steps s ON s.run_id = r.id
+      WHERE r.status = 'running' AND (${runId}::uuid IS NULL OR r.id = ${runId}::uuid)
+        AND s.pending_deps = 0 AND s.status IN ('pending', 'queued')
+      ORDER BY r.created_at, s.node_id
+      LIMIT ${options.limit ?? 100}`;
+    return rows.map((row) => ({ runId: row.run_id, nodeId: row.node_id }));
+  }
+}

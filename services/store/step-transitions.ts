@@ -1,0 +1,75 @@
+import type { RunError } from '../contract/schemas/run';
+
+/**
+ * Inputs and outcomes of the step transitions of `StepRepository` (reserve, complete, fail).
+ * Money is integer micro-USD.
+ */
+
+/** What `StepRepository.reserve` needs: the node's worst-case cost before it runs. */
+export interface ReserveInput {
+  runId: string;
+  nodeId: string;
+  estimateMicros: number;
+  /**
+   * A step still `running` under an earlier attempt is taken over only when that attempt started
+   * at least this long ago. Default 0: BullMQ redelivers a job only after its lock expired, so an
+   * attempt that is still running when its job comes back belongs to a worker presumed dead.
+   */
+  staleAfterMs?: number;
+}
+
+/** Why a reservation was refused. */
+export type ReserveRefusal = 'cap_exceeded' | 'run_not_running' | 'step_not_runnable';
+
+/** The outcome of `StepRepository.reserve`: the new attempt and its owner token, or why not. */
+export type ReserveResult = { ok: true; attempt: number; attemptToken: string } | { ok: false; reason: ReserveRefusal };
+
+/** A finished attempt's result. */
+export interface CompleteStepInput {
+  runId: string;
+  nodeId: string;
+  attemptToken: string;
+  /** What the attempt really cost; above the reservation it is clamped to it. */
+  costMicros: number;
+  output: Record<string, unknown>;
+  ms: number;
+  /** The step's executable dependents (from the plan), whose pending counts drop by one. */
+  dependents: readonly string[];
+}
+
+/** The outcome of `StepRepository.completeStep`. */
+export interface CompleteStepResult {
+  /** True when the step is completed by this attempt (now, or by an earlier call with the same token). */
+  committed: boolean;
+  /** True when an earlier call with the same token had already committed: nothing changed this time. */
+  duplicate: boolean;
+  /** Dependents that are ready now (all their predecessors completed, not started yet): enqueue them. */
+  ready: string[];
+  /** What was charged: the attempt's cost, at most its reservation. */
+  chargedMicros: number;
+  /** True when the reported cost exceeded the reservation and was cut down to it. */
+  clamped: boolean;
+}
+
+/** A failed attempt. */
+export interface FailStepInput {
+  runId: string;
+  nodeId: string;
+  attemptToken: string;
+  /** What the failed attempt really cost (providers bill failed calls); clamped to the reservation. */
+  costMicros: number;
+  error: RunError;
+  ms?: number | null;
+}
+
+/** The outcome of `StepRepository.failStep`. */
+export interface FailStepResult {
+  /** False when this attempt no longer owns the step (stale worker, or already settled). */
+  committed: boolean;
+  chargedMicros: number;
+  clamped: boolean;
+  /** True when this failure moved the run to `failed` (false when it had already finished). */
+  runFailed: boolean;
+  /** Steps skipped because of the failure. */
+  skipped: string[];
+}
