@@ -6,11 +6,8 @@ set -euo pipefail
 for server in "$@"; do
   case "$server" in
     redis) ensure_binary redis-server redis-server ;;
-    postgres)
-      if ! postgres_bin_dir >/dev/null; then ensure_binary /usr/lib/postgresql/bin/initdb postgresql; fi
-      ensure_binary psql postgresql-client
-      ;;
-    s3) ensure_binary radosgw ceph-mon ceph-osd radosgw ;;
+    postgres) ensure_postgres; ensure_binary psql postgresql-client ;;
+    s3) ensure_ceph ;;
     *) die "unknown server '$server' (redis, postgres or s3)" ;;
   esac
 done

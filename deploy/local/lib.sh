@@ -5,22 +5,40 @@ die() { echo "error: $*" >&2; exit 1; }
 
 is_root() { [ "$(id -u)" = 0 ]; }
 
-# ensure_binary BINARY PACKAGE...: installs the Debian packages when BINARY is missing.
-ensure_binary() {
-  local binary="$1"; shift
-  if command -v "$binary" >/dev/null 2>&1 || [ -x "$binary" ]; then return 0; fi
+# install_packages WHAT PACKAGE...: installs the Debian packages as root (refreshing the package
+# lists when they are missing or stale); otherwise says which command would, and fails.
+install_packages() {
+  local what="$1"; shift
   if ! is_root; then
-    die "$binary is missing; install it with: sudo apt-get install -y --no-install-recommends $*"
+    die "$what is missing; install it with: sudo apt-get install -y --no-install-recommends $*"
   fi
-  if ! command -v apt-get >/dev/null 2>&1; then
-    die "$binary is missing and apt-get is not available; install the packages: $*"
-  fi
-  echo "installing $* (for $binary)..." >&2
+  command -v apt-get >/dev/null 2>&1 || die "$what is missing and apt-get is not available; install: $*"
+  echo "installing $* (for $what)..." >&2
   if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
       || die "could not install $*; install them by hand"
   fi
+}
+
+# ensure_binary BINARY PACKAGE...: installs the Debian packages when BINARY is not on the PATH.
+ensure_binary() {
+  local binary="$1"; shift
+  command -v "$binary" >/dev/null 2>&1 || install_packages "$binary" "$@"
+}
+
+# ensure_postgres: installs Debian's PostgreSQL server when no version of it is installed (its
+# binaries live in a versioned directory, off the PATH).
+ensure_postgres() {
+  postgres_bin_dir >/dev/null || install_packages "PostgreSQL" postgresql
+}
+
+# ensure_ceph: installs the parts of Ceph that s3.sh runs (about 90 s the first time).
+ensure_ceph() {
+  local binary
+  for binary in ceph-mon ceph-osd radosgw radosgw-admin monmaptool ceph; do
+    command -v "$binary" >/dev/null 2>&1 || { install_packages "$binary" ceph-mon ceph-osd radosgw; return; }
+  done
 }
 
 # postgres_bin_dir: the newest installed PostgreSQL's binaries.

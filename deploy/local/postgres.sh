@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # postgres.sh start|stop DIR PORT: a PostgreSQL cluster in DIR on 127.0.0.1:PORT (trust auth,
 # superuser `postgres`), created on first start and reused afterwards. As root the server runs
-# as the `postgres` OS user, as initdb refuses root.
+# as the `postgres` OS user, as initdb refuses root. PG_FAST=yes (the test harness) turns fsync
+# off. The first start (initdb) takes about 1-2 s, later ones about 0.2 s; a stop about 0.1 s.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 action="${1:-}"; dir="${2:-}"; port="${3:-}"
@@ -15,7 +16,7 @@ as_owner() {
 case "$action" in
   start)
     if [ -z "$bin" ]; then
-      ensure_binary /usr/lib/postgresql/bin/initdb postgresql
+      ensure_postgres
       bin=$(postgres_bin_dir) || die "PostgreSQL binaries not found under /usr/lib/postgresql"
     fi
     mkdir -p "$dir"
@@ -30,12 +31,17 @@ case "$action" in
       done
     fi
     if [ ! -f "$dir/PG_VERSION" ]; then
-      as_owner "$bin/initdb" -D "$dir" -A trust -U postgres -E UTF8 --no-locale >"$(dirname "$dir")/postgres-initdb.log" 2>&1 \
-        || die "initdb failed; see $(dirname "$dir")/postgres-initdb.log"
+      # initdb wants an empty directory, so its log goes beside it until the cluster exists.
+      log=$(mktemp); chmod 644 "$log"
+      if ! as_owner "$bin/initdb" -D "$dir" -A trust -U postgres -E UTF8 --no-locale >"$log" 2>&1; then
+        cat "$log" >&2; rm -f "$log"; die "initdb failed in $dir"
+      fi
+      mv "$log" "$dir/initdb.log"
     fi
     if as_owner "$bin/pg_ctl" -D "$dir" status >/dev/null 2>&1; then
       echo "postgres already running in $dir" >&2; exit 0
     fi
+    port_free "$port" || die "port $port is in use; choose another Postgres port"
     # fsync stays on for make run; the harness turns it off through PG_FAST=yes (throwaway data).
     extra=""
     [ "${PG_FAST:-no}" = yes ] && extra="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"

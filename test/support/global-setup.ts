@@ -1,87 +1,92 @@
-import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
+import { Client } from 'minio';
 import { prepareTemplateDatabase } from './database';
-import { STACK_FILE, type Stack } from './stack';
+import { freePorts, startPostgres, startRedis, startS3, stopServers } from './local-servers';
+import { cleanStaleStacks, currentOwner, STACK_DIR_PREFIX, STACK_FILE_NAME, type StackRecord } from './stale-stacks';
+import { STACK_FILE_ENV, type StackS3 } from './stack';
 
-const run = promisify(execFile);
-const LOCAL = path.join(__dirname, '../../deploy/local');
+/** The bucket every run creates; tests needing an empty bucket make their own. */
+const TEST_BUCKET = 'svc-test';
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
+function writeRecord(file: string, record: StackRecord): void {
+  // Rename into place, so a reader (a stale-stack sweep of another run) never sees half a file.
+  fs.writeFileSync(`${file}.tmp`, JSON.stringify(record, null, 2));
+  fs.renameSync(`${file}.tmp`, file);
 }
 
-async function script(name: string, args: string[], env: Record<string, string> = {}): Promise<void> {
+async function createBucket(s3: StackS3): Promise<void> {
+  const client = new Client({ endPoint: s3.host, port: s3.port, useSSL: s3.useSSL, accessKey: s3.accessKey, secretKey: s3.secretKey, region: s3.region });
+  if (!(await client.bucketExists(s3.bucket))) await client.makeBucket(s3.bucket, s3.region);
+}
+
+/** Runs `work`, noting how long it took under `name`. */
+async function timed<T>(timings: Record<string, number>, name: string, work: () => Promise<T>): Promise<T> {
+  const started = Date.now();
   try {
-    await run('bash', [path.join(LOCAL, name), ...args], { env: { ...process.env, ...env }, timeout: 180_000 });
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`${name} ${args[0]} failed: ${e.stderr?.trim() || e.message}`);
+    return await work();
+  } finally {
+    timings[name] = Date.now() - started;
   }
-}
-
-/** Stops what a previous, killed run left behind (its stack file names it). */
-async function stopStale(): Promise<void> {
-  if (!fs.existsSync(STACK_FILE)) return;
-  try {
-    const old = JSON.parse(fs.readFileSync(STACK_FILE, 'utf8')) as Stack;
-    await stopStack(old);
-  } catch {
-    // nothing usable to clean
-  }
-  fs.rmSync(STACK_FILE, { force: true });
-}
-
-export async function stopStack(s: Stack): Promise<void> {
-  const redisPort = new URL(s.redisUrl).port;
-  const s3Port = new URL(s.s3.endpoint).port;
-  await Promise.allSettled([
-    script('redis.sh', ['stop', path.join(s.tmpDir, 'redis'), redisPort]),
-    script('postgres.sh', ['stop', path.join(s.tmpDir, 'postgres'), String(s.postgres.port)]),
-    script('s3.sh', ['stop', path.join(s.tmpDir, 's3'), s3Port]),
-  ]);
-  fs.rmSync(s.tmpDir, { recursive: true, force: true });
 }
 
 /**
- * Starts real Redis, Postgres and S3 (Ceph RGW) servers on free loopback ports in a temporary
- * directory, migrates a template database, and records the stack for the test files.
+ * Jest global set-up of the integration project: real Redis, Postgres and S3 (Ceph RGW) servers
+ * on free loopback ports, with their state in a fresh temporary directory, started in parallel;
+ * the S3 test bucket; the migrated template database. The stack file's path goes into
+ * `SVC_TEST_STACK_FILE` for the test workers (see stack.ts). If anything fails to start, what did
+ * start is stopped and the error names each failure.
  */
 export default async function globalSetup(): Promise<void> {
-  await stopStale();
-  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
-  fs.chmodSync(tmpDir, 0o755);
-  const [redisPort, pgPort, s3Port] = [await freePort(), await freePort(), await freePort()];
-  const stackInfo: Stack = {
+  await cleanStaleStacks();
+  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), STACK_DIR_PREFIX));
+  const [redisPort, pgPort, s3Port, cephMonPort] = await freePorts(4);
+  const record: StackRecord = {
+    owner: currentOwner(),
     tmpDir,
     redisUrl: `redis://127.0.0.1:${redisPort}`,
     postgres: { host: '127.0.0.1', port: pgPort, user: 'postgres' },
+    s3: {
+      endpoint: `http://127.0.0.1:${s3Port}`,
+      host: '127.0.0.1',
+      port: s3Port,
+      useSSL: false,
+      accessKey: `svctest${randomBytes(6).toString('hex')}`,
+      secretKey: randomBytes(24).toString('base64url'),
+      bucket: TEST_BUCKET,
+      region: 'us-east-1',
+    },
     templateDatabase: '',
-    s3: { endpoint: `http://127.0.0.1:${s3Port}`, accessKey: 'svc-test-access', secretKey: 'svc-test-secret-key-0123456789', bucket: 'svc-test', region: 'us-east-1' },
   };
-  fs.mkdirSync(path.dirname(STACK_FILE), { recursive: true });
-  fs.writeFileSync(STACK_FILE, JSON.stringify(stackInfo, null, 2));
-  try {
-    await Promise.all([
-      script('redis.sh', ['start', path.join(tmpDir, 'redis'), String(redisPort)], { REDIS_PERSIST: 'no' }),
-      script('postgres.sh', ['start', path.join(tmpDir, 'postgres'), String(pgPort)], { PG_FAST: 'yes' }),
-      script('s3.sh', ['start', path.join(tmpDir, 's3'), String(s3Port), stackInfo.s3.accessKey, stackInfo.s3.secretKey]),
-    ]);
-    stackInfo.templateDatabase = await prepareTemplateDatabase(stackInfo.postgres);
-    fs.writeFileSync(STACK_FILE, JSON.stringify(stackInfo, null, 2));
-  } catch (err) {
-    await stopStack(stackInfo);
-    fs.rmSync(STACK_FILE, { force: true });
-    throw err;
+  const file = path.join(tmpDir, STACK_FILE_NAME);
+  // Written before any server starts, so a run killed from here on can be cleaned up by the next.
+  writeRecord(file, record);
+
+  const timings: Record<string, number> = {};
+  const started = Date.now();
+  const [redis, postgres, s3] = await Promise.allSettled([
+    timed(timings, 'redis', () => startRedis(tmpDir, redisPort)),
+    timed(timings, 'postgres', () => startPostgres(tmpDir, pgPort)).then(() =>
+      timed(timings, 'template database', () => prepareTemplateDatabase(record.postgres)),
+    ),
+    timed(timings, 's3', () => startS3(tmpDir, record.s3, cephMonPort)).then(() => timed(timings, 'bucket', () => createBucket(record.s3))),
+  ]);
+  const failures = [redis, postgres, s3].flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason.message : String(r.reason)] : []));
+  if (postgres.status === 'rejected' || failures.length > 0) {
+    const stopFailures = await stopServers(record);
+    // The directory keeps the servers' logs for a look; the next run's stale sweep removes it.
+    record.owner = { pid: 0, startTime: null };
+    writeRecord(file, record);
+    const also = stopFailures.length ? `\nwhile stopping the others:\n- ${stopFailures.join('\n- ')}` : '';
+    throw new Error(`the integration-test stack did not start (logs kept in ${tmpDir} until the next run):\n- ${failures.join('\n- ')}${also}`);
+  }
+  record.templateDatabase = postgres.value;
+  writeRecord(file, record);
+  process.env[STACK_FILE_ENV] = file;
+  if (process.env.SVC_TEST_TIMINGS) {
+    const parts = Object.entries(timings).map(([name, ms]) => `${name} ${ms} ms`);
+    console.log(`\ntest stack ready in ${Date.now() - started} ms (${parts.join(', ')}) at ${tmpDir}`);
   }
 }

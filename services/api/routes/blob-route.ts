@@ -1,44 +1,84 @@
+import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
-import { BlobNotFoundError, InvalidBlobKeyError, type BlobStore, type BlobUrlSigner } from '../../blobs';
+import { BlobNotFoundError, type BlobInfo, type BlobObject, type BlobStore, type BlobUrlSigner, type SignatureCheck } from '../../blobs';
 import { AppError } from '../../platform/app-error';
 
-const REASONS = {
+type Refusal = Extract<SignatureCheck, { ok: false }>['reason'];
+
+const REFUSALS: Record<Refusal, string> = {
   missing: 'this blob URL lacks its "expires" and "signature" parameters; use the URL exactly as the service gave it',
-  bad_signature: 'this blob URL\'s signature does not match; use the URL exactly as the service gave it',
+  malformed: 'this blob URL\'s "expires" parameter is not a time in unix seconds; use the URL exactly as the service gave it',
+  bad_signature: 'this blob URL\'s signature does not match its path and expiry; use the URL exactly as the service gave it',
   expired: 'this blob URL has expired; fetch the run again (GET /v1/runs/:id) for fresh URLs',
-} as const;
+};
+
+// Blob bytes come from models and users: served from the API's origin, an HTML or SVG blob must
+// not run script there, nor a browser guess a more dangerous type than the one given.
+const SAFETY_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': "default-src 'none'; sandbox",
+};
+const MAX_CACHE_SECONDS = 86_400;
+
+export interface BlobRouteDeps {
+  store: BlobStore;
+  signer: BlobUrlSigner;
+  /** The clock expiry is checked against (tests pass a fixed one). */
+  now?: () => Date;
+}
+
+/** The first value of a query parameter given as text, if any. */
+function single(value: unknown): string | undefined {
+  const first = Array.isArray(value) ? value[0] : value;
+  return typeof first === 'string' ? first : undefined;
+}
+
+function setHeaders(res: Response, blob: BlobInfo, expires: number, now: Date): void {
+  // A cached copy must not outlive the URL that fetched it.
+  const maxAge = Math.max(0, Math.min(MAX_CACHE_SECONDS, expires - Math.floor(now.getTime() / 1000)));
+  res.set({
+    ...SAFETY_HEADERS,
+    'Content-Type': blob.contentType,
+    'Content-Length': String(blob.size),
+    'Cache-Control': `private, max-age=${maxAge}`,
+  });
+}
 
 /**
- * `GET /blobs/<key>?expires=&signature=`: streams a blob to whoever holds a valid signed URL
- * (the URL is the credential, so `<img src>` and plain downloads work without a token).
+ * `GET|HEAD /blobs/<key>?expires=&signature=`: streams a blob to whoever holds a valid signed
+ * URL (the URL is the credential, so `<img src>` and plain downloads work without a token).
+ * Refusals are 403 with a message naming the problem; a blob that is gone is 404.
  */
-export function createBlobRouter(deps: { store: BlobStore; signer: BlobUrlSigner }): Router {
+export function createBlobRouter(deps: BlobRouteDeps): Router {
   const router = Router();
-  router.get('/blobs/*key', async (req: Request, res: Response) => {
-    res.locals.route = '/blobs/*';
-    const key = (req.params as unknown as { key: string[] }).key.join('/');
-    const { expires, signature } = req.query as Record<string, string | undefined>;
-    const check = deps.signer.verify(key, typeof expires === 'string' ? expires : undefined, typeof signature === 'string' ? signature : undefined);
-    if (!check.ok) throw new AppError({ code: 'forbidden', message: REASONS[check.reason] });
+  router.get('/blobs/*key', async (req: Request<{ key: string[] | string }>, res: Response) => {
+    res.locals.route = '/blobs/*key';
+    const key = ([] as string[]).concat(req.params.key).join('/');
+    const expires = single(req.query.expires);
+    const now = deps.now?.() ?? new Date();
+    const check = deps.signer.verify(key, expires, single(req.query.signature), now);
+    if (!check.ok) throw new AppError({ code: 'forbidden', message: REFUSALS[check.reason] });
+
+    const missing = () => new AppError({ code: 'not_found', message: 'the blob at this URL no longer exists' });
+    if (req.method === 'HEAD') {
+      const info = await deps.store.stat(key);
+      if (!info) throw missing();
+      setHeaders(res, info, Number(expires), now);
+      res.status(200).end();
+      return;
+    }
+    let blob: BlobObject;
     try {
-      const blob = await deps.store.get(key);
-      res.set({
-        'Content-Type': blob.contentType,
-        'Content-Length': String(blob.size),
-        'Cache-Control': 'private, max-age=3600',
-        'X-Content-Type-Options': 'nosniff',
-      });
-      if (req.method === 'HEAD') {
-        blob.body.destroy();
-        res.end();
-        return;
-      }
-      blob.body.on('error', (err) => res.destroy(err));
-      blob.body.pipe(res);
+      blob = await deps.store.get(key);
     } catch (err) {
-      if (err instanceof BlobNotFoundError || err instanceof InvalidBlobKeyError) {
-        throw new AppError({ code: 'not_found', message: 'this blob no longer exists (run artifacts are kept for 30 days)' });
-      }
+      throw err instanceof BlobNotFoundError ? missing() : err;
+    }
+    setHeaders(res, blob, Number(expires), now);
+    try {
+      await pipeline(blob.body, res);
+    } catch (err) {
+      // A client that hangs up mid-download is not a server failure.
+      if ((err as NodeJS.ErrnoException).code === 'ERR_STREAM_PREMATURE_CLOSE') return;
       throw err;
     }
   });

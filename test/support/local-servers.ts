@@ -1,0 +1,69 @@
+import { execFile } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import type { Stack } from './stack';
+
+/**
+ * Starting and stopping the stack's servers through the same deploy/local scripts `make run`
+ * uses, each with its state in a subdirectory of the run's temporary directory.
+ */
+
+const execFileAsync = promisify(execFile);
+const SCRIPTS = path.resolve(__dirname, '../../deploy/local');
+// Generous: a machine without the packages installs Ceph first (about 90 s).
+const SCRIPT_TIMEOUT_MS = 240_000;
+
+/** The subdirectory each server keeps its state in. */
+export const serverDir = {
+  redis: (tmpDir: string) => path.join(tmpDir, 'redis'),
+  postgres: (tmpDir: string) => path.join(tmpDir, 'postgres'),
+  s3: (tmpDir: string) => path.join(tmpDir, 's3'),
+};
+
+/** `count` distinct TCP ports that are free on 127.0.0.1 at this moment. */
+export async function freePorts(count: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    // Holding every socket open until all are bound is what makes the ports distinct.
+    for (let i = 0; i < count; i++) {
+      const server = net.createServer();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', resolve);
+      });
+    }
+    return servers.map((s) => (s.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
+  }
+}
+
+/** Runs one deploy/local script; a failure carries the script's own error lines. */
+async function script(name: string, args: string[], env: Record<string, string> = {}): Promise<void> {
+  try {
+    await execFileAsync('bash', [path.join(SCRIPTS, name), ...args], { env: { ...process.env, ...env }, timeout: SCRIPT_TIMEOUT_MS });
+  } catch (err) {
+    const e = err as { stderr?: string; message: string; killed?: boolean };
+    const detail = e.killed ? `no result within ${SCRIPT_TIMEOUT_MS / 1000} s` : e.stderr?.trim() || e.message;
+    throw new Error(`deploy/local/${name} ${args.join(' ')} failed: ${detail}`);
+  }
+}
+
+/** Redis without persistence (the data is thrown away) and Postgres without fsync. */
+export const startRedis = (tmpDir: string, port: number) => script('redis.sh', ['start', serverDir.redis(tmpDir), String(port)], { REDIS_PERSIST: 'no' });
+export const startPostgres = (tmpDir: string, port: number) => script('postgres.sh', ['start', serverDir.postgres(tmpDir), String(port)], { PG_FAST: 'yes' });
+/** Ceph's monitor port is passed in too, so it is distinct from the run's other ports. */
+export const startS3 = (tmpDir: string, s3: Stack['s3'], monPort: number) =>
+  script('s3.sh', ['start', serverDir.s3(tmpDir), String(s3.port), s3.accessKey, s3.secretKey], { S3_MON_PORT: String(monPort) });
+
+/** Stops every server of a stack (those that never started are skipped by the scripts); never throws. */
+export async function stopServers(s: Pick<Stack, 'tmpDir' | 'redisUrl' | 'postgres' | 's3'>): Promise<string[]> {
+  const results = await Promise.allSettled([
+    script('redis.sh', ['stop', serverDir.redis(s.tmpDir), new URL(s.redisUrl).port]),
+    script('postgres.sh', ['stop', serverDir.postgres(s.tmpDir), String(s.postgres.port)]),
+    script('s3.sh', ['stop', serverDir.s3(s.tmpDir), String(s.s3.port)]),
+  ]);
+  return results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : []));
+}
