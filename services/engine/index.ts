@@ -26,11 +26,13 @@ export { planWorkflow, readySteps, type Plan, type PlannedStep } from './plan';
 export { formatReference, looksLikeBrokenReference, NODE_ID_PATTERN, parseReference, type Reference } from './references';
 export { checkRunInputs, type RunInputsCheck } from './run-inputs';
 export {
+  referenceOf,
   summarizeProblems,
   validateWorkflow,
   VALUE_PORT,
   type CheckedNode,
   type CheckedWorkflow,
+  type InputReference,
   type NodeRole,
   type SpecLookup,
   type WorkflowCheck,

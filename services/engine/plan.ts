@@ -30,7 +30,7 @@ export function planWorkflow(workflow: CheckedWorkflow): Plan {
     if (executable(node.role)) steps.set(node.id, { nodeId: node.id, dependsOn: [], dependents: [] });
   }
   for (const step of steps.values()) {
-    for (const ref of workflow.nodes.get(step.nodeId)!.references.values()) {
+    for (const { ref } of workflow.nodes.get(step.nodeId)!.references) {
       const source = steps.get(ref.nodeId);
       // Nodes read few ports, so a linear duplicate check beats a Set per step.
       if (!source || step.dependsOn.includes(ref.nodeId)) continue;

@@ -13,7 +13,8 @@ const REFERENCE = /^\$\{([A-Za-z_][A-Za-z0-9_-]*)\.([A-Za-z_][A-Za-z0-9_-]*)\}$/
 
 /** The reference a value makes, or null when it is a literal. */
 export function parseReference(value: unknown): Reference | null {
-  if (typeof value !== 'string') return null;
+  // Cheap rejection first: most inputs are literals, and this runs for every input of every node.
+  if (typeof value !== 'string' || value.charCodeAt(0) !== 36 /* $ */) return null;
   const m = REFERENCE.exec(value);
   return m ? { nodeId: m[1]!, port: m[2]! } : null;
 }

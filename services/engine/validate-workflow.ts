@@ -27,8 +27,19 @@ export interface CheckedNode {
   spec?: NodeSpec;
   /** Output ports and their connectors; null for a mounted workflow (known only at run time). */
   outputs: Record<string, Connector> | null;
-  /** References this node's inputs make, by input name. */
-  references: Map<string, Reference>;
+  /** References this node's inputs make (an array: cheaper than a Map per node in 10,000-node graphs). */
+  references: InputReference[];
+}
+
+/** A reference made by one input of a node. */
+export interface InputReference {
+  input: string;
+  ref: Reference;
+}
+
+/** The reference made by the named input, if any. */
+export function referenceOf(node: CheckedNode, input: string): Reference | undefined {
+  return node.references.find((r) => r.input === input)?.ref;
 }
 
 export interface CheckedWorkflow {
@@ -77,7 +88,7 @@ function outputConnectors(spec: NodeSpec): Record<string, Connector> {
 
 function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecLookup, problems: ProblemList): CheckedNode {
   const inputs = node.inputs ?? {};
-  const checked: CheckedNode = { index, id: node.id, uses: node.uses, role, label: node.label, inputs, outputs: null, references: new Map() };
+  const checked: CheckedNode = { index, id: node.id, uses: node.uses, role, label: node.label, inputs, outputs: null, references: [] };
 
   if (role === 'input' || role === 'const') {
     if (!node.outputType || !(BUILTIN_CONNECTOR_IDS as readonly string[]).includes(node.outputType)) {
@@ -165,7 +176,7 @@ function checkReferences(nodes: Map<string, CheckedNode>, problems: ProblemList)
         problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" refers to output node "${ref.nodeId}", which has no ports to read`);
         continue;
       }
-      node.references.set(key, ref);
+      node.references.push({ input: key, ref });
       if (source.outputs === null) continue; // a mounted workflow: its ports are checked at run time
       const sourceConnector = source.outputs[ref.port];
       if (!sourceConnector) {
@@ -186,17 +197,16 @@ function findCycle(nodes: Map<string, CheckedNode>): string[] | null {
   const state = new Map<string, 1 | 2>(); // 1: on the stack, 2: done
   for (const start of nodes.keys()) {
     if (state.has(start)) continue;
-    const stack: { id: string; next: Iterator<Reference> }[] = [{ id: start, next: nodes.get(start)!.references.values() }];
+    const stack: { id: string; refs: InputReference[]; at: number }[] = [{ id: start, refs: nodes.get(start)!.references, at: 0 }];
     state.set(start, 1);
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
-      const step = top.next.next();
-      if (step.done) {
+      if (top.at === top.refs.length) {
         state.set(top.id, 2);
         stack.pop();
         continue;
       }
-      const dep = step.value.nodeId;
+      const dep = top.refs[top.at++]!.ref.nodeId;
       const seen = state.get(dep);
       if (seen === 1) {
         const ids = stack.map((f) => f.id);
@@ -204,7 +214,7 @@ function findCycle(nodes: Map<string, CheckedNode>): string[] | null {
       }
       if (seen === undefined && nodes.has(dep)) {
         state.set(dep, 1);
-        stack.push({ id: dep, next: nodes.get(dep)!.references.values() });
+        stack.push({ id: dep, refs: nodes.get(dep)!.references, at: 0 });
       }
     }
   }

@@ -1,5 +1,5 @@
 import type { BuiltinConnectorId, Connector } from '../contract';
-import { VALUE_PORT, type CheckedWorkflow } from './validate-workflow';
+import { referenceOf, VALUE_PORT, type CheckedWorkflow } from './validate-workflow';
 
 /** A parameter callers supply in `inputs` at run time: an input node. */
 export interface InterfaceInput {
@@ -37,7 +37,7 @@ export function deriveInterface(workflow: CheckedWorkflow): WorkflowInterface {
         ...(node.label !== undefined ? { label: node.label } : {}),
       });
     } else if (node.role === 'output') {
-      const ref = node.references.get('value');
+      const ref = referenceOf(node, 'value');
       const source = ref ? workflow.nodes.get(ref.nodeId) : undefined;
       const connector = ref && source?.outputs ? (source.outputs[ref.port]?.id ?? null) : null;
       outputs.push({ name: node.id, connector: ref ? connector : literalConnector(node.inputs.value), ...(node.label !== undefined ? { label: node.label } : {}) });
