@@ -6,3 +6,4 @@ export { applyDefaults, checkNodeInputs, checkNodeOutputs, invalidInput, type No
 export { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_SPLIT_PARTS, MAX_TEXT_LENGTH } from './limits';
 export { IMAGE_BASE_MICROS, IMAGE_MAX_MICROS, IMAGE_MICROS_PER_MEGAPIXEL, imagePriceMicros } from './pricing';
 export { createNodeCatalog, findNode, PLATFORM_NODES } from './registry';
+export { BlobArtifactStore, type BlobArtifactStoreOptions } from './blob-artifact-store';
