@@ -1,6 +1,6 @@
 /**
  * Import directions of DESIGN.md:
- * contract ← platform ← engine ← nodes ← (api, workers); store, queue and blobs are adapters
+ * contract ← platform ← engine ← nodes ← runs ← (api, workers); store, queue and blobs are adapters
  * wired together in process entry points; sdk imports contract only; cli and mcp import sdk and
  * contract; nothing under services/ imports api or workers.
  */
@@ -28,7 +28,8 @@ module.exports = {
     layer('sdk', ['contract']),
     layer('cli', ['sdk', 'contract']),
     layer('mcp', ['sdk', 'contract']),
-    layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'mcp']),
+    layer('runs', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs']),
+    layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'runs', 'mcp']),
     {
       name: 'nothing-imports-workers',
       severity: 'error',
@@ -38,7 +39,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)generated/' },
+    exclude: { path: '(^|/)node_modules/' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
   },

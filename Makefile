@@ -9,7 +9,7 @@ DATA_DIR ?= $(CURDIR)/.data
 export PORT REDIS_PORT PG_PORT DATA_DIR
 
 NODE_BIN := node_modules/.bin
-PRISMA_CLIENT := services/store/generated/prisma/client.ts
+PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
 .PHONY: help run test lint typecheck migrate bench install system-deps stop clean-data
 
@@ -34,7 +34,7 @@ $(PRISMA_CLIENT): prisma/schema.prisma node_modules/.install-stamp
 install: node_modules/.install-stamp $(PRISMA_CLIENT)
 
 system-deps:
-	bash deploy/local/install-deps.sh redis postgres
+	bash deploy/local/install-deps.sh redis postgres media
 
 run: install system-deps
 	bash deploy/local/run-dev.sh
@@ -44,7 +44,7 @@ stop:
 	bash deploy/local/postgres.sh stop "$(DATA_DIR)/postgres" "$(PG_PORT)" || true
 
 test: install
-	bash deploy/local/install-deps.sh redis postgres s3
+	bash deploy/local/install-deps.sh redis postgres s3 media
 	@mkdir -p .test-artifacts
 	@rm -f .test-artifacts/jest-results.json
 	$(NODE_BIN)/jest --json --outputFile=.test-artifacts/jest-results.json; status=$$?; \

@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', 'services/store/generated/', '.test-artifacts/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', '.data/', '.test-artifacts/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

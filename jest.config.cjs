@@ -1,5 +1,7 @@
 /** Two projects: unit tests (no I/O) and integration tests (real Redis, Postgres and S3 started by globalSetup). */
 const transform = { '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }] };
+// The Prisma client is generated as TypeScript into node_modules/.svc-prisma (see prisma/schema.prisma).
+const transformIgnorePatterns = ['/node_modules/(?!\\.svc-prisma/)'];
 module.exports = {
   // Only read at the top level (a project entry ignores it); integration tests start real servers.
   testTimeout: 30000,
@@ -8,12 +10,14 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',

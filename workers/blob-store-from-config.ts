@@ -3,12 +3,16 @@ import { BlobUrlSigner, FsBlobStore, S3BlobStore, type BlobStore } from '../serv
 import type { Config } from '../services/platform/config';
 
 /** The blob store the configuration names, ready to use, and the signer of its public URLs. */
-export async function createBlobStoreFromConfig(config: Config): Promise<{ store: BlobStore; signer: BlobUrlSigner }> {
+export async function createBlobStoreFromConfig(
+  config: Pick<Config, 'publicBaseUrl' | 'blobSigningSecret' | 'blobDriver' | 'blobDir' | 's3'>,
+): Promise<{ store: BlobStore; signer: BlobUrlSigner }> {
   const signer = new BlobUrlSigner({ publicBaseUrl: config.publicBaseUrl, secret: config.blobSigningSecret });
   if (config.blobDriver === 's3' && config.s3) {
     const store = new S3BlobStore(config.s3);
     await store.init();
     return { store, signer };
   }
-  return { store: new FsBlobStore(path.resolve(config.blobDir)), signer };
+  const store = new FsBlobStore(path.resolve(config.blobDir));
+  await store.init();
+  return { store, signer };
 }

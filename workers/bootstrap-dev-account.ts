@@ -1,7 +1,8 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { issueToken, parseToken } from '../services/platform/access-token';
+import { parseToken } from '../services/platform/access-token';
 import { LedgerRepository, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository, type Db } from '../services/store';
+import { issuePersonalToken } from './account-admin';
 
 /** The local development account `make run` creates; fixed so that scripts and docs can name it. */
 export const DEV_ACCOUNT = {
@@ -75,16 +76,7 @@ export async function bootstrapDevAccount(options: { db: Db; dataDir: string; no
     if (usable) return { orgId: organization.id, userId: user.id, token: saved, tokenReused: true, balanceMicros };
   }
 
-  const issued = issueToken('personal');
-  await tokens.create({
-    userId: user.id,
-    orgId: organization.id,
-    name: DEV_ACCOUNT.tokenName,
-    hash: issued.hash,
-    displayPrefix: issued.displayPrefix,
-    scopes: DEV_ACCOUNT.scopes,
-    kind: 'personal',
-  });
+  const issued = await issuePersonalToken(options.db, { userId: user.id, orgId: organization.id, name: DEV_ACCOUNT.tokenName, scopes: DEV_ACCOUNT.scopes });
   await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
   await saveToken(tokenFile, issued.value);
   return { orgId: organization.id, userId: user.id, token: issued.value, tokenReused: false, balanceMicros };

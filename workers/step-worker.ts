@@ -9,8 +9,12 @@ export type StepJobHandlers = {
 };
 
 export interface StepWorkerOptions {
+  /** A dedicated connection: the worker blocks on it waiting for jobs. */
   connection: Redis;
+  prefix: string;
   concurrency: number;
+  /** A job whose worker is silent this long is presumed dead and redelivered (BullMQ stalled-job check). */
+  lockMs: number;
   handlers: StepJobHandlers;
   log: Logger;
 }
@@ -24,9 +28,24 @@ export function startStepWorker(options: StepWorkerOptions): Worker {
       if (!handler) throw new Error(`no handler for job "${job.name}" on the steps queue`);
       await handler(job.data, job);
     },
-    { connection: options.connection, concurrency: options.concurrency, autorun: true },
+    {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockMs,
+      // Stalled jobs are looked for twice per lock period, so a dead worker's step comes back within ~1.5 locks.
+      stalledInterval: Math.max(500, Math.floor(options.lockMs / 2)),
+      // A job that stalls this often is failed rather than redelivered forever; the reaper and the run timeout take over.
+      maxStalledCount: 5,
+      autorun: true,
+    },
   );
   worker.on('failed', (job, err) => options.log.warn({ jobId: job?.id, job: job?.name, err }, 'step job failed'));
   worker.on('error', (err) => options.log.error({ err }, 'step worker error'));
   return worker;
+}
+
+/** Whether BullMQ handed this job out before (its worker went silent, or our code threw). */
+export function isRedelivery(job: Job): boolean {
+  return job.attemptsStarted > 1 || job.stalledCounter > 0;
 }

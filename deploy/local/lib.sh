@@ -41,6 +41,17 @@ ensure_ceph() {
   done
 }
 
+# ensure_media: installs the programs of the local tool nodes (speech, OCR, audio and video) that
+# are missing, in one apt-get call.
+ensure_media() {
+  local missing=()
+  command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
+  { command -v ffmpeg && command -v ffprobe; } >/dev/null 2>&1 || missing+=(ffmpeg)
+  command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
+  tesseract --list-langs 2>/dev/null | grep -qx eng || missing+=(tesseract-ocr-eng)
+  [ "${#missing[@]}" -eq 0 ] || install_packages "the local tool nodes' programs" "${missing[@]}"
+}
+
 # postgres_bin_dir: the newest installed PostgreSQL's binaries.
 postgres_bin_dir() {
   local dir

@@ -3,10 +3,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory, type SqlDriverAdapter, type SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
-import type { MigrationList, SchemaContainer, SchemaEngine } from '@prisma/schema-engine-wasm' with { 'resolution-mode': 'import' };
+import type { SchemaContainer, SchemaEngine } from '@prisma/schema-engine-wasm' with { 'resolution-mode': 'import' };
 import type * as EngineBindings from '@prisma/schema-engine-wasm/schema_engine_bg' with { 'resolution-mode': 'import' };
 import pg from 'pg';
-import { readMigrationFiles } from '../../services/store/migration-files';
 import type { PgServer } from './pg-server';
 
 /**
@@ -127,26 +126,6 @@ export async function openSchemaEngine(options: { server: PgServer; schemaPath: 
     bindMigrationAwareSqlAdapterFactory(new ManagedShadowFactory(options.server)),
   );
   return { engine, schemaFiles, close: () => engine.free() };
-}
-
-/** The migrations folder in the shape the engine takes (Prisma's CLI builds the same list). */
-export async function readMigrationsList(dir: string): Promise<MigrationList> {
-  const migrations = await readMigrationFiles(dir);
-  let lockfile: string | null = null;
-  try {
-    lockfile = await readFile(path.join(dir, 'migration_lock.toml'), 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  return {
-    baseDir: dir,
-    lockfile: { path: 'migration_lock.toml', content: lockfile },
-    shadowDbInitScript: '',
-    migrationDirectories: migrations.map((m) => ({
-      path: m.name,
-      migrationFile: { path: 'migration.sql', content: { tag: 'ok', value: m.sql } },
-    })),
-  };
 }
 
 /** No tables or enums are managed outside the schema. */

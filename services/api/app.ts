@@ -4,12 +4,15 @@ import { buildOpenApiDocument } from '../contract';
 import { AppError } from '../platform/app-error';
 import type { Metrics } from '../platform/metrics';
 import type { TokenLookup } from './auth/auth-context';
+import { installSitePolicy } from './auth/session-cookie';
 import type { Handlers } from './handlers/handler-types';
-import { contractRoutes } from './http/contract-routes';
+import { contractRoutes, methodNotAllowed } from './http/contract-routes';
 import { errorHandler } from './http/error-handler';
 import { healthRoutes, type ReadinessProbe } from './http/health-routes';
 import { metricsRoute } from './http/metrics-route';
+import { rateLimits, type RateLimitOptions } from './http/rate-limits';
 import { requestId, requestLogging, requestMetrics } from './http/request-context';
+import type { StreamSlots } from './http/stream-slots';
 import type { Router } from 'express';
 
 export interface AppDeps {
@@ -25,6 +28,10 @@ export interface AppDeps {
   /** Extra routers mounted beside the contract routes (blob downloads, editor endpoints). */
   extraRoutes?: readonly Router[];
   heartbeatMs?: number;
+  /** Per-token and per-IP request rate limits (shared through Redis); absent: none. */
+  rateLimits?: RateLimitOptions;
+  /** Open run streams per organization (shared through Redis); absent: unlimited. */
+  streamSlots?: StreamSlots;
 }
 
 /**
@@ -36,10 +43,14 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', deps.trustProxy);
   app.set('etag', false);
+  // Its origin is the only one allowed to make cookie-authenticated changes (the web editor's).
+  installSitePolicy(app, deps.publicBaseUrl);
 
   app.use(requestId());
   app.use(requestMetrics(deps.metrics));
   app.use(requestLogging(deps.log));
+  // After logging and metrics, so refusals are logged and counted; before every router.
+  if (deps.rateLimits) app.use(rateLimits(deps.rateLimits));
 
   const api = express.Router();
   api.use(healthRoutes(deps.probes));
@@ -56,9 +67,12 @@ export function createApp(deps: AppDeps): Express {
       log: deps.log,
       bodyLimitBytes: deps.bodyLimitBytes,
       heartbeatMs: deps.heartbeatMs ?? 15000,
+      openStreams: deps.metrics.openStreams,
+      streamSlots: deps.streamSlots,
     }),
   );
   for (const router of deps.extraRoutes ?? []) api.use(router);
+  api.use(methodNotAllowed());
 
   app.use('/api', api);
   app.use(api);

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
+import { loadSettings, type HttpServerSettings } from '../platform/config';
 
 export interface RunningServer {
   server: http.Server;
@@ -9,15 +10,34 @@ export interface RunningServer {
   close(graceMs: number): Promise<void>;
 }
 
+const defaults = loadSettings(['httpHeadersTimeoutMs', 'httpRequestTimeoutMs', 'httpKeepAliveTimeoutMs', 'httpMaxHeaderBytes'], {});
+
+/** The configuration's defaults of the `HTTP_*` settings. */
+export const DEFAULT_HTTP_SETTINGS: HttpServerSettings = {
+  headersTimeoutMs: defaults.httpHeadersTimeoutMs,
+  requestTimeoutMs: defaults.httpRequestTimeoutMs,
+  keepAliveTimeoutMs: defaults.httpKeepAliveTimeoutMs,
+  maxHeaderBytes: defaults.httpMaxHeaderBytes,
+};
+
 /**
- * Listens with timeouts that protect against slow clients: headers must arrive within 20 s and
- * a whole request body within 60 s. Responses (long event streams) are not limited.
+ * Listens with limits that protect against slow clients: a request's headers must arrive within
+ * `headersTimeoutMs` of its first byte and the whole request, body included, within
+ * `requestTimeoutMs` (else 408 and the connection is closed); headers larger than
+ * `maxHeaderBytes` are 431; an idle keep-alive connection closes after `keepAliveTimeoutMs`.
+ * These bound receiving a request only: a response (a long event stream, `runs.node` waiting for
+ * its run) is not limited by them.
  */
-export async function listen(app: Express, host: string, port: number): Promise<RunningServer> {
-  const server = http.createServer(app);
-  server.headersTimeout = 20_000;
-  server.requestTimeout = 60_000;
-  server.keepAliveTimeout = 65_000;
+export async function listen(app: Express, host: string, port: number, settings: HttpServerSettings = DEFAULT_HTTP_SETTINGS): Promise<RunningServer> {
+  const server = http.createServer({
+    headersTimeout: settings.headersTimeoutMs,
+    requestTimeout: settings.requestTimeoutMs,
+    maxHeaderSize: settings.maxHeaderBytes,
+    // Node checks the two timeouts on this interval (30 s by default, which would let a slow
+    // client hold a connection well past them).
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(settings.headersTimeoutMs / 4))),
+  }, app);
+  server.keepAliveTimeout = settings.keepAliveTimeoutMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -14,8 +14,12 @@ export const ERROR_CODES = {
   not_found: { status: 404, retryable: false },
   method_not_allowed: { status: 405, retryable: false },
   conflict: { status: 409, retryable: false },
+  /** Existed but is over, e.g. an expired device-login user code. */
+  gone: { status: 410, retryable: false },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
+  /** runs.node: the one-node run failed; the body carries `runId` and `runError` ({ code, message }). */
+  run_failed: { status: 422, retryable: false },
   rate_limited: { status: 429, retryable: true },
   internal: { status: 500, retryable: true },
   not_implemented: { status: 501, retryable: false },

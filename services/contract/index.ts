@@ -24,15 +24,26 @@ export {
 export { ErrorBodySchema, type ErrorBody } from './schemas/error-body';
 export { NODE_KINDS, NodeSpecSchema, PortSchema, type NodeKind, type NodeSpec, type Port } from './schemas/node-spec';
 export {
+  RUN_LIST_DEFAULT_LIMIT,
+  RUN_LIST_MAX_LIMIT,
   RUN_STATUSES,
   RunErrorSchema,
+  RunEventsQuerySchema,
+  RunListQuerySchema,
+  RunListSchema,
   RunSchema,
+  RunStatusSchema,
+  RunSummarySchema,
   STEP_STATUSES,
   StepRecordSchema,
   UsageSchema,
   type Run,
   type RunError,
+  type RunEventsQuery,
+  type RunList,
+  type RunListQuery,
   type RunStatus,
+  type RunSummary,
   type StepRecord,
   type StepStatus,
   type Usage,
@@ -52,5 +63,39 @@ export {
 } from './schemas/run-event';
 export { strictObject } from './schemas/strict-object';
 export { GraphNodeSchema, PublishedWorkflowSchema, WorkflowSchema, type GraphNode, type PublishedWorkflow, type Workflow } from './schemas/workflow';
+export {
+  BumpSchema,
+  EditorLatestInputSchema,
+  EditorPublishInputSchema,
+  EditorWorkflowCreateInputSchema,
+  EditorWorkflowListSchema,
+  EditorWorkflowSchema,
+  EditorWorkflowSummarySchema,
+  EditorWorkflowUpdateInputSchema,
+  WorkflowVersionEntrySchema,
+  WorkflowVersionListSchema,
+  type Bump,
+  type EditorLatestInput,
+  type EditorPublishInput,
+  type EditorWorkflow,
+  type EditorWorkflowCreateInput,
+  type EditorWorkflowList,
+  type EditorWorkflowSummary,
+  type EditorWorkflowUpdateInput,
+  type WorkflowVersionEntry,
+  type WorkflowVersionList,
+} from './schemas/editor-workflow';
 export { describeErrors, summarizeIssues, validate, validateInput, validatorFor, type ValidationIssue, type ValidationResult } from './validator';
 export { buildOpenApiDocument } from './openapi';
+export {
+  MAX_TOKEN_DAYS,
+  TokenCreatedSchema,
+  TokenCreateInputSchema,
+  TokenListSchema,
+  TokenSummarySchema,
+  type TokenCreatedBody,
+  type TokenCreateInput,
+  type TokenListBody,
+  type TokenSummaryBody,
+} from './schemas/token';
+export { SessionBodySchema, SignInInputSchema, type SessionBody, type SignInInput } from './schemas/session';

@@ -24,6 +24,21 @@ export function usdToMicrosFloor(usd: number): Micros {
   return micros;
 }
 
+/**
+ * A USD amount written as decimal text (`25`, `0.5`, `12.345678`) to micro-USD, exactly: digits
+ * are read as text, never through a binary float, and more than 6 decimals is refused rather
+ * than rounded. Signs, exponents and separators are refused too.
+ */
+export function parseUsdText(text: string): Micros {
+  const match = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(text.trim());
+  if (!match) {
+    throw new RangeError(`"${text}" is not a USD amount: write digits with at most 6 decimals and no sign or currency symbol, e.g. 25 or 12.50`);
+  }
+  const micros = Number(match[1]) * MICROS_PER_USD + Number((match[2] ?? '').padEnd(6, '0'));
+  assertSafe(micros, 'amount');
+  return micros;
+}
+
 /** A computed price in fractional micro-USD, rounded up to a whole micro-USD. */
 export function ceilMicros(fractional: number): Micros {
   if (!Number.isFinite(fractional) || fractional < 0) throw new RangeError(`not a non-negative amount: ${fractional}`);

@@ -1,4 +1,5 @@
 import type { ArtifactInput } from '../contract';
+import { fetchableUrlProblem } from '../platform/address-policy';
 import { artifactKindOf, checkLiteral, isDataConnector } from './connector-values';
 import type { WorkflowInterface } from './workflow-interface';
 
@@ -7,7 +8,8 @@ export type RunInputsCheck = { ok: true; inputs: Record<string, ArtifactInput> }
 /**
  * Checks the `inputs` of a run against the workflow's interface: every name is a declared input,
  * every required input is present, each artifact's kind (optional) matches the input's connector,
- * and inline values have the connector's type. Defaults fill omitted optional inputs.
+ * inline values have the connector's type, and refs are http(s) URLs without credentials.
+ * Defaults fill omitted optional inputs.
  */
 export function checkRunInputs(iface: WorkflowInterface, given: Record<string, ArtifactInput>): RunInputsCheck {
   const problems: string[] = [];
@@ -45,6 +47,12 @@ export function checkRunInputs(iface: WorkflowInterface, given: Record<string, A
     }
     if ('ref' in artifact && !isDataConnector(input.connector)) {
       problems.push(`input "${input.id}" (${input.connector}) takes an inline "value", not a "ref"`);
+      continue;
+    }
+    // Cheap, without DNS: the address rules apply when the file is fetched (then `step.failed`).
+    const refProblem = 'ref' in artifact && typeof artifact.ref === 'string' ? fetchableUrlProblem(artifact.ref) : null;
+    if (refProblem) {
+      problems.push(`input "${input.id}" ref ${refProblem}`);
       continue;
     }
     resolved[input.id] = { ...artifact, kind };

@@ -4,9 +4,16 @@ import { checkLiteral, connectorsCompatible } from './connector-values';
 import { looksLikeBrokenReference, NODE_ID_PATTERN, parseReference, type Reference } from './references';
 import { ProblemList, type WorkflowProblem } from './workflow-problems';
 import { parseWorkflowRef } from './workflow-ref';
+import { MOUNT_SEPARATOR } from './mount-separator';
 
 /** Port 1 of every input and const node. */
 export const VALUE_PORT = 'value';
+
+/** Options of {@link validateWorkflow}. */
+export interface ValidateOptions {
+  /** The graph has mounted workflows spliced in (`expandMounts`): node ids may contain `__`. */
+  spliced?: boolean;
+}
 
 /** Finds platform node specs by id (the node catalog). */
 export interface SpecLookup {
@@ -226,7 +233,7 @@ function findCycle(nodes: Map<string, CheckedNode>): string[] | null {
  * problem found, each naming its node and field. Mounted workflows are checked for syntax only;
  * they resolve at run time.
  */
-export function validateWorkflow(workflow: Workflow, specs: SpecLookup): WorkflowCheck {
+export function validateWorkflow(workflow: Workflow, specs: SpecLookup, options: ValidateOptions = {}): WorkflowCheck {
   const problems = new ProblemList();
   if (workflow.version !== 2) problems.add('version', `"version" must be 2, got ${JSON.stringify(workflow.version)}`);
   if (!Array.isArray(workflow.nodes)) {
@@ -239,6 +246,10 @@ export function validateWorkflow(workflow: Workflow, specs: SpecLookup): Workflo
   workflow.nodes.forEach((node, index) => {
     if (typeof node.id !== 'string' || !NODE_ID_PATTERN.test(node.id)) {
       problems.atNode(index, undefined, 'id', `node id ${JSON.stringify(node.id)} must start with a letter or "_" and contain only letters, digits, "_" and "-", so it can be used in \${id.port} references`);
+      return;
+    }
+    if (!options.spliced && node.id.includes(MOUNT_SEPARATOR)) {
+      problems.atNode(index, node.id, 'id', `node id "${node.id}" contains "${MOUNT_SEPARATOR}", which is reserved: it joins a mounted workflow's node ids to the id of the node that mounts it`);
       return;
     }
     const first = nodes.get(node.id);

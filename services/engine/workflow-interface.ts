@@ -46,7 +46,8 @@ export function deriveInterface(workflow: CheckedWorkflow): WorkflowInterface {
   return { inputs, outputs };
 }
 
-function literalConnector(value: unknown): Connector['id'] {
+/** The connector of a literal written on an output node. */
+export function literalConnector(value: unknown): Connector['id'] {
   if (typeof value === 'string') return 'TEXT';
   if (typeof value === 'boolean') return 'BOOLEAN';
   if (Number.isSafeInteger(value)) return 'INT';

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Artifact } from '../contract';
 import { BlobNotFoundError, type BlobStore, type BlobUrlSigner } from '../blobs';
 import { AppError } from '../platform/app-error';
+import type { ArtifactRecorder } from './artifact-recorder';
+import type { RemoteFetcher } from './fetch/input-fetcher';
 import { dataKindOfMimeType, type ArtifactBytes, type ArtifactStore, type PutArtifactOptions } from './artifact-store';
 
 export interface BlobArtifactStoreOptions {
@@ -11,10 +13,26 @@ export interface BlobArtifactStoreOptions {
   publicBaseUrl: string;
   /** Key prefix of what this store writes, e.g. `runs/<runId>`. */
   keyPrefix: string;
-  /** Lifetime of the signed URLs it hands out. */
+  /** Lifetime of the signed URLs it hands out when `retentionSeconds` is not given. */
   urlTtlSeconds: number;
+  /**
+   * How long a stored artifact is kept (run artifacts: `ARTIFACT_RETENTION_DAYS`). When given, each
+   * `put` gets `expiresAt = now + retentionSeconds` (whole seconds), recorded for the retention
+   * sweeper, and its signed URL expires exactly then, so the URL stays valid for the artifact's
+   * whole life. Absent: the artifact never expires (recipe assets) and URLs live `urlTtlSeconds`.
+   */
+  retentionSeconds?: number;
+  /** Told about every stored blob, after it is stored; a failure fails the `put` and removes the blob. */
+  recorder?: ArtifactRecorder;
   /** Largest blob `read` loads into memory. */
   maxReadBytes?: number;
+  /**
+   * Fetches refs that are not the service's own URLs (`createInputFetcher`: public addresses only,
+   * capped, timed). `read` re-hosts what it fetches under `keyPrefix`. Absent: such refs are refused.
+   */
+  fetchRemote?: RemoteFetcher;
+  /** The step attempt's signal: an aborted step stops a remote fetch under way. */
+  signal?: AbortSignal;
   now?: () => Date;
 }
 
@@ -35,21 +53,39 @@ const EXTENSIONS: Record<string, string> = {
 /**
  * The artifact port over the blob store: outputs are stored under the run's prefix and handed
  * out as the service's own signed URLs; inputs that are such URLs are read back from the store.
- * Refs to other hosts are refused here: fetching them safely is a separate capability.
+ * Refs to other hosts are fetched with `fetchRemote` (when given) and re-hosted under the run's
+ * prefix, once per ref and store.
  */
 export class BlobArtifactStore implements ArtifactStore {
   private readonly ownPrefix: string;
+  private readonly fetched = new Map<string, Promise<{ bytes: Buffer; mimeType: string; stored: Artifact }>>();
 
   constructor(private readonly options: BlobArtifactStoreOptions) {
+    const { retentionSeconds } = options;
+    if (retentionSeconds !== undefined && !(Number.isSafeInteger(retentionSeconds) && retentionSeconds > 0)) {
+      throw new RangeError(`retentionSeconds must be a positive whole number, got ${retentionSeconds}`);
+    }
     this.ownPrefix = `${options.publicBaseUrl.replace(/\/+$/, '')}/blobs/`;
   }
 
   async put(bytes: Buffer, options: PutArtifactOptions): Promise<Artifact> {
     const mimeType = options.mimeType.toLowerCase();
     const key = `${this.options.keyPrefix}/${randomUUID()}${EXTENSIONS[mimeType] ?? ''}`;
-    await this.options.store.put(key, bytes, { contentType: mimeType, size: bytes.length });
-    const now = this.options.now?.() ?? new Date();
-    const ref = this.options.signer.sign(key, new Date(now.getTime() + this.options.urlTtlSeconds * 1000));
+    const stored = await this.options.store.put(key, bytes, { contentType: mimeType, size: bytes.length });
+    const now = (this.options.now?.() ?? new Date()).getTime();
+    const { retentionSeconds, recorder } = this.options;
+    // Whole seconds, as the signed URL carries them: the URL and the record expire at the same instant.
+    const expiresAt = retentionSeconds === undefined ? null : new Date((Math.floor(now / 1000) + retentionSeconds) * 1000);
+    if (recorder) {
+      try {
+        await recorder.record({ blobKey: key, mimeType, sizeBytes: stored.size, metadata: options.metadata ?? {}, expiresAt });
+      } catch (err) {
+        // Unrecorded, the blob would never be swept.
+        await this.options.store.delete(key).catch(() => undefined);
+        throw err;
+      }
+    }
+    const ref = this.options.signer.sign(key, expiresAt ?? new Date(now + this.options.urlTtlSeconds * 1000));
     return { kind: dataKindOfMimeType(mimeType), ref, mimeType, ...(options.metadata ? { metadata: options.metadata } : {}) };
   }
 
@@ -57,6 +93,7 @@ export class BlobArtifactStore implements ArtifactStore {
     if (typeof artifact.ref !== 'string') {
       throw new AppError({ code: 'validation_failed', message: 'this input must be a "ref" artifact pointing at a file' });
     }
+    if (!artifact.ref.startsWith(this.ownPrefix) && this.options.fetchRemote) return this.readRemote(artifact.ref);
     const key = this.ownKey(artifact.ref);
     try {
       const blob = await this.options.store.get(key);
@@ -75,6 +112,44 @@ export class BlobArtifactStore implements ArtifactStore {
       throw err;
     }
   }
+
+  /**
+   * Fetches a foreign ref and stores a copy under the run's prefix (recorded like any `put`, so it
+   * is swept with the run's artifacts); the bytes carry the sniffed mime type, not the caller's.
+   */
+  private async readRemote(ref: string): Promise<ArtifactBytes> {
+    const { bytes, mimeType } = await this.rehost(ref);
+    return { bytes, mimeType };
+  }
+
+  /**
+   * The artifact as the service's own: our refs (and inline values) as they are, a foreign ref
+   * fetched (safely, see `fetchRemote`) and stored under the run's prefix, so outputs never point
+   * anywhere else. Refused when there is no `fetchRemote`.
+   */
+  async adopt(artifact: Artifact): Promise<Artifact> {
+    if (typeof artifact.ref !== 'string' || artifact.ref.startsWith(this.ownPrefix)) return artifact;
+    if (!this.options.fetchRemote) throw new AppError({ code: 'validation_failed', message: 'this service does not fetch files from other hosts' });
+    const { stored } = await this.rehost(artifact.ref);
+    return { ...stored, kind: artifact.kind, metadata: { ...artifact.metadata, ...stored.metadata } };
+  }
+
+  private rehost(ref: string): Promise<{ bytes: Buffer; mimeType: string; stored: Artifact }> {
+    let pending = this.fetched.get(ref);
+    if (!pending) {
+      const fetchRemote = this.options.fetchRemote!;
+      pending = (async () => {
+        const file = await fetchRemote(ref, this.options.signal ? { signal: this.options.signal } : {});
+        const stored = await this.put(file.bytes, { mimeType: file.mimeType, metadata: { sourceHost: new URL(file.finalUrl).host } });
+        return { bytes: file.bytes, mimeType: file.mimeType, stored };
+      })();
+      // A failed fetch is not remembered: a retried step tries again.
+      pending.catch(() => this.fetched.delete(ref));
+      this.fetched.set(ref, pending);
+    }
+    return pending;
+  }
+
 
   /** The blob key of one of our own signed URLs, after checking its signature and expiry. */
   private ownKey(ref: string): string {

@@ -1,9 +1,17 @@
 export { createCatalog, searchNodes, type NodeCatalog, type NodeQuery } from './catalog';
 export { raceAbort } from './abortable';
 export { dataKindOfMimeType, type ArtifactBytes, type ArtifactStore, type PutArtifactOptions } from './artifact-store';
+export { type ArtifactRecorder, type RecordedArtifact } from './artifact-recorder';
 export { defineNode, type NodeContext, type NodeDefinition } from './node-definition';
 export { applyDefaults, checkNodeInputs, checkNodeOutputs, invalidInput, type NodeInputs, type NodeOutputs, type PortIssue } from './node-inputs';
 export { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_SPLIT_PARTS, MAX_TEXT_LENGTH } from './limits';
 export { IMAGE_BASE_MICROS, IMAGE_MAX_MICROS, IMAGE_MICROS_PER_MEGAPIXEL, imagePriceMicros } from './pricing';
-export { createNodeCatalog, findNode, PLATFORM_NODES } from './registry';
+export { createNodeCatalog, createNodeRegistry, findNode, isLocalNode, PLATFORM_NODES, type NodeRegistry } from './registry';
 export { BlobArtifactStore, type BlobArtifactStoreOptions } from './blob-artifact-store';
+export { safeFetch, type FetchedFile, type ResolvedAddress, type Resolver, type SafeFetchOptions } from './fetch/safe-fetch';
+export { createInputFetcher, type InputFetchSettings, type RemoteFetcher } from './fetch/input-fetcher';
+export { sniffMimeType } from './fetch/sniff-mime';
+export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } from './providers/provider-http';
+export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
+export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
+export { LOCAL_TOOL_NODE_IDS, localToolNodes, toolNodes, detectTools, type LocalTools } from './tools';

@@ -24,3 +24,42 @@ export function createNodeCatalog(): NodeCatalog {
 export function findNode(id: string): NodeDefinition | undefined {
   return byId.get(id);
 }
+
+const LOCAL_NODE_IDS: ReadonlySet<string> = new Set(PLATFORM_NODES.map((node) => node.spec.id));
+
+/**
+ * Whether a node runs in-process with bounded work (every local platform node: text, JSON, math,
+ * image operations), so a step of it may run inline right after its predecessor. Provider nodes
+ * (remote calls that may take minutes) are not local.
+ */
+export function isLocalNode(id: string): boolean {
+  return LOCAL_NODE_IDS.has(id);
+}
+
+/** The nodes one process can run: the platform's, plus those its configuration adds. */
+export interface NodeRegistry {
+  /** The palette (`nodes.list`, `nodes.get`) and the spec lookup for validation. */
+  catalog: NodeCatalog;
+  find(id: string): NodeDefinition | undefined;
+  /** Whether a step of the node may run inline after its predecessor (see `isLocalNode`). */
+  mayRunInline(id: string): boolean;
+}
+
+/**
+ * A registry of the platform nodes and `extra` ones (providers with a configured key, local tools
+ * that are installed). Extra nodes never run inline: they call out to other processes or hosts
+ * and may take minutes, so each gets its own job.
+ */
+export function createNodeRegistry(extra: readonly NodeDefinition[] = []): NodeRegistry {
+  const all = [...PLATFORM_NODES, ...extra];
+  const definitions = new Map<string, NodeDefinition>();
+  for (const node of all) {
+    if (definitions.has(node.spec.id)) throw new Error(`duplicate node id "${node.spec.id}"`);
+    definitions.set(node.spec.id, node);
+  }
+  return {
+    catalog: createCatalog(all.map((node) => node.spec)),
+    find: (id) => definitions.get(id),
+    mayRunInline: isLocalNode,
+  };
+}

@@ -3,7 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 /**
  * Access tokens: `<prefix>_<body><checksum>`.
  *
- * - prefix: `svc` for personal access tokens, `svcs` for device-flow session tokens;
+ * - prefix: `svc` for personal access tokens, `svcs` for device-flow session tokens, `svcb` for
+ *   the web editor's browser sessions (sent as a cookie, never as a bearer token);
  * - body: 43 base62 characters carrying 32 random bytes (256 bits);
  * - checksum: 6 base62 characters of CRC-32 over `<prefix>_<body>`, so a mistyped or truncated
  *   token is rejected without a database lookup (the idea GitHub uses for its tokens).
@@ -12,14 +13,14 @@ import { createHash, randomBytes } from 'node:crypto';
  * display prefix so a user can recognise a token in a list without the secret being stored.
  */
 
-export type TokenKind = 'personal' | 'session';
+export type TokenKind = 'personal' | 'session' | 'browser';
 
-const PREFIXES: Record<TokenKind, string> = { personal: 'svc', session: 'svcs' };
+const PREFIXES: Record<TokenKind, string> = { personal: 'svc', session: 'svcs', browser: 'svcb' };
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const BODY_LENGTH = 43;
 const CHECKSUM_LENGTH = 6;
 const DISPLAY_LENGTH = 8;
-const TOKEN_PATTERN = /^(svcs?)_([0-9A-Za-z]+)$/;
+const TOKEN_PATTERN = /^(svc|svcs|svcb)_([0-9A-Za-z]+)$/;
 
 export interface IssuedToken {
   /** The full secret: shown to its owner exactly once. */
@@ -90,6 +91,6 @@ export function parseToken(value: string): ParsedToken {
   if (rest.length !== BODY_LENGTH + CHECKSUM_LENGTH) return { ok: false, problem: 'bad_length' };
   const head = `${prefix}_${rest.slice(0, BODY_LENGTH)}`;
   if (checksumOf(head) !== rest.slice(BODY_LENGTH)) return { ok: false, problem: 'bad_checksum' };
-  const kind: TokenKind = prefix === 'svc' ? 'personal' : 'session';
+  const kind: TokenKind = prefix === 'svc' ? 'personal' : prefix === 'svcs' ? 'session' : 'browser';
   return { ok: true, kind, hash: hashToken(value), displayPrefix: head.slice(0, prefix.length + 1 + DISPLAY_LENGTH) };
 }

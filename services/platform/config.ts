@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { AddressAllowList } from './address-policy';
 
 /**
  * The one place that reads the environment. Every setting is listed here once, with its
@@ -24,12 +25,92 @@ export interface Config {
   blobDir: string;
   blobSigningSecret: string;
   blobUrlTtlSeconds: number;
+  /** Days a run artifact is kept after it is stored; its signed URLs expire with it. */
+  artifactRetentionDays: number;
+  /** Seconds between retention sweeps (deleting expired run artifacts). */
+  retentionSweepIntervalSeconds: number;
   s3: { endpoint: string; accessKey: string; secretKey: string; bucket: string; region: string } | null;
   bodyLimitBytes: number;
+  /** Requests per minute of one access token across all API replicas; 0: no limit. */
+  rateLimitTokenPerMinute: number;
+  /** Requests per minute from one client IP across all API replicas; 0: no limit. */
+  rateLimitIpPerMinute: number;
+  /** Run streams (and runs.node calls) one organization may hold open across all API replicas; 0: no limit. */
+  maxOpenStreamsPerOrg: number;
+  /** Slow-client protection of the HTTP server (options of `listen`). */
+  http: HttpServerSettings;
   workerConcurrency: number;
   logLevel: LogLevel;
   trustProxy: boolean;
   shutdownGraceMs: number;
+  redisPrefix: string;
+  stepRetryAttempts: number;
+  stepRetryBaseMs: number;
+  stepLockMs: number;
+  reaperIntervalSeconds: number;
+  stepStuckSeconds: number;
+  runTimeoutSeconds: number;
+  failpoints: string;
+  /** Device login (RFC 8628): lifetime of a device code and its user code, seconds. */
+  deviceCodeTtlSeconds: number;
+  /** Device login: seconds a client waits between polls of the token endpoint. */
+  devicePollIntervalSeconds: number;
+  /** Device login: the page where a person enters the user code (the web editor's). */
+  deviceVerificationUrl: string;
+  /** Failed user-code lookups/approvals allowed per user and per client IP within the window. */
+  deviceUserCodeMaxFailuresPerUser: number;
+  deviceUserCodeMaxFailuresPerIp: number;
+  deviceUserCodeFailureWindowSeconds: number;
+  /** Lifetime of a device-login session token (`svcs_`), days. */
+  sessionTokenTtlDays: number;
+  /** Lifetime of a web editor session (the cookie and its `access_tokens` row), hours. */
+  browserSessionHours: number;
+  /** Failed sign-ins allowed per email and per client IP within `signInFailureWindowSeconds`. */
+  signInMaxFailuresPerEmail: number;
+  signInMaxFailuresPerIp: number;
+  signInFailureWindowSeconds: number;
+  tokenUsageFlushSeconds: number;
+  /** Fetching input URLs (`safeFetch`): allow-list entries admitted despite the address rules, body cap, time limit. */
+  fetch: { allowPrivate: string[]; maxBytes: number; timeoutMs: number };
+  /** LLM nodes: offered chat models and their token prices (USD per million tokens, as decimal text). */
+  openaiModels: string[];
+  openaiPrices: Record<string, TokenPrice>;
+  /** Anthropic API key; empty: the anthropic-messages node is left out. */
+  anthropicApiKey: string;
+  anthropicBaseUrl: string;
+  anthropicModels: string[];
+  anthropicPrices: Record<string, TokenPrice>;
+  /** OpenAI(-compatible) API key; empty: its nodes are left out. */
+  openaiApiKey: string;
+  openaiBaseUrl: string;
+  /** Longest one hosted-provider request may take, ms. */
+  providerTimeoutMs: number;
+  /** Pause between status polls of queued provider jobs (fal, Replicate), ms. */
+  providerPollMs: number;
+  /** Media nodes: offered models and their integer micro-USD prices (see README). */
+  openaiImagePrices: Record<string, number>;
+  openaiEmbeddingPrices: Record<string, number>;
+  openaiTtsPrices: Record<string, number>;
+  openaiTtsVoices: string[];
+  openaiTranscribePrices: Record<string, number>;
+  falKey: string;
+  falBaseUrl: string;
+  falApps: Record<string, number>;
+  replicateApiToken: string;
+  replicateBaseUrl: string;
+  replicateModels: Record<string, number>;
+}
+
+/** Limits on receiving a request; none applies to sending a response (long event streams). */
+export interface HttpServerSettings {
+  /** A request's headers must arrive within this many milliseconds of its first byte. */
+  headersTimeoutMs: number;
+  /** A whole request, body included, must arrive within this many milliseconds. */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this many milliseconds. */
+  keepAliveTimeoutMs: number;
+  /** Largest request header section in bytes (larger is 431). */
+  maxHeaderBytes: number;
 }
 
 /** A described setting: its variable, its default (absent = required) and how to read it. */
@@ -83,6 +164,38 @@ const bool = (raw: string): boolean => {
   throw new SettingError(`must be true or false, got "${raw}"`);
 };
 
+/** `name=micros,name=micros`: offered models (or apps) and their integer micro-USD prices; `none`: none. */
+const priceList = (raw: string): Record<string, number> => {
+  const prices: Record<string, number> = {};
+  if (raw.trim() === 'none') return prices;
+  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const match = /^([A-Za-z0-9._:/-]+)=(\d{1,12})$/.exec(entry);
+    if (!match) throw new SettingError(`must be a comma list of name=micro-USD (e.g. gpt-image-1=250000), got "${entry}"`);
+    prices[match[1]!] = Number(match[2]);
+  }
+  return prices;
+};
+
+/** A comma list of names; empty: none. */
+const nameList = (raw: string): string[] => raw.split(',').map((e) => e.trim()).filter(Boolean);
+
+/** A model's token prices, USD per million input and output tokens, as validated decimal text. */
+export interface TokenPrice {
+  input: string;
+  output: string;
+}
+
+/** `model=input/output,…` in USD per million tokens (e.g. `gpt-4o-mini=0.15/0.60`). */
+const tokenPriceTable = (raw: string): Record<string, TokenPrice> => {
+  const prices: Record<string, TokenPrice> = {};
+  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const match = /^([A-Za-z0-9._:/@-]+)=(\d{1,6}(?:\.\d{1,6})?)\/(\d{1,6}(?:\.\d{1,6})?)$/.exec(entry);
+    if (!match) throw new SettingError(`must be a comma list of model=input/output in USD per million tokens (e.g. gpt-4o-mini=0.15/0.60), got "${entry}"`);
+    prices[match[1]!] = { input: match[2]!, output: match[3]! };
+  }
+  return prices;
+};
+
 /** Every setting the service reads. The README's configuration table mirrors this list. */
 export const SETTINGS = {
   role: { env: 'ROLE', description: 'What this process runs: all (API + step worker), api, or worker', default: 'all', parse: oneOf<Role>('all', 'api', 'worker') },
@@ -105,17 +218,96 @@ export const SETTINGS = {
   },
   blobDir: { env: 'BLOB_DIR', description: 'Directory of the fs blob driver', default: (env: Env) => path.join(env.DATA_DIR ?? '.data', 'blobs'), parse: text },
   blobSigningSecret: { env: 'BLOB_SIGNING_SECRET', description: 'HMAC secret for signed blob URLs (32+ characters, the same on every replica)', parse: secret },
-  blobUrlTtlSeconds: { env: 'BLOB_URL_TTL_SECONDS', description: 'Lifetime of a signed blob URL', default: '86400', parse: int(60, 30 * 86400) },
+  blobUrlTtlSeconds: { env: 'BLOB_URL_TTL_SECONDS', description: 'Lifetime of a signed blob URL, except those of run artifacts (which expire with the artifact)', default: '86400', parse: int(60, 30 * 86400) },
+  artifactRetentionDays: { env: 'ARTIFACT_RETENTION_DAYS', description: 'Days a run artifact is kept after it is stored, then deleted by the retention sweeper', default: '30', parse: int(1, 3650) },
+  retentionSweepIntervalSeconds: { env: 'RETENTION_SWEEP_INTERVAL_SECONDS', description: 'Seconds between retention sweeps (each deletes every expired run artifact)', default: '3600', parse: int(10, 86400) },
   s3Endpoint: { env: 'S3_ENDPOINT', description: 'S3 endpoint URL, e.g. http://127.0.0.1:9000 (required when BLOB_DRIVER=s3)', default: '', parse: (raw: string) => (raw === '' ? '' : url('http:', 'https:')(raw)) },
   s3AccessKey: { env: 'S3_ACCESS_KEY', description: 'S3 access key', default: '', parse: (raw: string) => raw },
   s3SecretKey: { env: 'S3_SECRET_KEY', description: 'S3 secret key', default: '', parse: (raw: string) => raw },
   s3Bucket: { env: 'S3_BUCKET', description: 'S3 bucket for run artifacts', default: 'svc-artifacts', parse: text },
   s3Region: { env: 'S3_REGION', description: 'S3 region', default: 'us-east-1', parse: text },
+  rateLimitTokenPerMinute: { env: 'RATE_LIMIT_TOKEN_PER_MINUTE', description: 'Requests per minute one access token may make, across all API replicas (then 429); 0 disables', default: '600', parse: int(0, 10_000_000) },
+  rateLimitIpPerMinute: { env: 'RATE_LIMIT_IP_PER_MINUTE', description: 'Requests per minute from one client IP address (anonymous ones included), across all API replicas (then 429); 0 disables', default: '1200', parse: int(0, 10_000_000) },
+  maxOpenStreamsPerOrg: { env: 'MAX_OPEN_STREAMS_PER_ORG', description: 'Run event streams (and runs.node calls) one organization may hold open at once, across all API replicas (then 429); 0 disables', default: '100', parse: int(0, 1_000_000) },
+  httpHeadersTimeoutMs: { env: 'HTTP_HEADERS_TIMEOUT_MS', description: "Time a client has to send a request's headers (then 408 and the connection is closed)", default: '20000', parse: int(1000, 600_000) },
+  httpRequestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_MS', description: 'Time a client has to send a whole request, body included (then 408); responses such as event streams are not limited', default: '60000', parse: int(1000, 3_600_000) },
+  httpKeepAliveTimeoutMs: { env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', description: 'Idle time after which a keep-alive connection is closed (keep it above the load balancer\'s idle timeout)', default: '65000', parse: int(1000, 600_000) },
+  httpMaxHeaderBytes: { env: 'HTTP_MAX_HEADER_BYTES', description: 'Largest request header section in bytes (larger is 431)', default: '16384', parse: int(1024, 1024 * 1024) },
   bodyLimitBytes: { env: 'BODY_LIMIT_BYTES', description: 'Largest accepted JSON request body (larger is 413)', default: String(2 * 1024 * 1024), parse: int(1024, 64 * 1024 * 1024) },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', description: 'Step jobs one worker process runs at once', default: '16', parse: int(1, 1000) },
   logLevel: { env: 'LOG_LEVEL', description: 'pino log level', default: 'info', parse: oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
   trustProxy: { env: 'TRUST_PROXY', description: 'Trust X-Forwarded-* headers (behind a load balancer)', default: 'false', parse: bool },
   shutdownGraceMs: { env: 'SHUTDOWN_GRACE_MS', description: 'How long a stopping process waits for in-flight work', default: '10000', parse: int(0, 600000) },
+  redisPrefix: {
+    env: 'REDIS_PREFIX',
+    description: 'Namespace of every Redis key, queue and channel (deployments sharing a Redis need different ones)',
+    default: 'svc',
+    parse: (raw: string) => {
+      if (!/^[a-z0-9][a-z0-9_-]{0,39}$/i.test(raw)) throw new SettingError(`must be 1-40 letters, digits, "_" or "-", got "${raw}"`);
+      return raw;
+    },
+  },
+  stepRetryAttempts: { env: 'STEP_RETRY_ATTEMPTS', description: 'Attempts of a step whose provider fails transiently (timeout, 429, 5xx), the first included', default: '3', parse: int(1, 10) },
+  stepRetryBaseMs: { env: 'STEP_RETRY_BASE_MS', description: 'Delay before the first retry of a step; doubled for each further one', default: '500', parse: int(0, 60000) },
+  stepLockMs: { env: 'STEP_LOCK_MS', description: 'Lock of a running step job; a worker silent this long is presumed dead and its step redelivered', default: '30000', parse: int(1000, 600000) },
+  reaperIntervalSeconds: { env: 'REAPER_INTERVAL_SECONDS', description: 'Seconds between sweeps of the stuck-run reaper (lost jobs, unfinished runs)', default: '30', parse: int(1, 3600) },
+  stepStuckSeconds: { env: 'STEP_STUCK_SECONDS', description: 'A running step without a live job for this long is re-enqueued by the reaper', default: '120', parse: int(5, 86400) },
+  runTimeoutSeconds: { env: 'RUN_TIMEOUT_SECONDS', description: 'A run still unfinished this long after it started is failed with run_timeout', default: '3600', parse: int(10, 7 * 86400) },
+  tokenUsageFlushSeconds: { env: 'TOKEN_USAGE_FLUSH_SECONDS', description: "Seconds between writes of tokens' last-used times (coalesced per API process)", default: '15', parse: int(1, 3600) },
+  browserSessionHours: { env: 'BROWSER_SESSION_HOURS', description: 'Lifetime of a web editor session (sign-in cookie), in hours', default: '336', parse: int(1, 90 * 24) },
+  signInMaxFailuresPerEmail: { env: 'SIGN_IN_MAX_FAILURES_PER_EMAIL', description: 'Failed sign-ins for one email within the window before sign-in answers 429', default: '10', parse: int(1, 10000) },
+  signInMaxFailuresPerIp: { env: 'SIGN_IN_MAX_FAILURES_PER_IP', description: 'Failed sign-ins from one client IP within the window before sign-in answers 429', default: '100', parse: int(1, 1000000) },
+  signInFailureWindowSeconds: { env: 'SIGN_IN_FAILURE_WINDOW_SECONDS', description: 'Window over which failed sign-ins are counted', default: '900', parse: int(10, 86400) },
+  deviceCodeTtlSeconds: { env: 'DEVICE_CODE_TTL_SECONDS', description: 'Lifetime of a device-login code (svc login), seconds', default: '900', parse: int(60, 3600) },
+  devicePollIntervalSeconds: { env: 'DEVICE_POLL_INTERVAL_SECONDS', description: 'Seconds a device-login client waits between polls (each slow_down adds 5)', default: '5', parse: int(1, 60) },
+  deviceVerificationUrl: {
+    env: 'DEVICE_VERIFICATION_URL',
+    description: 'Page where a person enters a device-login user code (the web editor\'s /device page)',
+    default: (env: Env) => `${(env.PUBLIC_BASE_URL || `http://127.0.0.1:${env.PORT ?? '8080'}`).replace(/\/+$/, '')}/device`,
+    parse: url('http:', 'https:'),
+  },
+  deviceUserCodeMaxFailuresPerUser: { env: 'DEVICE_USER_CODE_MAX_FAILURES_PER_USER', description: 'Wrong or stale device-login user codes one user may submit within the window before 429', default: '10', parse: int(1, 10000) },
+  deviceUserCodeMaxFailuresPerIp: { env: 'DEVICE_USER_CODE_MAX_FAILURES_PER_IP', description: 'Wrong or stale device-login user codes one client IP may submit within the window before 429', default: '30', parse: int(1, 1000000) },
+  deviceUserCodeFailureWindowSeconds: { env: 'DEVICE_USER_CODE_FAILURE_WINDOW_SECONDS', description: 'Window over which wrong device-login user codes are counted', default: '900', parse: int(10, 86400) },
+  sessionTokenTtlDays: { env: 'SESSION_TOKEN_TTL_DAYS', description: 'Lifetime of a device-login session token (svcs_), days', default: '30', parse: int(1, 365) },
+  openaiApiKey: { env: 'OPENAI_API_KEY', description: 'API key of OpenAI or an OpenAI-compatible server; empty leaves its nodes out of the catalog', default: '', parse: (raw: string) => raw },
+  openaiBaseUrl: { env: 'OPENAI_BASE_URL', description: 'Base URL of the OpenAI(-compatible) API, up to and including /v1', default: 'https://api.openai.com/v1', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  providerTimeoutMs: { env: 'PROVIDER_TIMEOUT_MS', description: 'Longest one request to a hosted provider may take (headers and body), then it fails or is retried', default: '120000', parse: int(1000, 600_000) },
+  openaiImagePrices: { env: 'OPENAI_IMAGE_PRICES', description: 'openai-image models and their worst-case price per image, micro-USD (model=micros,...); none: no openai-image node', default: 'gpt-image-1=250000', parse: priceList },
+  openaiEmbeddingPrices: { env: 'OPENAI_EMBEDDING_PRICES', description: 'openai-embed models and their price per million input tokens, micro-USD; none: no openai-embed node', default: 'text-embedding-3-small=20000,text-embedding-3-large=130000', parse: priceList },
+  openaiTtsPrices: { env: 'OPENAI_TTS_PRICES', description: 'openai-speech models and their price per million input characters, micro-USD; none: no openai-speech node', default: 'tts-1=15000000,tts-1-hd=30000000', parse: priceList },
+  openaiTtsVoices: { env: 'OPENAI_TTS_VOICES', description: 'Voices the openai-speech node offers (comma list)', default: 'alloy,ash,coral,echo,fable,onyx,nova,sage,shimmer', parse: nameList },
+  openaiTranscribePrices: { env: 'OPENAI_TRANSCRIBE_PRICES', description: 'openai-transcribe models and their price per minute of audio (charged by the second), micro-USD; none: no openai-transcribe node', default: 'whisper-1=6000', parse: priceList },
+  falKey: { env: 'FAL_KEY', description: 'fal.ai API key; empty leaves the fal-image node out of the catalog', default: '', parse: (raw: string) => raw },
+  falBaseUrl: { env: 'FAL_BASE_URL', description: 'Base URL of the fal queue API', default: 'https://queue.fal.run', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  falApps: { env: 'FAL_APPS', description: 'fal apps the fal-image node offers and their worst-case price per image, micro-USD (app=micros,...)', default: 'fal-ai/flux/schnell=3000', parse: priceList },
+  replicateApiToken: { env: 'REPLICATE_API_TOKEN', description: 'Replicate API token; empty leaves the replicate-image node out of the catalog', default: '', parse: (raw: string) => raw },
+  replicateBaseUrl: { env: 'REPLICATE_BASE_URL', description: 'Base URL of the Replicate API (without /v1)', default: 'https://api.replicate.com', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  replicateModels: { env: 'REPLICATE_MODELS', description: 'Replicate models (owner/name or owner/name:version) the replicate-image node offers and their worst-case price per output image, micro-USD', default: 'black-forest-labs/flux-schnell=3000', parse: priceList },
+  providerPollMs: { env: 'PROVIDER_POLL_MS', description: 'Pause between status polls of queued provider jobs (fal, Replicate)', default: '1000', parse: int(10, 60_000) },
+  openaiModels: { env: 'OPENAI_MODELS', description: 'Chat models the openai-chat node offers (comma list, the first the default); each needs a price in OPENAI_PRICES', default: 'gpt-4o-mini,gpt-4o', parse: (raw: string) => text(raw).split(',').map((e) => e.trim()).filter(Boolean) },
+  openaiPrices: { env: 'OPENAI_PRICES', description: 'Token prices of the chat models, USD per million input/output tokens (model=in/out,...)', default: 'gpt-4o-mini=0.15/0.60,gpt-4o=2.50/10.00', parse: tokenPriceTable },
+  anthropicApiKey: { env: 'ANTHROPIC_API_KEY', description: 'Anthropic API key; empty leaves the anthropic-messages node out of the catalog', default: '', parse: (raw: string) => raw },
+  anthropicBaseUrl: { env: 'ANTHROPIC_BASE_URL', description: 'Base URL of the Anthropic API (without /v1)', default: 'https://api.anthropic.com', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  anthropicModels: { env: 'ANTHROPIC_MODELS', description: 'Claude models the anthropic-messages node offers (comma list, the first the default); each needs a price in ANTHROPIC_PRICES', default: 'claude-3-5-haiku-latest,claude-sonnet-4-0', parse: (raw: string) => text(raw).split(',').map((e) => e.trim()).filter(Boolean) },
+  anthropicPrices: { env: 'ANTHROPIC_PRICES', description: 'Token prices of the Claude models, USD per million input/output tokens (model=in/out,...)', default: 'claude-3-5-haiku-latest=0.80/4.00,claude-sonnet-4-0=3.00/15.00', parse: tokenPriceTable },
+  fetchAllowPrivate: {
+    env: 'FETCH_ALLOW_PRIVATE',
+    description: 'Comma-separated CIDR ranges, addresses or host names (optionally :port) that input URLs may reach despite the public-addresses-only rule; development only',
+    default: '',
+    parse: (raw: string): string[] => {
+      const entries = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+      try {
+        new AddressAllowList(entries);
+      } catch (err) {
+        throw new SettingError((err as Error).message);
+      }
+      return entries;
+    },
+  },
+  fetchMaxBytes: { env: 'FETCH_MAX_BYTES', description: 'Largest file fetched from an input URL, bytes', default: String(64 * 1024 * 1024), parse: int(1, 1024 * 1024 * 1024) },
+  fetchTimeoutMs: { env: 'FETCH_TIMEOUT_MS', description: 'Time limit of fetching one input URL, redirects and body included, ms', default: '30000', parse: int(100, 600_000) },
+  failpoints: { env: 'SVC_FAILPOINTS', description: 'Fault injection for the fault suite, e.g. step.afterReserve=sleep(5000); empty in production', default: '', parse: (raw: string) => raw },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;
@@ -170,6 +362,13 @@ export function loadConfig(env: Env = process.env): Config {
       if (!env[name]) problems.push(`${name} is required when BLOB_DRIVER=s3`);
     }
   }
+  if (v.httpHeadersTimeoutMs > v.httpRequestTimeoutMs) {
+    problems.push(`HTTP_HEADERS_TIMEOUT_MS (${v.httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${v.httpRequestTimeoutMs}): the headers are part of the request`);
+  }
+  for (const [models, prices, modelsVar, pricesVar] of [[v.openaiModels, v.openaiPrices, 'OPENAI_MODELS', 'OPENAI_PRICES'], [v.anthropicModels, v.anthropicPrices, 'ANTHROPIC_MODELS', 'ANTHROPIC_PRICES']] as const) {
+    const unpriced = (models ?? []).filter((model) => prices && !Object.hasOwn(prices, model));
+    if (unpriced.length > 0) problems.push(`${modelsVar} lists ${unpriced.join(', ')}, which ${pricesVar} does not price`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     role: v.role,
@@ -183,13 +382,66 @@ export function loadConfig(env: Env = process.env): Config {
     blobDir: v.blobDir,
     blobSigningSecret: v.blobSigningSecret,
     blobUrlTtlSeconds: v.blobUrlTtlSeconds,
+    artifactRetentionDays: v.artifactRetentionDays,
+    retentionSweepIntervalSeconds: v.retentionSweepIntervalSeconds,
     s3: v.blobDriver === 's3'
       ? { endpoint: v.s3Endpoint, accessKey: v.s3AccessKey, secretKey: v.s3SecretKey, bucket: v.s3Bucket, region: v.s3Region }
       : null,
     bodyLimitBytes: v.bodyLimitBytes,
+    rateLimitTokenPerMinute: v.rateLimitTokenPerMinute,
+    rateLimitIpPerMinute: v.rateLimitIpPerMinute,
+    maxOpenStreamsPerOrg: v.maxOpenStreamsPerOrg,
+    http: {
+      headersTimeoutMs: v.httpHeadersTimeoutMs,
+      requestTimeoutMs: v.httpRequestTimeoutMs,
+      keepAliveTimeoutMs: v.httpKeepAliveTimeoutMs,
+      maxHeaderBytes: v.httpMaxHeaderBytes,
+    },
     workerConcurrency: v.workerConcurrency,
     logLevel: v.logLevel,
     trustProxy: v.trustProxy,
     shutdownGraceMs: v.shutdownGraceMs,
+    redisPrefix: v.redisPrefix,
+    stepRetryAttempts: v.stepRetryAttempts,
+    stepRetryBaseMs: v.stepRetryBaseMs,
+    stepLockMs: v.stepLockMs,
+    reaperIntervalSeconds: v.reaperIntervalSeconds,
+    stepStuckSeconds: v.stepStuckSeconds,
+    runTimeoutSeconds: v.runTimeoutSeconds,
+    failpoints: v.failpoints,
+    deviceCodeTtlSeconds: v.deviceCodeTtlSeconds,
+    devicePollIntervalSeconds: v.devicePollIntervalSeconds,
+    deviceVerificationUrl: v.deviceVerificationUrl,
+    deviceUserCodeMaxFailuresPerUser: v.deviceUserCodeMaxFailuresPerUser,
+    deviceUserCodeMaxFailuresPerIp: v.deviceUserCodeMaxFailuresPerIp,
+    deviceUserCodeFailureWindowSeconds: v.deviceUserCodeFailureWindowSeconds,
+    sessionTokenTtlDays: v.sessionTokenTtlDays,
+    browserSessionHours: v.browserSessionHours,
+    signInMaxFailuresPerEmail: v.signInMaxFailuresPerEmail,
+    signInMaxFailuresPerIp: v.signInMaxFailuresPerIp,
+    signInFailureWindowSeconds: v.signInFailureWindowSeconds,
+    tokenUsageFlushSeconds: v.tokenUsageFlushSeconds,
+    fetch: { allowPrivate: v.fetchAllowPrivate, maxBytes: v.fetchMaxBytes, timeoutMs: v.fetchTimeoutMs },
+    openaiModels: v.openaiModels,
+    openaiPrices: v.openaiPrices,
+    anthropicApiKey: v.anthropicApiKey,
+    anthropicBaseUrl: v.anthropicBaseUrl,
+    anthropicModels: v.anthropicModels,
+    anthropicPrices: v.anthropicPrices,
+    openaiApiKey: v.openaiApiKey,
+    openaiBaseUrl: v.openaiBaseUrl,
+    providerTimeoutMs: v.providerTimeoutMs,
+    providerPollMs: v.providerPollMs,
+    openaiImagePrices: v.openaiImagePrices,
+    openaiEmbeddingPrices: v.openaiEmbeddingPrices,
+    openaiTtsPrices: v.openaiTtsPrices,
+    openaiTtsVoices: v.openaiTtsVoices,
+    openaiTranscribePrices: v.openaiTranscribePrices,
+    falKey: v.falKey,
+    falBaseUrl: v.falBaseUrl,
+    falApps: v.falApps,
+    replicateApiToken: v.replicateApiToken,
+    replicateBaseUrl: v.replicateBaseUrl,
+    replicateModels: v.replicateModels,
   };
 }

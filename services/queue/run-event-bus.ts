@@ -45,9 +45,15 @@ export class RunEventBus {
 
   /** Appends an event to a run and publishes it; resolves to its seq (1 for the run's first). */
   async append(runId: string, event: RunEvent): Promise<number> {
+    return this.appendAll(runId, [event]);
+  }
+
+  /** Appends events to a run in one round trip, consecutively numbered; resolves to the last one's seq. */
+  async appendAll(runId: string, events: readonly RunEvent[]): Promise<number> {
     if (this.closed) throw new Error('the run event bus is closed');
+    if (events.length === 0) throw new RangeError('appendAll needs at least one event');
     const { log, channel } = runEventKeys(this.prefix, runId);
-    return appendRunEventScript(this.redis, log, channel, JSON.stringify(event), this.logTtlSeconds);
+    return appendRunEventScript(this.redis, log, channel, events.map((event) => JSON.stringify(event)), this.logTtlSeconds);
   }
 
   /**

@@ -1,4 +1,5 @@
-export { createPrismaClient, inTransaction, PrismaClient, type Db, type PrismaClientOptions } from './prisma-client';
+export { createPrismaClient, inTransaction, PrismaClient, queryRows, type Db, type PrismaClientOptions } from './prisma-client';
+export { Prisma } from './prisma-generated';
 export { applyMigrations, MigrationError, type ApplyMigrationsOptions, type ApplyMigrationsResult, type MigrationErrorCode } from './migration-runner';
 export { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles, type MigrationFile } from './migration-files';
 export { microsFromDb, microsToDb } from './micros';
@@ -6,9 +7,22 @@ export { OrganizationRepository, type Organization } from './organization-reposi
 export { UserRepository, type User, type UserCredentials } from './user-repository';
 export { MembershipRepository, type Membership, type Role } from './membership-repository';
 export { TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
+export { WorkflowRepository } from './workflow-repository';
+export { type LatestPointer, type PublishedVersionRecord, type PublishRequest, type WorkflowRecord, type WorkflowVersionRecord } from './workflow-records';
+export {
+  DeviceAuthorizationRepository,
+  type DecisionRefusal,
+  type DecisionResult,
+  type DeviceAuthorization,
+  type DeviceAuthorizationStatus,
+  type NewDeviceAuthorization,
+  type PollResult,
+  type SessionTokenToIssue,
+} from './device-authorization-repository';
 export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting, type NewLedgerEntry } from './ledger-repository';
-export { type NewRun, type RunRecord, type RunStepRecord } from './run-records';
-export { RunRepository, type FailRunResult } from './run-repository';
+export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord } from './run-records';
+export { InsufficientCreditError, RunRepository, type FailRunResult } from './run-repository';
+export { type RunListKey, type RunListOptions, type RunListPage, type RunSummaryRecord } from './run-history';
 export { StepRepository } from './step-repository';
 export {
   type CompleteStepInput,
@@ -18,5 +32,15 @@ export {
   type ReserveInput,
   type ReserveRefusal,
   type ReserveResult,
+  type RetryAttemptInput,
+  type RetryAttemptResult,
 } from './step-transitions';
 export { RunRecoveryRepository, type RunnableStep, type StuckStep } from './run-recovery-repository';
+export {
+  ArtifactRepository,
+  type ExpiredArtifact,
+  type NewArtifact,
+  type RunArtifactRecorder,
+  type SweepBatchOptions,
+  type SweepBatchResult,
+} from './artifact-repository';

@@ -1,5 +1,5 @@
 import { AppError } from '../platform/app-error';
-import type { LedgerEntry as LedgerEntryRow } from './generated/prisma/client';
+import type { LedgerEntry as LedgerEntryRow } from './prisma-generated';
 import { microsFromDb, microsToDb } from './micros';
 import { inTransaction, type Db } from './prisma-client';
 

@@ -1,4 +1,4 @@
-import type { Membership as MembershipRow } from './generated/prisma/client';
+import type { Membership as MembershipRow } from './prisma-generated';
 import type { Db } from './prisma-client';
 
 /** What a member may do in an organization. */
@@ -31,6 +31,12 @@ export class MembershipRepository {
   async find(orgId: string, userId: string): Promise<Membership | null> {
     const row = await this.db.membership.findUnique({ where: { orgId_userId: { orgId, userId } } });
     return row ? toMembership(row) : null;
+  }
+
+  /** Every membership, oldest first (for listings of all users). */
+  async listAll(): Promise<Membership[]> {
+    const rows = await this.db.membership.findMany({ orderBy: [{ createdAt: 'asc' }, { orgId: 'asc' }] });
+    return rows.map(toMembership);
   }
 
   /** The organizations a user belongs to, oldest membership first. */

@@ -1,4 +1,7 @@
-import type { Organization as OrganizationRow } from './generated/prisma/client';
+import { checkDisplayName } from '../engine/account-rules';
+import { checkOrgSlug } from '../engine/workflow-ref';
+import { AppError } from '../platform/app-error';
+import type { Organization as OrganizationRow } from './prisma-generated';
 import { microsFromDb } from './micros';
 import type { Db } from './prisma-client';
 
@@ -18,13 +21,34 @@ function toOrganization(row: OrganizationRow): Organization {
   return { id: row.id, slug: row.slug, name: row.name, slugFrozen: row.slugFrozen, balanceMicros: microsFromDb(row.balanceMicros), createdAt: row.createdAt };
 }
 
-/** Organizations table. Slug rules (kebab-case, reserved namespaces) are checked by the caller (engine). */
+/** The slug and name checked (kebab-case, not a platform namespace; a name of text): a 400 names what is wrong. */
+function checked(input: { slug: string; name: string }): { slug: string; name: string } {
+  const slug = checkOrgSlug(input.slug);
+  if (!slug.ok) throw new AppError({ code: 'validation_failed', message: slug.message });
+  const name = checkDisplayName(input.name, 'an organization name');
+  if (!name.ok) throw new AppError({ code: 'validation_failed', message: name.message });
+  return { slug: slug.value, name: name.value };
+}
+
+/** Organizations table. Slugs are checked against the engine's rules before anything is written. */
 export class OrganizationRepository {
   constructor(private readonly db: Db) {}
 
-  /** Creates an organization with a zero balance; a taken slug fails with Prisma's unique violation (P2002). */
+  /**
+   * Creates an organization with a zero balance. A slug that is not kebab-case or is reserved
+   * for the platform fails with `validation_failed`, a taken one with `conflict`.
+   */
   async create(input: { slug: string; name: string }): Promise<Organization> {
-    return toOrganization(await this.db.organization.create({ data: { slug: input.slug, name: input.name } }));
+    const data = checked(input);
+    const inserted = await this.db.organization.createMany({ data: [data], skipDuplicates: true });
+    if (inserted.count === 0) throw new AppError({ code: 'conflict', message: `the organization slug "${data.slug}" is taken` });
+    return toOrganization(await this.db.organization.findUniqueOrThrow({ where: { slug: data.slug } }));
+  }
+
+  /** Every organization, oldest first. */
+  async list(): Promise<Organization[]> {
+    const rows = await this.db.organization.findMany({ orderBy: [{ createdAt: 'asc' }, { slug: 'asc' }] });
+    return rows.map(toOrganization);
   }
 
   async findById(id: string): Promise<Organization | null> {
@@ -42,8 +66,9 @@ export class OrganizationRepository {
    * unchanged. Safe to run concurrently (one INSERT wins, the others read it).
    */
   async ensure(input: { slug: string; name: string }): Promise<{ organization: Organization; created: boolean }> {
-    const inserted = await this.db.organization.createMany({ data: [{ slug: input.slug, name: input.name }], skipDuplicates: true });
-    const row = await this.db.organization.findUniqueOrThrow({ where: { slug: input.slug } });
+    const data = checked(input);
+    const inserted = await this.db.organization.createMany({ data: [data], skipDuplicates: true });
+    const row = await this.db.organization.findUniqueOrThrow({ where: { slug: data.slug } });
     return { organization: toOrganization(row), created: inserted.count === 1 };
   }
 

@@ -1,5 +1,5 @@
 import type { RunStatus } from '../contract/schemas/run';
-import type { Prisma } from './generated/prisma/client';
+import type { Prisma } from './prisma-generated';
 import { inTransaction, type Db } from './prisma-client';
 import { isUuid, micros, parseRunStatus } from './run-records';
 

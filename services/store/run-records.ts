@@ -60,6 +60,10 @@ export interface NewRun {
   capMicros: number;
   workflowId?: string | null;
   workflowVersionId?: string | null;
+  /** Store it already `running` (started now): saves the separate `markRunning` round trip. */
+  start?: boolean;
+  /** Refuse (InsufficientCreditError) unless the organization's balance is positive, checked in the same statement. */
+  requireCredit?: boolean;
   /** One entry per executable node; `pendingDeps` = its executable predecessors. */
   steps: readonly { nodeId: string; pendingDeps: number }[];
 }
@@ -102,7 +106,19 @@ export function assertMicros(value: number, what: string): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${what} must be a non-negative whole number of micro-USD, got ${value}`);
 }
 
-/** Converts a BIGINT column, tolerating drivers that already hand back a number. */
-export function micros(value: bigint | number): number {
-  return typeof value === 'number' ? value : microsFromDb(value);
+/**
+ * Converts a BIGINT column: Prisma hands back a bigint, node-postgres (the hot path's
+ * `queryRows`) the decimal text; a number is accepted too.
+ */
+export function micros(value: bigint | number | string): number {
+  if (typeof value === 'number') return value;
+  return microsFromDb(typeof value === 'string' ? BigInt(value) : value);
+}
+
+/** The parts of a run a step executor needs. */
+export interface RunContextRecord {
+  orgId: string;
+  status: RunStatus;
+  definition: unknown;
+  inputs: unknown;
 }

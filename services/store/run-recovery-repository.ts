@@ -60,4 +60,30 @@ export class RunRecoveryRepository {
       LIMIT ${options.limit ?? 100}`;
     return rows.map((row) => ({ runId: row.run_id, nodeId: row.node_id }));
   }
+
+  /**
+   * Running runs whose steps have all completed for at least `graceMs` but that never completed:
+   * the worker that finished the last step died before completing the run.
+   */
+  async findFinishable(options: { graceMs: number; limit?: number }): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ id: string }[]>`
+      SELECT r.id FROM runs r
+      WHERE r.status = 'running'
+        AND NOT EXISTS (SELECT 1 FROM steps s WHERE s.run_id = r.id AND s.status <> 'completed')
+        AND COALESCE((SELECT max(s.finished_at) FROM steps s WHERE s.run_id = r.id), r.started_at, r.created_at)
+            < now() - ${Math.max(0, Math.floor(options.graceMs))}::int * interval '1 millisecond'
+      ORDER BY r.created_at
+      LIMIT ${options.limit ?? 100}`;
+    return rows.map((row) => row.id);
+  }
+
+  /** Running runs that started before `startedBefore`: past the run timeout. */
+  async findTimedOut(options: { startedBefore: Date; limit?: number }): Promise<string[]> {
+    const rows = await this.db.$queryRaw<{ id: string }[]>`
+      SELECT id FROM runs
+      WHERE status = 'running' AND COALESCE(started_at, created_at) < ${options.startedBefore}
+      ORDER BY created_at
+      LIMIT ${options.limit ?? 100}`;
+    return rows.map((row) => row.id);
+  }
 }

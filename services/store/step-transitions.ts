@@ -35,6 +35,17 @@ export interface CompleteStepInput {
   ms: number;
   /** The step's executable dependents (from the plan), whose pending counts drop by one. */
   dependents: readonly string[];
+  /**
+   * The run's outputs, when the caller can compute them from this step's output alone: if this
+   * is the run's last unfinished step, the run is completed with them in the same transaction.
+   */
+  runOutputs?: Record<string, unknown>;
+  /**
+   * A dependent the caller will run next, with its worst-case estimate: if this commit makes it
+   * ready, its attempt is reserved in the same transaction (as `reserve` would) and `next` in the
+   * result says how that went.
+   */
+  next?: { nodeId: string; estimateMicros: number };
 }
 
 /** The outcome of `StepRepository.completeStep`. */
@@ -49,6 +60,16 @@ export interface CompleteStepResult {
   chargedMicros: number;
   /** True when the reported cost exceeded the reservation and was cut down to it. */
   clamped: boolean;
+  /** Steps of the run not completed after this commit: 0 means the run's last step just finished (-1 when not committed). */
+  remaining: number;
+  /** True when this commit also completed the run with `runOutputs`. */
+  runCompleted: boolean;
+  /**
+   * The reservation of `input.next`: the new attempt (it is no longer in `ready`: the caller runs
+   * it), `cap_exceeded` (nothing held; it is still in `ready`), or undefined when it did not
+   * become ready or none was asked for.
+   */
+  next?: { ok: true; attempt: number; attemptToken: string } | { ok: false; reason: 'cap_exceeded' };
 }
 
 /** A failed attempt. */
@@ -73,3 +94,16 @@ export interface FailStepResult {
   /** Steps skipped because of the failure. */
   skipped: string[];
 }
+
+/** Another attempt of a step after a transient failure. */
+export interface RetryAttemptInput {
+  runId: string;
+  nodeId: string;
+  attemptToken: string;
+  /** What the failed attempt really cost; clamped to its reservation. */
+  costMicros: number;
+  /** The next attempt's worst case, held against the cap. */
+  estimateMicros: number;
+}
+
+export type RetryAttemptResult = { ok: true; attempt: number } | { ok: false; reason: 'cap_exceeded' | 'run_not_running' | 'not_owner' };

@@ -1,6 +1,6 @@
 import type { TokenKind } from '../platform/access-token';
-import type { AccessToken as AccessTokenRow } from './generated/prisma/client';
-import type { Db } from './prisma-client';
+import type { AccessToken as AccessTokenRow } from './prisma-generated';
+import { queryRows, type Db } from './prisma-client';
 
 /** A stored token as authentication needs it (the API's `TokenRecord`). */
 export interface TokenRecord {
@@ -34,12 +34,12 @@ export interface NewToken {
   expiresAt?: Date | null;
 }
 
-function toKind(row: AccessTokenRow): TokenKind {
-  if (row.kind !== 'personal' && row.kind !== 'session') throw new Error(`access token ${row.id} has unknown kind "${row.kind}"`);
+function toKind(row: Pick<AccessTokenRow, 'id' | 'kind'>): TokenKind {
+  if (row.kind !== 'personal' && row.kind !== 'session' && row.kind !== 'browser') throw new Error(`access token ${row.id} has unknown kind "${row.kind}"`);
   return row.kind;
 }
 
-function toRecord(row: AccessTokenRow): TokenRecord {
+function toRecord(row: Pick<AccessTokenRow, 'id' | 'userId' | 'orgId' | 'scopes' | 'kind' | 'expiresAt' | 'revokedAt'>): TokenRecord {
   return { id: row.id, userId: row.userId, orgId: row.orgId, scopes: row.scopes, kind: toKind(row), expiresAt: row.expiresAt, revokedAt: row.revokedAt };
 }
 
@@ -70,8 +70,15 @@ export class TokenRepository {
 
   /** The token with this hash, revoked and expired ones included (the caller says why it is refused). */
   async findByHash(hash: string): Promise<TokenRecord | null> {
-    const row = await this.db.accessToken.findUnique({ where: { tokenHash: hash } });
-    return row ? toRecord(row) : null;
+    // Every authenticated request asks this: a plain statement on the hot path (see queryRows).
+    const rows = await queryRows<{ id: string; user_id: string; org_id: string; scopes: string[]; kind: string; expires_at: Date | null; revoked_at: Date | null }>(
+      this.db,
+      'SELECT id, user_id, org_id, scopes, kind, expires_at, revoked_at FROM access_tokens WHERE token_hash = $1::text',
+      [hash],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    return toRecord({ id: row.id, userId: row.user_id, orgId: row.org_id, scopes: row.scopes, kind: row.kind, expiresAt: row.expires_at, revokedAt: row.revoked_at });
   }
 
   async findById(id: string): Promise<TokenSummary | null> {

@@ -1,4 +1,6 @@
-import type { User as UserRow } from './generated/prisma/client';
+import { checkDisplayName, checkEmail } from '../engine/account-rules';
+import { AppError } from '../platform/app-error';
+import type { User as UserRow } from './prisma-generated';
 import type { Db } from './prisma-client';
 
 /** A person who signs in to the editor and on whose behalf tokens act. */
@@ -28,10 +30,25 @@ function toUser(row: UserRow): User {
 export class UserRepository {
   constructor(private readonly db: Db) {}
 
-  /** Creates a user; a taken email fails with Prisma's unique violation (P2002). */
+  /**
+   * Creates a user (`passwordHash` from `hashPassword`, or none: such a user signs in only by
+   * device login approved elsewhere). A malformed email or name fails with `validation_failed`, a
+   * taken email with `conflict`.
+   */
   async create(input: { email: string; name: string; passwordHash?: string | null }): Promise<User> {
-    const row = await this.db.user.create({ data: { email: normalizeEmail(input.email), name: input.name, passwordHash: input.passwordHash ?? null } });
-    return toUser(row);
+    const email = checkEmail(input.email);
+    if (!email.ok) throw new AppError({ code: 'validation_failed', message: email.message });
+    const name = checkDisplayName(input.name, 'a user name');
+    if (!name.ok) throw new AppError({ code: 'validation_failed', message: name.message });
+    const inserted = await this.db.user.createMany({ data: [{ email: email.value, name: name.value, passwordHash: input.passwordHash ?? null }], skipDuplicates: true });
+    if (inserted.count === 0) throw new AppError({ code: 'conflict', message: `a user with the email ${email.value} exists already` });
+    return toUser(await this.db.user.findUniqueOrThrow({ where: { email: email.value } }));
+  }
+
+  /** Every user, oldest first. */
+  async list(): Promise<User[]> {
+    const rows = await this.db.user.findMany({ orderBy: [{ createdAt: 'asc' }, { email: 'asc' }] });
+    return rows.map(toUser);
   }
 
   async findById(id: string): Promise<User | null> {

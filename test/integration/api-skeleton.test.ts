@@ -7,7 +7,7 @@ import { NodeSpecSchema, validate } from '../../services/contract';
 import { createCatalog, createNodeCatalog, type NodeCatalog } from '../../services/nodes';
 import { createLogger } from '../../services/platform/logger';
 import { createMetrics } from '../../services/platform/metrics';
-import { createPrismaClient, TokenRepository } from '../../services/store';
+import { createPrismaClient, TokenRepository, WorkflowRepository } from '../../services/store';
 import { createTestDatabase } from '../support/database';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { stack } from '../support/stack';
@@ -46,7 +46,7 @@ describe('HTTP skeleton over a real Postgres and Redis', () => {
     redis = new Redis(stack().redisUrl, { lazyConnect: true });
     await redis.connect();
     const app = createApp({
-      handlers: createHandlers({ catalog: createCatalog([]) }),
+      handlers: createHandlers({ catalog: createCatalog([]), workflows: { published: new WorkflowRepository(prisma) } }),
       tokens: new TokenRepository(prisma),
       log: createLogger({ level: 'silent' }),
       metrics: createMetrics({ role: 'test' }),
@@ -149,11 +149,15 @@ describe('HTTP skeleton over a real Postgres and Redis', () => {
     expect(res.body).toEqual({ code: 'insufficient_scope', error: expect.stringContaining('lacks the "run" scope') });
   });
 
-  it('answers operations that have not landed with a JSON 501, never a crash', async () => {
+  it('answers operations an app was built without with a JSON 501, never a crash', async () => {
     const res = await request(server).post('/v1/runs').set(bearer(runner.token)).send(validRun).expect(501);
     expect(res.body).toMatchObject({ code: 'not_implemented', error: 'runs.create is not implemented by this server yet' });
     await request(server).post('/api/v1/runs/node').set(bearer(runner.token)).send({ node: 'x', inputs: {} }).expect(501);
-    await request(server).get('/v1/workflows/acme%2Fflow').set(bearer(runner.token)).expect(501);
+  });
+
+  it('answers workflows.get for an address nothing is published at with a JSON 404', async () => {
+    const res = await request(server).get('/v1/workflows/acme%2Fflow').set(bearer(reader.token)).expect(404);
+    expect(res.body).toEqual({ code: 'not_found', error: expect.stringContaining('no published workflow version matches "acme/flow"') });
   });
 
   it('answers unknown routes with a JSON 404 and wrong methods with 405 and Allow', async () => {

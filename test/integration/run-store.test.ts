@@ -138,7 +138,7 @@ describe('run store', () => {
     const a = await reserveOk(runId, 'a', 100_000);
     expect(a.attempt).toBe(1);
     const doneA = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 80_000, output: { text: 'A' }, ms: 12, dependents: dependentsOf(DIAMOND, 'a') });
-    expect(doneA).toEqual({ committed: true, duplicate: false, ready: ['b', 'c'], chargedMicros: 80_000, clamped: false });
+    expect(doneA).toEqual({ committed: true, duplicate: false, ready: ['b', 'c'], chargedMicros: 80_000, clamped: false, remaining: 3, runCompleted: false });
 
     const [b, c] = await Promise.all([reserveOk(runId, 'b', 50_000), reserveOk(runId, 'c', 60_000)]);
     const doneB = await steps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 50_000, output: { text: 'B' }, ms: 5, dependents: ['d'] });
@@ -148,7 +148,8 @@ describe('run store', () => {
 
     await expect(runs.stepInputs(runId, ['b', 'c', 'd'])).resolves.toEqual(new Map([['b', { text: 'B' }], ['c', { text: 'C' }]]));
     const d = await reserveOk(runId, 'd', 10_000);
-    await expect(steps.completeStep({ runId, nodeId: 'd', attemptToken: d.attemptToken, costMicros: 9_000, output: { text: 'D' }, ms: 3, dependents: [] })).resolves.toMatchObject({ committed: true, ready: [] });
+    // The last step's commit says so: the caller completes the run.
+    await expect(steps.completeStep({ runId, nodeId: 'd', attemptToken: d.attemptToken, costMicros: 9_000, output: { text: 'D' }, ms: 3, dependents: [] })).resolves.toMatchObject({ committed: true, ready: [], remaining: 0 });
     await expect(runs.completeRun(runId, { result: 'D' })).resolves.toBe(true);
 
     const run = await runs.getRun(runId, account.orgId);
@@ -323,13 +324,82 @@ describe('run store', () => {
     const concurrent = await Promise.all([commit(), commit(), commit()]);
     expect(concurrent.filter((r) => !r.duplicate)).toHaveLength(1);
     expect(concurrent.every((r) => r.committed && r.chargedMicros === 30_000 && r.ready.join() === 'y')).toBe(true);
-    await expect(commit()).resolves.toEqual({ committed: true, duplicate: true, ready: ['y'], chargedMicros: 30_000, clamped: false });
+    await expect(commit()).resolves.toEqual({ committed: true, duplicate: true, ready: ['y'], chargedMicros: 30_000, clamped: false, remaining: 1, runCompleted: false });
 
     await expect(ledger.balance(account.orgId)).resolves.toBe(970_000);
     const run = (await runs.getRun(runId))!;
     expect(run.spentMicros).toBe(30_000);
     expect(run.steps.find((s) => s.nodeId === 'y')!.pendingDeps).toBe(0);
     await runs.failRun(runId, { code: 'internal', message: 'test over' });
+  });
+
+  it('retries a transient failure as a new attempt: each attempt held against the cap, their costs summed and charged once', async () => {
+    const account = await fundedAccount(prisma, 'retry', 1_000_000);
+    const runId = await startRun(runs, account, { a: [], b: ['a'] }, 100_000);
+    const a = await reserveOk(runId, 'a', 40_000);
+    // The first attempt cost 10,000 (providers bill some failed calls); the second holds 40,000 more.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 10_000, estimateMicros: 40_000 })).resolves.toEqual({ ok: true, attempt: 2 });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 40_000 });
+    // Only the owner may retry.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: 'someone-else', costMicros: 0, estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'not_owner' });
+    // Another attempt may hold what is left: 100,000 - 10,000 - 30,000 (this attempt, if charged) = 60,000; 60,001 does not fit.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 30_000, estimateMicros: 60_001 })).resolves.toEqual({ ok: false, reason: 'cap_exceeded' });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 40_000 });
+    const done = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 25_000, output: { v: 1 }, ms: 9, dependents: ['b'] });
+    expect(done).toMatchObject({ committed: true, chargedMicros: 35_000, ready: ['b'], remaining: 1 });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ spentMicros: 35_000, reservedMicros: 0 });
+    expect(run.steps.find((s) => s.nodeId === 'a')).toMatchObject({ attempt: 2, costMicros: 35_000 });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 35_000);
+  });
+
+  it('charges the attempts a step already spent when its run fails around it', async () => {
+    const account = await fundedAccount(prisma, 'retry-fail', 1_000_000);
+    const runId = await startRun(runs, account, { a: [] }, 100_000);
+    const a = await reserveOk(runId, 'a', 40_000);
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 15_000, estimateMicros: 40_000 })).resolves.toMatchObject({ ok: true });
+    const failed = await runs.failRun(runId, { code: 'run_timeout', message: 'too slow' });
+    expect(failed).toMatchObject({ failed: true, releasedMicros: 40_000, cancelled: ['a'] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'failed', spentMicros: 15_000, reservedMicros: 0 });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 15_000);
+    // Failing it again charges nothing more.
+    await runs.failRun(runId, { code: 'run_timeout', message: 'too slow' });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 15_000);
+  });
+
+  it('completes the run with the last step’s commit when the caller hands over the run’s outputs', async () => {
+    const account = await fundedAccount(prisma, 'fused', 1_000_000);
+    const runId = await startRun(runs, account, { a: [], b: ['a'] }, 100_000);
+    const a = await reserveOk(runId, 'a', 10);
+    // Not the last step: the outputs are ignored and the run keeps running.
+    const first = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 1, output: { v: 1 }, ms: 1, dependents: ['b'], runOutputs: { out: { kind: 'int', value: 1 } } });
+    expect(first).toMatchObject({ committed: true, remaining: 1, runCompleted: false });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'running', outputs: null });
+    const b = await reserveOk(runId, 'b', 10);
+    const last = await steps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 2, output: { v: 2 }, ms: 1, dependents: [], runOutputs: { out: { kind: 'int', value: 2 } } });
+    expect(last).toMatchObject({ committed: true, remaining: 0, runCompleted: true });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'completed', outputs: { out: { kind: 'int', value: 2 } }, spentMicros: 3, reservedMicros: 0 });
+    expect(run.finishedAt).toBeInstanceOf(Date);
+    // Exactly once: completing it again is refused.
+    await expect(runs.completeRun(runId, { out: { kind: 'int', value: 3 } })).resolves.toBe(false);
+  });
+
+  it('reserves the dependent the caller runs next in the same commit, within the cap', async () => {
+    const account = await fundedAccount(prisma, 'chained', 1_000_000);
+    const runId = await startRun(runs, account, { a: [], b: ['a'], c: ['b'] }, 50);
+    const a = await reserveOk(runId, 'a', 10);
+    const doneA = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 10, output: {}, ms: 1, dependents: ['b'], next: { nodeId: 'b', estimateMicros: 30 } });
+    expect(doneA).toMatchObject({ committed: true, ready: [], next: { ok: true, attempt: 1, attemptToken: expect.any(String) } });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10, reservedMicros: 30 });
+    // The reservation belongs to the caller: nobody else can start b, and b commits with the token it got.
+    await expect(steps.reserve({ runId, nodeId: 'b', estimateMicros: 1, staleAfterMs: 60_000 })).resolves.toEqual({ ok: false, reason: 'step_not_runnable' });
+    const token = doneA.next!.ok ? doneA.next!.attemptToken : '';
+    // c would need 20 more once b is settled: 10 + 25 spent + 20 > 50. Nothing is held for it and it stays ready.
+    const doneB = await steps.completeStep({ runId, nodeId: 'b', attemptToken: token, costMicros: 25, output: {}, ms: 1, dependents: ['c'], next: { nodeId: 'c', estimateMicros: 20 } });
+    expect(doneB).toMatchObject({ committed: true, ready: ['c'], next: { ok: false, reason: 'cap_exceeded' } });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 35, reservedMicros: 0 });
+    expect((await runs.getRun(runId))!.steps.find((x) => x.nodeId === 'c')).toMatchObject({ status: 'pending', attempt: 0 });
   });
 
   it('clamps a cost above the reservation to the reservation and logs it', async () => {

@@ -56,7 +56,7 @@ describe('store repositories', () => {
       expect(created.id).toMatch(/^[0-9a-f-]{36}$/);
       await expect(orgs.findBySlug('acme')).resolves.toEqual(created);
       await expect(orgs.findBySlug('nobody')).resolves.toBeNull();
-      await expect(orgs.create({ slug: 'acme', name: 'Other' })).rejects.toMatchObject({ code: 'P2002' });
+      await expect(orgs.create({ slug: 'acme', name: 'Other' })).rejects.toMatchObject({ code: 'conflict', message: 'the organization slug "acme" is taken' });
     });
 
     it('ensure() creates once and then returns the existing rows unchanged', async () => {

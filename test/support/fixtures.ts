@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { issueToken } from '../../services/platform/access-token';
-import type { PrismaClient } from '../../services/store/generated/prisma/client';
+import type { PrismaClient } from '../../services/store';
 
 export interface SeededAccount {
   orgId: string;

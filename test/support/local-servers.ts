@@ -58,12 +58,17 @@ export const startPostgres = (tmpDir: string, port: number) => script('postgres.
 export const startS3 = (tmpDir: string, s3: Stack['s3'], monPort: number) =>
   script('s3.sh', ['start', serverDir.s3(tmpDir), String(s3.port), s3.accessKey, s3.secretKey], { S3_MON_PORT: String(monPort) });
 
+/** Stops one server started by the functions above (one that never started is skipped by its script). */
+export const stopRedis = (tmpDir: string, port: number) => script('redis.sh', ['stop', serverDir.redis(tmpDir), String(port)]);
+export const stopPostgres = (tmpDir: string, port: number) => script('postgres.sh', ['stop', serverDir.postgres(tmpDir), String(port)]);
+export const stopS3 = (tmpDir: string, port: number) => script('s3.sh', ['stop', serverDir.s3(tmpDir), String(port)]);
+
 /** Stops every server of a stack (those that never started are skipped by the scripts); never throws. */
 export async function stopServers(s: Pick<Stack, 'tmpDir' | 'redisUrl' | 'postgres' | 's3'>): Promise<string[]> {
   const results = await Promise.allSettled([
-    script('redis.sh', ['stop', serverDir.redis(s.tmpDir), new URL(s.redisUrl).port]),
-    script('postgres.sh', ['stop', serverDir.postgres(s.tmpDir), String(s.postgres.port)]),
-    script('s3.sh', ['stop', serverDir.s3(s.tmpDir), String(s.s3.port)]),
+    stopRedis(s.tmpDir, Number(new URL(s.redisUrl).port)),
+    stopPostgres(s.tmpDir, s.postgres.port),
+    stopS3(s.tmpDir, s.s3.port),
   ]);
   return results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : []));
 }

@@ -18,6 +18,8 @@ describe('configuration', () => {
       blobDir: '.data/blobs',
       s3: null,
       workerConcurrency: 16,
+      artifactRetentionDays: 30,
+      retentionSweepIntervalSeconds: 3600,
     });
   });
 
@@ -48,8 +50,22 @@ describe('configuration', () => {
     [{ BLOB_SIGNING_SECRET: 'short' }, 'BLOB_SIGNING_SECRET must be at least 32 characters long'],
     [{ TRUST_PROXY: 'maybe' }, 'TRUST_PROXY must be true or false'],
     [{ BLOB_DRIVER: 's3' }, 'S3_ENDPOINT is required when BLOB_DRIVER=s3'],
+    [{ ARTIFACT_RETENTION_DAYS: '0' }, 'ARTIFACT_RETENTION_DAYS must be between 1 and 3650, got 0'],
+    [{ RETENTION_SWEEP_INTERVAL_SECONDS: '5' }, 'RETENTION_SWEEP_INTERVAL_SECONDS must be between 10 and 86400, got 5'],
   ])('rejects %j with a message naming the variable', (override, expected) => {
     expect(() => loadConfig({ ...minimal, ...override })).toThrow(expected);
+  });
+
+  it('reads the API limits and slow-client settings; 0 turns a limit off; headers may not outlast the request', () => {
+    expect(loadConfig(minimal)).toMatchObject({
+      rateLimitTokenPerMinute: 600,
+      rateLimitIpPerMinute: 1200,
+      maxOpenStreamsPerOrg: 100,
+      http: { headersTimeoutMs: 20000, requestTimeoutMs: 60000, keepAliveTimeoutMs: 65000, maxHeaderBytes: 16384 },
+    });
+    expect(loadConfig({ ...minimal, RATE_LIMIT_TOKEN_PER_MINUTE: '0', MAX_OPEN_STREAMS_PER_ORG: '0' })).toMatchObject({ rateLimitTokenPerMinute: 0, maxOpenStreamsPerOrg: 0 });
+    expect(() => loadConfig({ ...minimal, RATE_LIMIT_IP_PER_MINUTE: '-1' })).toThrow('RATE_LIMIT_IP_PER_MINUTE must be between 0 and 10000000, got -1');
+    expect(() => loadConfig({ ...minimal, HTTP_HEADERS_TIMEOUT_MS: '90000' })).toThrow('HTTP_HEADERS_TIMEOUT_MS (90000) must not exceed HTTP_REQUEST_TIMEOUT_MS (60000)');
   });
 
   it('selects the s3 driver when an endpoint is configured', () => {

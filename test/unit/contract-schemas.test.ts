@@ -59,10 +59,20 @@ describe('contract schemas accept the spec examples', () => {
 
   it('accepts a run record in every named state', () => {
     const steps = [{ nodeId: 'gen', status: 'completed', costUsd: 0.02, ms: 1200 }];
-    expect(validate(RunSchema, { id: runId, status: 'running', steps, outputs: null }).ok).toBe(true);
-    expect(validate(RunSchema, { id: runId, status: 'completed', steps, outputs: { image: { kind: 'image', ref: 'https://x.example/b' } } }).ok).toBe(true);
+    const times = { createdAt: '2026-01-02T03:04:05.678Z', startedAt: '2026-01-02T03:04:05.900Z', finishedAt: null };
+    const record = { id: runId, error: null, costUsd: 0.02, maxCostUsd: 0.5, ...times };
+    expect(validate(RunSchema, { ...record, status: 'running', steps, outputs: null }).ok).toBe(true);
     expect(
-      validate(RunSchema, { id: runId, status: 'failed', steps: [{ nodeId: 'gen', status: 'failed', costUsd: 0, ms: 3, error: { code: 'provider_error', message: 'boom' } }], outputs: null }).ok,
+      validate(RunSchema, { ...record, status: 'completed', steps, outputs: { image: { kind: 'image', ref: 'https://x.example/b' } }, finishedAt: '2026-01-02T03:04:09.000Z' }).ok,
+    ).toBe(true);
+    expect(
+      validate(RunSchema, {
+        ...record,
+        status: 'failed',
+        steps: [{ nodeId: 'gen', status: 'failed', costUsd: 0, ms: 3, error: { code: 'provider_error', message: 'boom' } }],
+        outputs: null,
+        error: { code: 'step_failed', message: 'gen failed: boom' },
+      }).ok,
     ).toBe(true);
   });
 

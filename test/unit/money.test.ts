@@ -1,4 +1,4 @@
-import { ceilMicros, effectiveCapMicros, microsToUsd, sumMicros, usdToMicrosFloor } from '../../services/engine';
+import { ceilMicros, effectiveCapMicros, microsToUsd, parseUsdText, sumMicros, usdToMicrosFloor } from '../../services/engine';
 
 describe('money in integer micro-USD', () => {
   it('converts caller USD down to whole micro-USD without binary error', () => {
@@ -31,5 +31,22 @@ describe('money in integer micro-USD', () => {
   it('refuses sums that would lose precision', () => {
     expect(sumMicros([1, 2, 3])).toBe(6);
     expect(() => sumMicros([Number.MAX_SAFE_INTEGER, 1])).toThrow(RangeError);
+  });
+});
+
+describe('USD amounts written as text', () => {
+  it.each([
+    ['25', 25_000_000],
+    ['0.5', 500_000],
+    ['12.345678', 12_345_678],
+    ['0.29', 290_000],
+    ['1000000', 1_000_000_000_000],
+    [' 7.10 ', 7_100_000],
+  ])('reads %j exactly as %d micro-USD', (text, micros) => {
+    expect(parseUsdText(text)).toBe(micros);
+  });
+
+  it.each(['', '-5', '+5', '1e3', '1,000', '$5', '0.1234567', '.5', '5.', 'NaN', '12 USD'])('refuses %j', (text) => {
+    expect(() => parseUsdText(text)).toThrow(RangeError);
   });
 });

@@ -40,6 +40,8 @@ describe('run inputs against the workflow interface', () => {
     ['a value of the wrong type', { prompt: { value: 'x' }, steps: { value: 2.5 } }, 'input "steps" value must be an INT'],
     ['a ref on a value input', { prompt: { ref: 'https://x.example/prompt.txt' } }, 'input "prompt" (TEXT) takes an inline "value", not a "ref"'],
     ['an inline value on a file input', { prompt: { value: 'x' }, photo: { value: 'base64...' } }, 'input "photo" (IMAGE) takes a "ref" to the file'],
+    ['a ref that is not http(s)', { prompt: { value: 'x' }, photo: { ref: 'file:///etc/passwd' } }, 'input "photo" ref uses "file"; the service fetches only http and https URLs'],
+    ['a ref with credentials', { prompt: { value: 'x' }, photo: { ref: 'https://user:pw@x.example/p.png' } }, 'input "photo" ref carries a user name or password'],
   ])('rejects %s', (_name, given, expected) => {
     const result = checkRunInputs(iface, given as never);
     expect(result.ok).toBe(false);

@@ -6,7 +6,7 @@ export interface AuthContext {
   userId: string;
   orgId: string;
   scopes: readonly Scope[];
-  kind: 'personal' | 'session';
+  kind: 'personal' | 'session' | 'browser';
 }
 
 /** A stored token as the authentication middleware needs it (the store's token repository provides it). */
@@ -15,7 +15,7 @@ export interface TokenRecord {
   userId: string;
   orgId: string;
   scopes: readonly string[];
-  kind: 'personal' | 'session';
+  kind: 'personal' | 'session' | 'browser';
   expiresAt: Date | null;
   revokedAt: Date | null;
 }
@@ -23,4 +23,6 @@ export interface TokenRecord {
 /** Port: finds a token by the SHA-256 of its value. */
 export interface TokenLookup {
   findByHash(hash: string): Promise<TokenRecord | null>;
+  /** Told about every token authentication accepts (for `last_used_at`); optional. */
+  noteUsed?(tokenId: string): void;
 }

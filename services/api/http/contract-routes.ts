@@ -6,7 +6,8 @@ import type { TokenLookup } from '../auth/auth-context';
 import { authenticateFor } from '../auth/authenticate';
 import type { EventStream, Handlers, OpContext } from '../handlers/handler-types';
 import { emptyBodyError, requestInput } from './request-input';
-import { writeEventStream } from './sse-writer';
+import { writeEventStream, type StreamGauge } from './sse-writer';
+import { inStreamSlot, type StreamSlots } from './stream-slots';
 
 export interface ContractRouteOptions {
   handlers: Handlers;
@@ -14,7 +15,16 @@ export interface ContractRouteOptions {
   log: Logger;
   bodyLimitBytes: number;
   heartbeatMs: number;
+  openStreams?: StreamGauge;
+  /** The organization's open-stream limit; absent: unlimited. */
+  streamSlots?: StreamSlots;
 }
+
+/**
+ * Operations that hold their response open while a run goes on (its event stream, or
+ * `runs.node` waiting for its one node): each holds one of its organization's stream slots.
+ */
+const HOLDS_A_STREAM: ReadonlySet<OpName> = new Set<OpName>(['runs.create', 'runs.node']);
 
 /** An empty POST body is a caller mistake worth naming (express.json would turn it into `{}`). */
 function requireBody(req: Request, _res: Response, next: () => void): void {
@@ -56,8 +66,10 @@ export function contractRoutes(options: ContractRouteOptions): Router {
         res.locals.op = name;
         next();
       },
-      ...parsers,
+      // Authentication (and the CSRF guard of cookie sessions) before the body is read: a refused
+      // caller learns nothing about its body, and a forged form post is 403 whatever it holds.
       authenticateFor(op, options.tokens),
+      ...parsers,
       async (req: Request, res: Response) => {
         const checked = validateInput(name, requestInput(op, req));
         if (!checked.ok) {
@@ -65,22 +77,42 @@ export function contractRoutes(options: ContractRouteOptions): Router {
         }
         const ctx = contextOf(res, options.log);
         const handler = options.handlers[name as OpName] as (input: unknown, ctx: OpContext) => Promise<unknown>;
-        const result = await handler(checked.value, ctx);
-        if (op.response === 'sse') {
-          await writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs });
-        } else {
-          res.status(200).json(result);
-        }
+        const respond = async (): Promise<void> => {
+          const result = await handler(checked.value, ctx);
+          if (op.response === 'sse') {
+            await writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs, openStreams: options.openStreams });
+          } else {
+            res.status(200).json(result);
+          }
+        };
+        // The slot is taken before the handler starts a run: a refused request creates none.
+        await (HOLDS_A_STREAM.has(name) ? inStreamSlot(options.streamSlots, res, respond) : respond());
       },
     );
   }
 
+  // Other methods on an operation's path are answered 405 by `methodNotAllowed`, mounted after
+  // the routers beside the contract: those may serve another method on the same path
+  // (`GET /v1/runs`, run history). Here the path is only marked as the contract's.
   for (const [path, methods] of methodsByPath) {
-    router.all(path, (req, res) => {
+    router.all(path, (_req, res, next) => {
       res.locals.route = path;
-      res.set('Allow', methods.join(', '));
-      throw new AppError({ code: 'method_not_allowed', message: `${req.method} is not allowed on ${path}; use ${methods.join(' or ')}` });
+      res.locals.allowedMethods = methods;
+      next();
     });
   }
   return router;
+}
+
+/**
+ * The last handler of the API router: a request on a contract path that no route served is 405
+ * with `Allow` (the contract's methods, plus those routers beside it added to `allowedMethods`).
+ */
+export function methodNotAllowed() {
+  return (req: Request, res: Response, next: () => void): void => {
+    const methods = res.locals.allowedMethods as string[] | undefined;
+    if (!methods) return next();
+    res.set('Allow', methods.join(', '));
+    throw new AppError({ code: 'method_not_allowed', message: `${req.method} is not allowed on ${String(res.locals.route)}; use ${methods.join(' or ')}` });
+  };
 }

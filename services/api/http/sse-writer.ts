@@ -1,8 +1,18 @@
 import type { Response } from 'express';
+import { TERMINAL_EVENT_TYPES } from '../../contract';
 import type { EventStream } from '../handlers/handler-types';
+
+/** Counts open streams (the `svc_sse_streams_open` gauge). */
+export interface StreamGauge {
+  inc(): void;
+  dec(): void;
+}
+
+const DONE = 'data: [DONE]\n\n';
 
 export interface SseOptions {
   heartbeatMs: number;
+  openStreams?: StreamGauge;
 }
 
 /**
@@ -29,14 +39,23 @@ export async function writeEventStream(res: Response, events: EventStream, optio
     if (!closed) res.write(': keep-alive\n\n');
   }, options.heartbeatMs);
   heartbeat.unref();
+  options.openStreams?.inc();
 
   try {
     for await (const { seq, event } of events) {
       if (closed) break;
-      res.write(`id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`);
+      const text = `id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`;
+      if (TERMINAL_EVENT_TYPES.includes(event.type)) {
+        // The terminal event and [DONE] leave in one write: one packet less per run.
+        res.end(`${text}${DONE}`);
+        closed = true;
+        break;
+      }
+      res.write(text);
     }
-    if (!closed) res.write('data: [DONE]\n\n');
+    if (!closed) res.write(DONE);
   } finally {
+    options.openStreams?.dec();
     clearInterval(heartbeat);
     if (!closed) res.end();
   }

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { OutputsSchema } from './artifact';
+import { strictObject } from './strict-object';
 
 /** Run status values. `cancelled` is ours (cancellation); the spec names the other four. */
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -26,11 +27,67 @@ export const StepRecordSchema = Type.Object({
 });
 export type StepRecord = Static<typeof StepRecordSchema>;
 
-/** A run as `GET /v1/runs/:id` returns it. `outputs` is null unless the run completed. */
-export const RunSchema = Type.Object({
+/** A run status as records, summaries and the listing's `status` filter give it. */
+export const RunStatusSchema = Type.Union(RUN_STATUSES.map((s) => Type.Literal(s)));
+
+const usd = (description: string) => Type.Number({ minimum: 0, description });
+const time = (description: string) => Type.String({ format: 'date-time', description });
+const timeOrNull = (description: string) => Type.Union([time(description), Type.Null()]);
+
+/** Fields a run record and a run summary share. */
+const runHead = {
   id: Type.String({ format: 'uuid' }),
-  status: Type.Union(RUN_STATUSES.map((s) => Type.Literal(s))),
+  status: RunStatusSchema,
+  error: Type.Union([RunErrorSchema, Type.Null()], { description: 'Why the run failed; null unless it failed or was cancelled' }),
+  costUsd: usd('Money spent so far: the settled cost of its steps'),
+  maxCostUsd: usd("The run's spend cap"),
+  createdAt: time('When the run was accepted'),
+  finishedAt: timeOrNull('When it reached its final status; null until then'),
+};
+
+/**
+ * A run as `GET /v1/runs/:id` returns it. `outputs` is null unless the run completed, and then
+ * exactly the map its `run.completed` event carried. Times are ISO 8601 (UTC), money USD.
+ */
+export const RunSchema = Type.Object({
+  id: runHead.id,
+  status: runHead.status,
   steps: Type.Array(StepRecordSchema),
   outputs: Type.Union([OutputsSchema, Type.Null()]),
+  error: runHead.error,
+  costUsd: runHead.costUsd,
+  maxCostUsd: runHead.maxCostUsd,
+  createdAt: runHead.createdAt,
+  startedAt: timeOrNull('When it started running; null while pending'),
+  finishedAt: runHead.finishedAt,
 });
 export type Run = Static<typeof RunSchema>;
+
+/** One run in the `GET /v1/runs` listing: the record without steps and outputs. */
+export const RunSummarySchema = Type.Object(runHead);
+export type RunSummary = Static<typeof RunSummarySchema>;
+
+/** A page of `GET /v1/runs`, newest first; `nextCursor` fetches the next (older) page, null on the last. */
+export const RunListSchema = Type.Object({
+  runs: Type.Array(RunSummarySchema),
+  nextCursor: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
+});
+export type RunList = Static<typeof RunListSchema>;
+
+/** Largest and default page size of `GET /v1/runs`. */
+export const RUN_LIST_MAX_LIMIT = 100;
+export const RUN_LIST_DEFAULT_LIMIT = 20;
+
+/** Query of `GET /v1/runs`; unknown parameters are rejected like unknown fields. */
+export const RunListQuerySchema = strictObject({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: RUN_LIST_MAX_LIMIT, description: `Page size, default ${RUN_LIST_DEFAULT_LIMIT}` })),
+  cursor: Type.Optional(Type.String({ minLength: 1, description: "The previous page's nextCursor" })),
+  status: Type.Optional(RunStatusSchema),
+});
+export type RunListQuery = Static<typeof RunListQuerySchema>;
+
+/** Query of `GET /v1/runs/:id/events`: `after` resumes like the `Last-Event-ID` header. */
+export const RunEventsQuerySchema = strictObject({
+  after: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Send only events with a greater seq (the SSE id)' })),
+});
+export type RunEventsQuery = Static<typeof RunEventsQuerySchema>;

@@ -1,0 +1,192 @@
+import type { ArtifactInput, OpInput, Outputs, RunError, Workflow } from '../../contract';
+import {
+  effectiveCapMicros,
+  expandMounts,
+  looksLikeBrokenReference,
+  microsToUsd,
+  mountedAddresses,
+  parseReference,
+  parseWorkflowRef,
+  prepareWorkflow,
+  validateWorkflow,
+  type SpecLookup,
+  type WorkflowRef,
+} from '../../engine';
+import type { NodeDefinition } from '../../nodes';
+import { AppError } from '../../platform/app-error';
+import type { RunStarter } from '../../runs';
+import { InsufficientCreditError } from '../../store';
+import type { AuthContext } from '../auth/auth-context';
+import type { EventStream, Handler, OpContext, SequencedEvent } from './handler-types';
+
+/** A published workflow version a `workflowRef` resolves to. */
+export interface ResolvedWorkflow {
+  workflowId: string;
+  versionId: string;
+  definition: Workflow;
+}
+
+/**
+ * Port: resolves `workflowRef`s (and mounted workflow nodes) to published versions. The one
+ * place run creation looks them up; published versions arrive with their own repository.
+ */
+export interface WorkflowResolver {
+  resolve(ref: WorkflowRef, orgId: string): Promise<ResolvedWorkflow | null>;
+}
+
+/** Port: a run's events from `afterSeq` on, live until the terminal one (the run event bus). */
+export interface RunEventSource {
+  events(runId: string, options: { afterSeq?: number; signal?: AbortSignal }): AsyncIterable<SequencedEvent>;
+}
+
+export interface RunHandlerDeps {
+  specs: SpecLookup;
+  findNode(id: string): NodeDefinition | undefined;
+  resolver: WorkflowResolver;
+  starter: Pick<RunStarter, 'start' | 'startFailed'>;
+  events: RunEventSource;
+}
+
+function callerOf(ctx: OpContext): AuthContext {
+  // The contract marks both operations `auth: 'required'`; the middleware guarantees a caller.
+  if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
+  return ctx.auth;
+}
+
+async function resolveDefinition(input: OpInput<'runs.create'>, orgId: string, resolver: WorkflowResolver): Promise<{ definition: Workflow; resolved?: ResolvedWorkflow }> {
+  if (input.workflow) return { definition: input.workflow };
+  const text = input.workflowRef!;
+  const parsed = parseWorkflowRef(text);
+  if (!parsed.ok) throw new AppError({ code: 'bad_request', message: `${parsed.message}; write <org-slug>/<workflow-slug>@<version> or <uuid>@<version>` });
+  const resolved = await resolver.resolve(parsed.value, orgId);
+  if (!resolved) {
+    throw new AppError({ code: 'not_found', message: `workflowRef "${text}" does not resolve to a published workflow version; check the address and the version` });
+  }
+  return { definition: resolved.definition, resolved };
+}
+
+/** Most distinct workflows one run may mount, at any depth. */
+const MAX_MOUNTED_WORKFLOWS = 50;
+
+/** The latest definitions of every workflow the definition mounts, at any depth; 404 for one that does not resolve. */
+async function resolveMounts(definition: Workflow, orgId: string, resolver: WorkflowResolver): Promise<Map<string, Workflow>> {
+  const found = new Map<string, Workflow>();
+  const queue = mountedAddresses(definition);
+  while (queue.length > 0) {
+    const address = queue.shift()!;
+    if (found.has(address)) continue;
+    if (found.size >= MAX_MOUNTED_WORKFLOWS) throw new AppError({ code: 'validation_failed', message: `this workflow mounts more than ${MAX_MOUNTED_WORKFLOWS} workflows` });
+    const [org, slug] = address.split('/') as [string, string];
+    const resolved = await resolver.resolve({ id: { kind: 'address', org, slug }, selector: { kind: 'latest' }, explicitSelector: false }, orgId);
+    if (!resolved) throw new AppError({ code: 'not_found', message: `the workflow mounts "${address}", which does not resolve to a published workflow version` });
+    found.set(address, resolved.definition);
+    queue.push(...mountedAddresses(resolved.definition));
+  }
+  return found;
+}
+
+/** Checks, mounts, balance and start of a run; returns its id. Every refusal is an HTTP error before any stream. */
+async function startRun(
+  deps: RunHandlerDeps,
+  auth: AuthContext,
+  definition: Workflow,
+  given: Record<string, ArtifactInput>,
+  maxCostUsd: number | undefined,
+  resolved?: ResolvedWorkflow,
+): Promise<string> {
+  const request = {
+    orgId: auth.orgId,
+    userId: auth.userId,
+    tokenId: auth.tokenId,
+    capMicros: effectiveCapMicros(maxCostUsd),
+    workflowId: resolved?.workflowId ?? null,
+    workflowVersionId: resolved?.versionId ?? null,
+    requireCredit: true,
+  };
+  let graph = definition;
+  const mounts = mountedAddresses(definition);
+  if (mounts.length > 0) {
+    // The graph as written first (ids, shapes, literals), then with the mounted workflows spliced in.
+    const written = validateWorkflow(definition, deps.specs);
+    if (!written.ok) throw new AppError({ code: 'validation_failed', message: written.message, details: { issues: written.problems } });
+    const expanded = expandMounts(definition, await resolveMounts(definition, auth.orgId, deps.resolver));
+    if (!expanded.ok) {
+      if (expanded.code === 'mount_invalid') throw new AppError({ code: 'validation_failed', message: expanded.message });
+      if (expanded.code === 'mount_not_found') throw new AppError({ code: 'not_found', message: expanded.message });
+      // A pinned or recursive mount is a run-time failure (SPEC): the run is recorded and fails.
+      const error = { code: expanded.code, message: expanded.message };
+      return withCredit(() => deps.starter.startFailed({ ...request, definition, inputs: given }, error));
+    }
+    graph = expanded.workflow;
+  }
+  const prepared = prepareWorkflow(graph, deps.specs, given, { spliced: mounts.length > 0 });
+  if (!prepared.ok) throw new AppError({ code: 'validation_failed', message: prepared.message, details: { issues: prepared.problems } });
+  return withCredit(() => deps.starter.start({ ...request, definition: graph, prepared: prepared.prepared, inputs: prepared.inputs }));
+}
+
+/** Runs a start that checks the balance as it stores the run; a balance that is not positive is 402. */
+async function withCredit(start: () => Promise<string>): Promise<string> {
+  try {
+    return await start();
+  } catch (err) {
+    if (!(err instanceof InsufficientCreditError)) throw err;
+    const balanceUsd = microsToUsd(err.balanceMicros);
+    throw new AppError({
+      code: 'insufficient_credit',
+      message: `your organization's balance is $${balanceUsd}; add credit before running workflows`,
+      details: { balanceUsd },
+    });
+  }
+}
+
+/** A run failure as the error of a JSON answer (runs.node has no stream to carry `run.failed`). */
+function runFailedError(runId: string, error: RunError): AppError {
+  return new AppError({
+    code: error.code === 'validation_failed' ? 'validation_failed' : 'run_failed',
+    message: error.message,
+    details: { runId, runError: error },
+  });
+}
+
+/** The one-node workflow `runs.node` runs: the node, and an output per output port. */
+function singleNodeWorkflow(node: NodeDefinition, inputs: Record<string, unknown>): Workflow {
+  const outputs = Object.keys(node.spec.outputs).map((port) => ({ id: port, uses: 'output', inputs: { value: `\${node.${port}}` } }));
+  return { version: 2, nodes: [{ id: 'node', uses: node.spec.id, inputs }, ...outputs] };
+}
+
+/** `runs.create` (a stream of events) and `runs.node` (one node, one JSON answer). */
+export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'runs.create'>; 'runs.node': Handler<'runs.node'> } {
+  return {
+    'runs.create': async (input, ctx): Promise<EventStream> => {
+      const auth = callerOf(ctx);
+      const { definition, resolved } = await resolveDefinition(input, auth.orgId, deps.resolver);
+      const runId = await startRun(deps, auth, definition, input.inputs ?? {}, input.maxCostUsd, resolved);
+      ctx.log.info({ runId }, 'run started');
+      // The stream replays the run's log from its first event, so nothing appended before this
+      // subscription is missed; a client that goes away ends the stream, never the run.
+      return deps.events.events(runId, { signal: ctx.signal });
+    },
+
+    'runs.node': async (input, ctx) => {
+      const auth = callerOf(ctx);
+      const node = deps.findNode(input.node);
+      if (!node) throw new AppError({ code: 'not_found', message: `no node with id "${input.node}"; list nodes with GET /v1/nodes?q=<text>` });
+      if (node.spec.kind !== 'model' && node.spec.kind !== 'llm') {
+        throw new AppError({ code: 'bad_request', message: `runs.node runs model and llm nodes; "${input.node}" is a ${node.spec.kind} node` });
+      }
+      for (const [port, value] of Object.entries(input.inputs)) {
+        if (parseReference(value) !== null || looksLikeBrokenReference(value)) {
+          throw new AppError({ code: 'validation_failed', message: `input "${port}" looks like a reference; runs.node takes values, not \${node.port} references` });
+        }
+      }
+      const runId = await startRun(deps, auth, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd);
+      // The answer waits for the run, not for the client: a client that goes away stops waiting,
+      // the run still completes and is recorded.
+      for await (const { event } of deps.events.events(runId, { signal: ctx.signal })) {
+        if (event.type === 'run.completed') return { outputs: event.outputs as Outputs };
+        if (event.type === 'run.failed') throw runFailedError(runId, event.error);
+      }
+      throw new AppError({ code: 'unavailable', message: `run ${runId} is still running; read it with GET /v1/runs/${runId}` });
+    },
+  };
+}

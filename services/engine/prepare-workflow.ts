@@ -1,0 +1,30 @@
+import type { ArtifactInput, Workflow } from '../contract';
+import { planWorkflow, type Plan } from './plan';
+import { checkRunInputs } from './run-inputs';
+import { validateWorkflow, type CheckedWorkflow, type SpecLookup, type ValidateOptions } from './validate-workflow';
+import { deriveInterface, type WorkflowInterface } from './workflow-interface';
+
+/** A workflow ready to run: checked, planned, its interface derived. */
+export interface PreparedWorkflow {
+  workflow: CheckedWorkflow;
+  plan: Plan;
+  iface: WorkflowInterface;
+}
+
+export type PrepareResult =
+  | { ok: true; prepared: PreparedWorkflow; inputs: Record<string, ArtifactInput> }
+  | { ok: false; message: string; problems: { path: string; message: string }[] };
+
+/**
+ * Everything the engine checks before a run starts: the graph (nodes, references, connectors,
+ * cycles) and the run's inputs against the derived interface. The API calls it to answer 400
+ * before the stream; workers call it again on the stored definition to rebuild the plan.
+ */
+export function prepareWorkflow(definition: Workflow, specs: SpecLookup, inputs: Record<string, ArtifactInput>, options: ValidateOptions = {}): PrepareResult {
+  const check = validateWorkflow(definition, specs, options);
+  if (!check.ok) return { ok: false, message: check.message, problems: check.problems.map(({ path, message }) => ({ path: `workflow.${path}`, message })) };
+  const iface = deriveInterface(check.workflow);
+  const checkedInputs = checkRunInputs(iface, inputs);
+  if (!checkedInputs.ok) return { ok: false, message: checkedInputs.message, problems: checkedInputs.problems.map((message) => ({ path: 'inputs', message })) };
+  return { ok: true, prepared: { workflow: check.workflow, plan: planWorkflow(check.workflow), iface }, inputs: checkedInputs.inputs };
+}

@@ -1,0 +1,130 @@
+import type { Artifact, ArtifactInput, Connector } from '../contract';
+import { artifactKindOf, isDataConnector } from './connector-values';
+import { parseReference, type Reference } from './references';
+import { VALUE_PORT, type CheckedNode, type CheckedWorkflow } from './validate-workflow';
+import { literalConnector } from './workflow-interface';
+
+/**
+ * Values flowing through a running workflow: what a step's inputs are, given the run's inputs
+ * and its finished predecessors' outputs, and what the run's outputs are once every step is
+ * done. Pure functions; the runner loads the data and calls these.
+ */
+
+/** What a run knows while it runs: the checked workflow, its resolved inputs, finished steps' outputs. */
+export interface RunValues {
+  workflow: CheckedWorkflow;
+  /** The run's inputs after `checkRunInputs` (defaults filled, kinds set). */
+  inputs: Record<string, ArtifactInput>;
+  /** Outputs of completed steps, by node id and port. */
+  stepOutputs: ReadonlyMap<string, Record<string, unknown>>;
+}
+
+/** Thrown when a value a step needs is not there: the caller asked too early, or the data is corrupt. */
+export class MissingValueError extends Error {
+  constructor(readonly ref: Reference) {
+    super(`the value of \${${ref.nodeId}.${ref.port}} is not available`);
+    this.name = 'MissingValueError';
+  }
+}
+
+/** The value a reference reads: run input, const literal, or a completed step's output. */
+function referencedValue(values: RunValues, ref: Reference): unknown {
+  const source = values.workflow.nodes.get(ref.nodeId);
+  if (!source) throw new MissingValueError(ref);
+  if (source.role === 'input') {
+    const artifact = values.inputs[source.id];
+    if (!artifact) throw new MissingValueError(ref);
+    const connector = source.outputs![VALUE_PORT]!;
+    // Value ports take the plain JSON value; data ports take the artifact itself.
+    return isDataConnector(connector.id) ? artifact : artifact.value;
+  }
+  if (source.role === 'const') return source.inputs.value;
+  const outputs = values.stepOutputs.get(ref.nodeId);
+  if (!outputs || !(ref.port in outputs)) throw new MissingValueError(ref);
+  return outputs[ref.port];
+}
+
+function coerceOne(value: unknown, target: Connector['id']): unknown {
+  if (target === 'TEXT' && (typeof value === 'number' || typeof value === 'boolean')) return JSON.stringify(value);
+  return value;
+}
+
+/**
+ * Applies the coercions docs/connectors.md allows on the way into a port: INT/FLOAT/BOOLEAN into
+ * TEXT become their JSON text, a single value into a list port becomes a one-item list. Anything
+ * else passes unchanged and is checked by the node against its connector (a STRUCTURED value of
+ * the wrong type fails the step there).
+ */
+export function coerceToConnector(value: unknown, target: Connector): unknown {
+  if (target.isArray) {
+    const list = Array.isArray(value) ? value : [value];
+    return list.map((item) => coerceOne(item, target.id));
+  }
+  return coerceOne(value, target.id);
+}
+
+/**
+ * The inputs of a platform node, ready for `execute`: literals as written, references replaced by
+ * the values they read (coerced to the port's connector). Omitted ports stay omitted (the node
+ * fills defaults).
+ */
+export function resolveStepInputs(node: CheckedNode, values: RunValues): Record<string, unknown> {
+  const resolved: Record<string, unknown> = {};
+  for (const key in node.inputs) {
+    const literal = node.inputs[key];
+    const ref = parseReference(literal);
+    if (!ref) {
+      resolved[key] = literal;
+      continue;
+    }
+    const value = referencedValue(values, ref);
+    const connector = node.spec?.inputs[key]?.connector;
+    resolved[key] = connector ? coerceToConnector(value, connector) : value;
+  }
+  return resolved;
+}
+
+/** A value as an Artifact of the given connector's kind (STRUCTURED for unknown). */
+function asArtifact(value: unknown, connector: Connector['id'] | null): Artifact {
+  if (connector && isDataConnector(connector) && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    const artifact = value as Artifact;
+    return { ...artifact, kind: artifactKindOf(connector) ?? artifact.kind };
+  }
+  const kind = (connector && artifactKindOf(connector)) || 'structured';
+  return { kind, value };
+}
+
+/** Ids of the steps whose outputs the run's output nodes read. */
+export function outputSources(workflow: CheckedWorkflow): string[] {
+  const ids = new Set<string>();
+  for (const node of workflow.list) {
+    if (node.role !== 'output') continue;
+    for (const { ref } of node.references) {
+      const source = workflow.nodes.get(ref.nodeId);
+      if (source && (source.role === 'platform' || source.role === 'mounted')) ids.add(ref.nodeId);
+    }
+  }
+  return [...ids];
+}
+
+/**
+ * The run's outputs: one Artifact per output node, named by its id. A list of files becomes a
+ * `structured` artifact holding the list of ref artifacts.
+ */
+export function collectRunOutputs(values: RunValues): Record<string, Artifact> {
+  const outputs: Record<string, Artifact> = {};
+  for (const node of values.workflow.list) {
+    if (node.role !== 'output') continue;
+    const literal = node.inputs.value;
+    const ref = parseReference(literal);
+    if (!ref) {
+      outputs[node.id] = asArtifact(literal, literalConnector(literal));
+      continue;
+    }
+    const value = referencedValue(values, ref);
+    const source = values.workflow.nodes.get(ref.nodeId)!;
+    const connector = source.outputs?.[ref.port] ?? null;
+    outputs[node.id] = connector?.isArray ? { kind: 'structured', value } : asArtifact(value, connector?.id ?? null);
+  }
+  return outputs;
+}

@@ -1,0 +1,130 @@
+import { AppError } from '../../platform/app-error';
+import type { NodeDefinition } from '../node-definition';
+import type { LlmCall, LlmRequest } from './llm-node';
+import { llmNode } from './llm-node';
+import type { ModelPrice } from './llm-pricing';
+import { providerFetch } from './provider-http';
+import { parseStreamJson, readSseEvents } from './sse-lines';
+
+export interface AnthropicMessagesSettings {
+  apiKey: string;
+  /** e.g. `https://api.anthropic.com` (the path `/v1/messages` is appended). */
+  baseUrl: string;
+  models: readonly string[];
+  prices: ReadonlyMap<string, ModelPrice>;
+  timeoutMs: number;
+  progressIntervalMs?: number;
+}
+
+const PROVIDER = 'anthropic';
+export const ANTHROPIC_VERSION = '2023-06-01';
+/** The tool a structured answer is requested through (forced with `tool_choice`). */
+export const ANSWER_TOOL = 'answer';
+
+interface StreamEvent {
+  type?: string;
+  message?: { usage?: { input_tokens?: number; output_tokens?: number } };
+  delta?: { type?: string; text?: string; partial_json?: string; stop_reason?: string | null };
+  usage?: { output_tokens?: number };
+  error?: { type?: string; message?: string };
+}
+
+/**
+ * The request body of `POST /v1/messages` (streamed). Structured output uses tool use: one tool
+ * whose `input_schema` is the caller's schema, forced with `tool_choice`, so the model's answer
+ * is the tool's input (streamed as `input_json_delta`), JSON that the API has checked to be an
+ * object.
+ */
+export function messagesBody(request: LlmRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = {
+    model: request.model,
+    max_tokens: request.maxTokens,
+    messages: [{ role: 'user', content: request.prompt }],
+    temperature: request.temperature,
+    stream: true,
+  };
+  if (request.system !== undefined) body.system = request.system;
+  if (request.schema) {
+    body.tools = [{ name: ANSWER_TOOL, description: 'Gives the answer in the required structure.', input_schema: request.schema }];
+    body.tool_choice = { type: 'tool', name: ANSWER_TOOL };
+  }
+  return body;
+}
+
+function anthropicCall(settings: AnthropicMessagesSettings): LlmCall {
+  const url = `${settings.baseUrl.replace(/\/+$/, '')}/v1/messages`;
+  return async (request, signal, onText) => {
+    const response = await providerFetch({
+      provider: PROVIDER,
+      url,
+      headers: { 'x-api-key': settings.apiKey, 'anthropic-version': ANTHROPIC_VERSION, accept: 'text/event-stream' },
+      json: messagesBody(request),
+      signal,
+      timeoutMs: settings.timeoutMs,
+    });
+    if (!response.body) throw new AppError({ code: 'unavailable', message: `${PROVIDER} answered without a body` });
+    let text = '';
+    let inputTokens: number | undefined;
+    let outputTokens: number | undefined;
+    let stopReason: string | undefined;
+    let stopped = false;
+    for await (const event of readSseEvents(response.body, signal, PROVIDER)) {
+      const data = parseStreamJson<StreamEvent>(event.data, PROVIDER);
+      switch (data.type ?? event.event) {
+        case 'message_start':
+          inputTokens = data.message?.usage?.input_tokens;
+          outputTokens = data.message?.usage?.output_tokens;
+          break;
+        case 'content_block_delta': {
+          const piece = data.delta?.type === 'input_json_delta' ? data.delta.partial_json : data.delta?.type === 'text_delta' ? data.delta.text : undefined;
+          if (typeof piece === 'string' && piece !== '') {
+            text += piece;
+            onText(piece);
+          }
+          break;
+        }
+        case 'message_delta':
+          if (Number.isSafeInteger(data.usage?.output_tokens)) outputTokens = data.usage!.output_tokens;
+          if (data.delta?.stop_reason) stopReason = data.delta.stop_reason;
+          break;
+        case 'message_stop':
+          stopped = true;
+          break;
+        case 'error': {
+          // overloaded_error, api_error… mid-stream: transient for the step executor.
+          const message = (data.error?.message ?? 'an error without a message').split(settings.apiKey).join('[redacted]');
+          throw new AppError({ code: data.error?.type === 'invalid_request_error' ? 'bad_request' : 'unavailable', message: `${PROVIDER} failed while streaming (${data.error?.type ?? 'error'}): ${message.slice(0, 500)}` });
+        }
+        default:
+          break; // ping, content_block_start, content_block_stop
+      }
+      if (stopped) break;
+    }
+    if (!stopped) throw new AppError({ code: 'unavailable', message: `${PROVIDER} ended the stream before message_stop` });
+    const usage = Number.isSafeInteger(inputTokens) && Number.isSafeInteger(outputTokens) ? { inputTokens: inputTokens!, outputTokens: outputTokens! } : undefined;
+    return { text, usage, stopReason };
+  };
+}
+
+/** `anthropic-messages`: Claude models through the Anthropic Messages API. */
+export function anthropicMessagesNode(settings: AnthropicMessagesSettings): NodeDefinition {
+  return llmNode({
+    id: 'anthropic-messages',
+    title: 'Chat (Anthropic)',
+    description:
+      'Answers "prompt" (after the optional "system" instructions) with a Claude model through the Anthropic Messages API, ' +
+      'streaming the answer. With a JSON Schema (type object) in "schema" the answer is requested through a forced tool ' +
+      'call with that schema: "text" is its JSON and "data" the parsed object. "usage" reports the tokens charged. Cost: ' +
+      'input and output tokens at the model\'s price; the reservation assumes the prompt at 3 characters a token and ' +
+      '"maxTokens" output tokens.',
+    provider: PROVIDER,
+    models: settings.models,
+    prices: settings.prices,
+    maxTemperature: 1,
+    maxOutputTokens: 8192,
+    // Message framing; a forced tool adds Anthropic's tool-use system prompt (about 350 tokens) and the tool's definition.
+    overheadTokens: (hasSchema) => (hasSchema ? 512 : 16),
+    call: anthropicCall(settings),
+    progressIntervalMs: settings.progressIntervalMs,
+  });
+}

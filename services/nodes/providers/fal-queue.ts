@@ -1,0 +1,121 @@
+import type { Artifact } from '../../contract';
+import { AppError } from '../../platform/app-error';
+import { MAX_IMAGE_BYTES } from '../limits';
+import { defineNode, type NodeDefinition } from '../node-definition';
+import { connector, ports } from '../spec-builders';
+import { downloadResult, offered, rehostImage, type ProviderCall } from './media-rehost';
+import { jsonBody, malformed } from './openai-client';
+import { providerFetch } from './provider-http';
+import { pause, withCancel } from './provider-queue';
+
+/** What the fal node needs from the configuration. */
+export interface FalSettings {
+  /** Empty: no fal node. */
+  key: string;
+  /** The queue API, e.g. https://queue.fal.run. */
+  baseUrl: string;
+  /** App id (e.g. fal-ai/flux/schnell) → worst-case micro-USD per image. */
+  apps: Record<string, number>;
+  timeoutMs: number;
+  pollMs: number;
+}
+
+const FAL = 'fal';
+const MAX_IMAGES = 4;
+
+interface FalSubmitted {
+  request_id?: string;
+  status_url?: string;
+  response_url?: string;
+  cancel_url?: string;
+}
+
+/** Our key goes only to the configured queue host: a returned URL elsewhere is refused. */
+function queueUrl(settings: FalSettings, url: unknown, what: string): string {
+  if (typeof url !== 'string') throw malformed(FAL, what);
+  if (new URL(url).origin !== new URL(settings.baseUrl).origin) {
+    throw new AppError({ code: 'unavailable', message: `fal returned a ${what} outside ${new URL(settings.baseUrl).origin}; refusing to send our key there` });
+  }
+  return url;
+}
+
+/** Result image bytes: a data URI (inline) or a download from fal's CDN. */
+async function imageBytes(call: ProviderCall, url: string): Promise<Buffer> {
+  const inline = /^data:[^;,]*;base64,(.*)$/s.exec(url);
+  return inline ? Buffer.from(inline[1]!, 'base64') : downloadResult(call, url, MAX_IMAGE_BYTES);
+}
+
+/**
+ * `fal-image`: the fal queue API. Submits to `{base}/{app}`, polls `status_url` until
+ * COMPLETED, reads `response_url`, re-hosts every image. On abort (run cancelled or failed) it
+ * calls `PUT cancel_url` so fal stops the job.
+ */
+export function falImageNode(settings: FalSettings): NodeDefinition {
+  const apps = offered(settings.apps);
+  const priceOf = (app: unknown) => settings.apps[String(app)] ?? Math.max(...Object.values(settings.apps));
+  const auth = { authorization: `Key ${settings.key}` };
+  return defineNode({
+    spec: {
+      id: 'fal-image',
+      kind: 'model',
+      title: 'Generate image (fal)',
+      category: 'image',
+      description:
+        `Generates "num_images" images (1 to ${MAX_IMAGES}) from "prompt" with a fal app. "image_size" (e.g. square_hd, ` +
+        'landscape_16_9) and "seed" are passed as given; "image" is the first result, "images" all of them. Costs per ' +
+        `image: ${apps.names.map((a) => `${a} ${settings.apps[a]}`).join(', ')} micro-USD.`,
+      inputs: ports({
+        prompt: connector('TEXT'),
+        app: connector('TEXT', { defaultValue: apps.first, optionValues: apps.names }),
+        num_images: connector('INT', { defaultValue: 1, minValue: 1, maxValue: MAX_IMAGES }),
+        image_size: connector('TEXT', { isOptional: true }),
+        seed: connector('INT', { isOptional: true, minValue: 0 }),
+      }),
+      outputs: ports({ image: connector('IMAGE'), images: connector('IMAGE', { isArray: true }) }),
+    },
+    estimate: (inputs) => priceOf(inputs.app) * Number(inputs.num_images),
+    price: (inputs, outputs) => priceOf(inputs.app) * (outputs.images as unknown[]).length,
+    async execute(inputs, ctx) {
+      const app = String(inputs.app);
+      const input: Record<string, unknown> = { prompt: inputs.prompt, num_images: inputs.num_images };
+      if (inputs.image_size !== undefined) input.image_size = inputs.image_size;
+      if (inputs.seed !== undefined) input.seed = inputs.seed;
+      const state = { submitted: false, finished: false };
+      let cancelUrl: string | undefined;
+      const call = (signal: AbortSignal) => ({ provider: FAL, headers: auth, signal, timeoutMs: settings.timeoutMs });
+      const result = await withCancel(
+        ctx.signal,
+        async (signal) => {
+          const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
+          const statusUrl = queueUrl(settings, submitted.status_url, 'status_url');
+          const responseUrl = queueUrl(settings, submitted.response_url, 'response_url');
+          cancelUrl = queueUrl(settings, submitted.cancel_url, 'cancel_url');
+          state.submitted = true;
+          ctx.progress(submitted.request_id ? `fal request ${submitted.request_id} queued` : 'fal request queued');
+          let last = '';
+          for (;;) {
+            const status = await jsonBody<{ status?: string; queue_position?: number }>(await providerFetch({ ...call(signal), url: statusUrl }), FAL);
+            if (status.status === 'COMPLETED') break;
+            if (status.status !== 'IN_QUEUE' && status.status !== 'IN_PROGRESS') throw malformed(FAL, `a known status (got ${String(status.status)})`);
+            const note = status.status === 'IN_QUEUE' ? `queued at position ${status.queue_position ?? '?'}` : 'in progress';
+            if (note !== last) ctx.progress(`fal: ${(last = note)}`);
+            await pause(settings.pollMs, signal);
+          }
+          const answer = await jsonBody<{ images?: { url?: unknown }[] }>(await providerFetch({ ...call(signal), url: responseUrl }), FAL);
+          state.finished = true;
+          return answer;
+        },
+        (signal) => providerFetch({ ...call(signal), url: cancelUrl!, method: 'PUT', retries: 0 }),
+        state,
+      );
+      const found = (result.images ?? []).slice(0, Number(inputs.num_images));
+      if (found.length === 0) throw malformed(FAL, 'images');
+      const images: Artifact[] = [];
+      for (const item of found) {
+        if (typeof item.url !== 'string') throw malformed(FAL, 'an image url');
+        images.push(await rehostImage(FAL, await imageBytes({ provider: FAL, signal: ctx.signal, timeoutMs: settings.timeoutMs }, item.url), ctx));
+      }
+      return { image: images[0], images };
+    },
+  });
+}

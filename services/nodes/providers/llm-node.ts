@@ -1,0 +1,164 @@
+import type { Micros } from '../../engine';
+import { AppError } from '../../platform/app-error';
+import { defineNode, type NodeContext, type NodeDefinition } from '../node-definition';
+import { invalidInput, type NodeInputs, type NodeOutputs } from '../node-inputs';
+import { connector, ports } from '../spec-builders';
+import { estimateTokens, tokenCostMicros, type ModelPrice, type TokenUsage } from './llm-pricing';
+
+/** What an LLM node asks its provider for, after its inputs are checked. */
+export interface LlmRequest {
+  model: string;
+  prompt: string;
+  system: string | undefined;
+  temperature: number;
+  maxTokens: number;
+  /** A JSON Schema the answer must follow (structured output), or undefined for free text. */
+  schema: Record<string, unknown> | undefined;
+}
+
+/** What a provider call returns: the whole answer (JSON text when a schema was given) and its usage. */
+export interface LlmResult {
+  text: string;
+  /** Undefined when the provider did not report it; the call is then charged its worst case. */
+  usage: TokenUsage | undefined;
+  /** The provider's stop reason (`length`, `max_tokens` when the answer was cut off). */
+  stopReason: string | undefined;
+}
+
+/** Streams one completion; calls `onText` with every piece of the answer as it arrives. */
+export type LlmCall = (request: LlmRequest, signal: AbortSignal, onText: (delta: string) => void) => Promise<LlmResult>;
+
+export interface LlmNodeOptions {
+  id: string;
+  title: string;
+  description: string;
+  /** Named in messages, e.g. `openai`. */
+  provider: string;
+  /** The selectable models, the first the default; each must have a price. */
+  models: readonly string[];
+  prices: ReadonlyMap<string, ModelPrice>;
+  maxTemperature: number;
+  /** Upper bound of the `maxTokens` port. */
+  maxOutputTokens: number;
+  /** Tokens the provider adds around the prompt (message framing; a tool definition with a schema). */
+  overheadTokens: (hasSchema: boolean) => number;
+  call: LlmCall;
+  /** Least time between two progress events while streaming (default 500 ms). */
+  progressIntervalMs?: number;
+}
+
+const DEFAULT_MAX_TOKENS = 1024;
+
+/** The text of a value input (a reference may deliver any JSON), for counting and sending. */
+const asText = (value: unknown): string => (typeof value === 'string' ? value : value === undefined ? '' : JSON.stringify(value));
+
+function schemaOf(node: string, value: unknown): Record<string, unknown> | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) throw invalidInput(node, 'schema', 'must be a JSON Schema object, e.g. {"type":"object","properties":{…}}');
+  return value as Record<string, unknown>;
+}
+
+/** Progress while streaming: "received 1,234 characters", at most one event per interval. */
+function progressReporter(ctx: NodeContext, intervalMs: number) {
+  let chars = 0;
+  let reported = 0;
+  let last = Date.now();
+  return {
+    onText(delta: string): void {
+      chars += delta.length;
+      const now = Date.now();
+      if (now - last < intervalMs || chars === reported) return;
+      last = now;
+      reported = chars;
+      ctx.progress(`received ${chars.toLocaleString('en-US')} characters`);
+    },
+    get chars() {
+      return chars;
+    },
+  };
+}
+
+/**
+ * An LLM node (kind `llm`) over one provider call: its spec (prompt, system, model, temperature,
+ * maxTokens, schema → text, data, usage), token pricing and streaming progress.
+ *
+ * Estimate: the prompt's conservative token count (`estimateTokens`) plus the provider's
+ * overhead at the input price, plus `maxTokens` at the output price. Price: the usage the
+ * provider reported at the same prices (defineNode keeps it at or under the estimate).
+ */
+export function llmNode(options: LlmNodeOptions): NodeDefinition {
+  const { id, provider, models, prices } = options;
+  const priceOf = (model: unknown): ModelPrice => {
+    const price = typeof model === 'string' ? prices.get(model) : undefined;
+    if (!price) throw invalidInput(id, 'model', `must be one of: ${models.join(', ')}`);
+    return price;
+  };
+  const worstUsage = (inputs: NodeInputs): TokenUsage => {
+    const schema = inputs.schema ?? undefined;
+    const texts = [asText(inputs.prompt), asText(inputs.system), schema === undefined ? '' : JSON.stringify(schema)];
+    return { inputTokens: estimateTokens(texts) + options.overheadTokens(schema !== undefined), outputTokens: Number(inputs.maxTokens) || DEFAULT_MAX_TOKENS };
+  };
+  const estimate = (inputs: NodeInputs): Micros => tokenCostMicros(priceOf(inputs.model), worstUsage(inputs));
+
+  return defineNode({
+    spec: {
+      id,
+      kind: 'llm',
+      title: options.title,
+      category: 'llm',
+      description: options.description,
+      inputs: ports({
+        prompt: connector('TEXT'),
+        system: connector('TEXT', { isOptional: true }),
+        model: connector('TEXT', { defaultValue: models[0], optionValues: [...models] }),
+        temperature: connector('FLOAT', { defaultValue: Math.min(1, options.maxTemperature), minValue: 0, maxValue: options.maxTemperature }),
+        maxTokens: connector('INT', { defaultValue: Math.min(DEFAULT_MAX_TOKENS, options.maxOutputTokens), minValue: 1, maxValue: options.maxOutputTokens }),
+        schema: connector('STRUCTURED', { isOptional: true }),
+      }),
+      outputs: ports({
+        text: connector('TEXT'),
+        data: connector('STRUCTURED', { isOptional: true }),
+        usage: connector('STRUCTURED'),
+      }),
+    },
+    estimate,
+    price(inputs, outputs: NodeOutputs) {
+      const usage = outputs.usage as Partial<TokenUsage> | undefined;
+      if (!usage || !Number.isSafeInteger(usage.inputTokens) || !Number.isSafeInteger(usage.outputTokens)) return estimate(inputs);
+      return tokenCostMicros(priceOf(inputs.model), usage as TokenUsage);
+    },
+    async execute(inputs, ctx) {
+      const request: LlmRequest = {
+        model: inputs.model as string,
+        prompt: inputs.prompt as string,
+        system: inputs.system === undefined || inputs.system === '' ? undefined : (inputs.system as string),
+        temperature: inputs.temperature as number,
+        maxTokens: inputs.maxTokens as number,
+        schema: schemaOf(id, inputs.schema),
+      };
+      const progress = progressReporter(ctx, options.progressIntervalMs ?? 500);
+      const result = await options.call(request, ctx.signal, (delta) => progress.onText(delta));
+      const reported = result.usage !== undefined;
+      const usage = result.usage ?? worstUsage(inputs);
+      ctx.progress(`received ${progress.chars.toLocaleString('en-US')} characters, ${usage.inputTokens} input and ${usage.outputTokens} output tokens${reported ? '' : ' (not reported; charged as estimated)'}`);
+      const outputs: NodeOutputs = { text: result.text, usage: { model: request.model, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens } };
+      if (request.schema) outputs.data = parseAnswer(provider, result, Math.min(tokenCostMicros(priceOf(request.model), usage), estimate(inputs)));
+      return outputs;
+    },
+  });
+}
+
+/** The structured answer; an answer that is not JSON fails the step (`bad_request`), charged for its tokens. */
+function parseAnswer(provider: string, result: LlmResult, costMicros: Micros): unknown {
+  try {
+    return JSON.parse(result.text) as unknown;
+  } catch {
+    const cut = result.stopReason === 'length' || result.stopReason === 'max_tokens';
+    const error = new AppError({
+      code: 'bad_request',
+      message: `${provider} answered with text that is not valid JSON for the given schema${cut ? ' (the answer was cut off at maxTokens; raise it)' : ''}: ${result.text.slice(0, 200)}`,
+    });
+    // The tokens were spent: the step executor charges a failed attempt its `costMicros`.
+    throw Object.assign(error, { costMicros });
+  }
+}

@@ -1,0 +1,91 @@
+import type { Artifact } from '../../contract';
+import { AppError } from '../../platform/app-error';
+import type { NodeContext } from '../node-definition';
+import { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS } from '../limits';
+import { loadSharp } from '../load-sharp';
+import { providerFetch } from './provider-http';
+
+/** What a provider node needs to reach its provider: the run's context and the request timeout. */
+export interface ProviderCall {
+  provider: string;
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+/**
+ * Reads a provider response body, failing as `unavailable` once it passes `maxBytes` (the
+ * provider sent more than any result we accept) instead of buffering it whole.
+ */
+export async function readCapped(response: Response, maxBytes: number, provider: string): Promise<Buffer> {
+  const declared = Number(response.headers.get('content-length') ?? NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw new AppError({ code: 'unavailable', message: `${provider} returned ${declared} bytes; the limit is ${maxBytes}` });
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  if (!response.body) return Buffer.alloc(0);
+  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+    total += chunk.length;
+    if (total > maxBytes) {
+      await response.body.cancel().catch(() => undefined);
+      throw new AppError({ code: 'unavailable', message: `${provider} returned more than ${maxBytes} bytes` });
+    }
+    chunks.push(Buffer.from(chunk));
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Downloads a result file the provider links to (a CDN URL) under the run's signal and the size
+ * cap. Our key is never sent there: result URLs are public, and may be on another host.
+ */
+export async function downloadResult(call: ProviderCall, url: string, maxBytes: number): Promise<Buffer> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new AppError({ code: 'unavailable', message: `${call.provider} returned an invalid result URL` });
+  }
+  if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
+    throw new AppError({ code: 'unavailable', message: `${call.provider} returned a result URL that is not http(s)` });
+  }
+  const response = await providerFetch({ provider: call.provider, url: parsed.href, method: 'GET', signal: call.signal, timeoutMs: call.timeoutMs });
+  return readCapped(response, maxBytes, call.provider);
+}
+
+const IMAGE_MIME_TYPES: Record<string, string> = {
+  png: 'image/png',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  avif: 'image/avif',
+  gif: 'image/gif',
+};
+
+/**
+ * Stores generated image bytes in our blob store and returns our ref artifact with its real
+ * format and size: the provider's URL (if it gave one) never leaves this function.
+ */
+export async function rehostImage(provider: string, bytes: Buffer, ctx: NodeContext): Promise<Artifact> {
+  if (bytes.length > MAX_IMAGE_BYTES) throw new AppError({ code: 'unavailable', message: `${provider} returned an image over ${MAX_IMAGE_BYTES} bytes` });
+  const sharp = await loadSharp();
+  let meta: Awaited<ReturnType<ReturnType<typeof sharp>['metadata']>>;
+  try {
+    meta = await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
+  } catch {
+    throw new AppError({ code: 'unavailable', message: `${provider} returned something that is not an image` });
+  }
+  const format = meta.format === 'heif' && meta.compression === 'av1' ? 'avif' : meta.format;
+  const mimeType = IMAGE_MIME_TYPES[format];
+  if (!mimeType || !meta.width || !meta.height) {
+    throw new AppError({ code: 'unavailable', message: `${provider} returned an image in an unsupported format (${format})` });
+  }
+  ctx.signal.throwIfAborted();
+  return ctx.artifacts.put(bytes, { mimeType, metadata: { width: meta.width, height: meta.height } });
+}
+
+/** The model (or app) a node was asked for, or the first offered; a price list keyed by it. */
+export function offered(prices: Record<string, number>): { names: string[]; first: string } {
+  const names = Object.keys(prices);
+  return { names, first: names[0]! };
+}

@@ -1,0 +1,107 @@
+import { AppError } from '../../platform/app-error';
+import type { NodeDefinition } from '../node-definition';
+import type { LlmCall, LlmRequest } from './llm-node';
+import { llmNode } from './llm-node';
+import type { ModelPrice, TokenUsage } from './llm-pricing';
+import { providerFetch } from './provider-http';
+import { parseStreamJson, readSseEvents } from './sse-lines';
+
+export interface OpenAiChatSettings {
+  apiKey: string;
+  /** e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1` (Ollama), a vLLM server's `/v1`. */
+  baseUrl: string;
+  models: readonly string[];
+  prices: ReadonlyMap<string, ModelPrice>;
+  timeoutMs: number;
+  progressIntervalMs?: number;
+}
+
+const PROVIDER = 'openai';
+
+interface ChatChunk {
+  choices?: { delta?: { content?: string | null; refusal?: string | null }; finish_reason?: string | null }[];
+  usage?: { prompt_tokens?: number; completion_tokens?: number } | null;
+  error?: { message?: string; type?: string };
+}
+
+/** The request body of `POST /chat/completions` (streamed, usage requested in the last chunk). */
+export function chatCompletionBody(request: LlmRequest): Record<string, unknown> {
+  const messages = [...(request.system === undefined ? [] : [{ role: 'system', content: request.system }]), { role: 'user', content: request.prompt }];
+  const body: Record<string, unknown> = {
+    model: request.model,
+    messages,
+    temperature: request.temperature,
+    // `max_tokens`, not `max_completion_tokens`: the one every compatible server (vLLM, Ollama, llama.cpp) reads.
+    max_tokens: request.maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (request.schema) {
+    const title = typeof request.schema.title === 'string' ? request.schema.title.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) : '';
+    body.response_format = { type: 'json_schema', json_schema: { name: title || 'answer', schema: request.schema, strict: true } };
+  }
+  return body;
+}
+
+function openAiCall(settings: OpenAiChatSettings): LlmCall {
+  const url = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  return async (request, signal, onText) => {
+    const response = await providerFetch({
+      provider: PROVIDER,
+      url,
+      headers: { authorization: `Bearer ${settings.apiKey}`, accept: 'text/event-stream' },
+      json: chatCompletionBody(request),
+      signal,
+      timeoutMs: settings.timeoutMs,
+    });
+    if (!response.body) throw new AppError({ code: 'unavailable', message: `${PROVIDER} answered without a body` });
+    let text = '';
+    let refusal = '';
+    let usage: TokenUsage | undefined;
+    let stopReason: string | undefined;
+    for await (const event of readSseEvents(response.body, signal, PROVIDER)) {
+      if (event.data.trim() === '[DONE]') break;
+      const chunk = parseStreamJson<ChatChunk>(event.data, PROVIDER);
+      if (chunk.error) {
+        const message = (chunk.error.message ?? 'an error without a message').split(settings.apiKey).join('[redacted]');
+        throw new AppError({ code: 'unavailable', message: `${PROVIDER} failed while streaming: ${message.slice(0, 500)}` });
+      }
+      const choice = chunk.choices?.[0];
+      const delta = choice?.delta;
+      if (typeof delta?.content === 'string' && delta.content !== '') {
+        text += delta.content;
+        onText(delta.content);
+      }
+      if (typeof delta?.refusal === 'string') refusal += delta.refusal;
+      if (choice?.finish_reason) stopReason = choice.finish_reason;
+      const reported = chunk.usage;
+      if (reported && Number.isSafeInteger(reported.prompt_tokens) && Number.isSafeInteger(reported.completion_tokens)) {
+        usage = { inputTokens: reported.prompt_tokens!, outputTokens: reported.completion_tokens! };
+      }
+    }
+    if (refusal !== '' && text === '') throw new AppError({ code: 'bad_request', message: `${PROVIDER} refused to answer: ${refusal.slice(0, 500)}` });
+    return { text, usage, stopReason };
+  };
+}
+
+/** `openai-chat`: chat completions of OpenAI or any OpenAI-compatible server. */
+export function openAiChatNode(settings: OpenAiChatSettings): NodeDefinition {
+  return llmNode({
+    id: 'openai-chat',
+    title: 'Chat (OpenAI-compatible)',
+    description:
+      'Answers "prompt" (after the optional "system" instructions) with a model of an OpenAI-compatible chat API, streaming ' +
+      'the answer. With a JSON Schema in "schema" the answer follows it (structured output) and is also returned parsed as ' +
+      '"data". "usage" reports the tokens charged. Cost: input and output tokens at the model\'s price; the reservation ' +
+      'assumes the prompt at 3 characters a token and "maxTokens" output tokens.',
+    provider: PROVIDER,
+    models: settings.models,
+    prices: settings.prices,
+    maxTemperature: 2,
+    maxOutputTokens: 16_384,
+    // Message framing (a few tokens a message) and the response_format schema's own rendering.
+    overheadTokens: (hasSchema) => (hasSchema ? 64 : 16),
+    call: openAiCall(settings),
+    progressIntervalMs: settings.progressIntervalMs,
+  });
+}

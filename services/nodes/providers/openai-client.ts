@@ -1,0 +1,58 @@
+import { AppError } from '../../platform/app-error';
+import { readCapped } from './media-rehost';
+import { providerFetch } from './provider-http';
+
+/** What the OpenAI(-compatible) media nodes need from the configuration. */
+export interface OpenAiMediaSettings {
+  /** Empty: no OpenAI media node is offered. */
+  apiKey: string;
+  /** Up to and including `/v1`, without a trailing slash. */
+  baseUrl: string;
+  timeoutMs: number;
+  /** Model → worst-case micro-USD per image. */
+  imagePrices: Record<string, number>;
+  /** Model → micro-USD per million input tokens. */
+  embeddingPrices: Record<string, number>;
+  /** Model → micro-USD per million characters. */
+  ttsPrices: Record<string, number>;
+  ttsVoices: string[];
+  /** Model → micro-USD per started minute of audio. */
+  transcribePrices: Record<string, number>;
+}
+
+export const OPENAI = 'openai';
+
+/** A request to the OpenAI(-compatible) API with our key, under the run's signal. */
+export function openaiFetch(
+  settings: OpenAiMediaSettings,
+  signal: AbortSignal,
+  path: string,
+  payload: { json: unknown } | { body: Uint8Array; contentType: string },
+): Promise<Response> {
+  const headers: Record<string, string> = { authorization: `Bearer ${settings.apiKey}` };
+  if ('body' in payload) headers['content-type'] = payload.contentType;
+  return providerFetch({
+    provider: OPENAI,
+    url: `${settings.baseUrl}${path}`,
+    method: 'POST',
+    headers,
+    ...('json' in payload ? { json: payload.json } : { body: payload.body }),
+    signal,
+    timeoutMs: settings.timeoutMs,
+  });
+}
+
+/** The JSON body of a successful answer (at most `maxBytes`); a body that is not JSON is the provider's failure. */
+export async function jsonBody<T>(response: Response, provider = OPENAI, maxBytes = 16 * 1024 * 1024): Promise<T> {
+  const text = (await readCapped(response, maxBytes, provider)).toString('utf8');
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new AppError({ code: 'unavailable', message: `${provider} answered with a body that is not JSON` });
+  }
+}
+
+/** A malformed success answer: the provider broke its own format. */
+export function malformed(provider: string, what: string): AppError {
+  return new AppError({ code: 'unavailable', message: `${provider} answered without ${what}` });
+}

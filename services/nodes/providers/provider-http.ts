@@ -1,0 +1,117 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppError } from '../../platform/app-error';
+
+/**
+ * The one HTTP client of hosted providers (LLM, image, speech, embedding APIs): every provider
+ * node calls `providerFetch`, so timeouts, retries, cancellation and error mapping are the same
+ * everywhere and tested once.
+ *
+ * - The run's AbortSignal reaches the request: an aborted step stops the HTTP call at once.
+ * - A request that takes longer than `timeoutMs` (headers and body) fails as `unavailable`.
+ * - 429, 5xx (except 501) and network errors are retried up to `retries` times with exponential
+ *   backoff and jitter, waiting at least what `Retry-After` asks (capped at `maxRetryAfterMs`).
+ * - A final failure becomes an `AppError` whose message names the provider and its own message,
+ *   never our key: 400/404/422 → `bad_request` (the provider refused the input), 401/403 →
+ *   `unavailable` (our key is wrong or lacks access: a configuration problem, said so),
+ *   429 → `rate_limited`, 5xx/timeout/network → `unavailable`. `rate_limited` and `unavailable`
+ *   are transient for the step executor, which may run another attempt of the step.
+ */
+export interface ProviderRequest {
+  /** Named in error messages, e.g. `openai`. */
+  provider: string;
+  url: string;
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  headers?: Record<string, string>;
+  /** A JSON body (serialized here) or raw bytes. */
+  json?: unknown;
+  body?: Uint8Array | string;
+  signal: AbortSignal;
+  timeoutMs: number;
+  /** Retries after the first try (default 2). */
+  retries?: number;
+  /** First backoff (default 500 ms), doubled per retry. */
+  baseDelayMs?: number;
+  /** Longest wait a `Retry-After` may ask for (default 20 s); asking more fails the call instead. */
+  maxRetryAfterMs?: number;
+}
+
+/** Secrets that must never appear in an error message (keys, bearer values). */
+function redact(text: string, headers: Record<string, string> | undefined): string {
+  let out = text;
+  for (const value of Object.values(headers ?? {})) {
+    for (const part of value.split(/\s+/)) if (part.length >= 12) out = out.split(part).join('[redacted]');
+  }
+  return out.slice(0, 500);
+}
+
+/** The provider's own error message from a JSON error body (OpenAI, Anthropic, fal and Replicate shapes), else the text. */
+export function providerMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const error = body.error as Record<string, unknown> | string | undefined;
+    if (typeof error === 'string') return error;
+    if (error && typeof error.message === 'string') return error.message;
+    for (const key of ['detail', 'message', 'title']) if (typeof body[key] === 'string') return body[key] as string;
+  } catch {
+    // not JSON
+  }
+  return text.trim() || 'no details';
+}
+
+/** Milliseconds a `Retry-After` header asks for (seconds or an HTTP date), or undefined. */
+export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+(\.\d+)?$/.test(header.trim())) return Math.ceil(Number(header) * 1000);
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function failure(provider: string, status: number, message: string): AppError {
+  if (status === 429) return new AppError({ code: 'rate_limited', message: `${provider} is rate limiting us (429): ${message}` });
+  if (status === 401 || status === 403) return new AppError({ code: 'unavailable', message: `${provider} refused the service's credentials (${status}); the operator must check its API key: ${message}` });
+  if (status >= 500) return new AppError({ code: 'unavailable', message: `${provider} failed (${status}): ${message}` });
+  return new AppError({ code: 'bad_request', message: `${provider} refused the request (${status}): ${message}` });
+}
+
+const isRetryableStatus = (status: number) => status === 429 || (status >= 500 && status !== 501);
+
+/**
+ * Sends the request; resolves with the response of the first try that is not retryable (2xx,
+ * or a 4xx the caller may read), rejects with an `AppError` otherwise, or with `signal.reason`
+ * when the run aborts. The caller reads the body (or streams it) under the same signal.
+ */
+export async function providerFetch(request: ProviderRequest): Promise<Response> {
+  const retries = request.retries ?? 2;
+  const baseDelay = request.baseDelayMs ?? 500;
+  const maxRetryAfter = request.maxRetryAfterMs ?? 20_000;
+  const headers = { ...(request.json === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
+  const body = request.json === undefined ? request.body : JSON.stringify(request.json);
+  for (let attempt = 0; ; attempt++) {
+    request.signal.throwIfAborted();
+    const timeout = AbortSignal.timeout(request.timeoutMs);
+    const signal = AbortSignal.any([request.signal, timeout]);
+    let response: Response;
+    try {
+      response = await fetch(request.url, { method: request.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal });
+    } catch (err) {
+      if (request.signal.aborted) throw request.signal.reason;
+      const reason = timeout.aborted ? `no answer within ${request.timeoutMs} ms` : `network error (${(err as Error).message})`;
+      if (attempt < retries) {
+        await sleep(baseDelay * 2 ** attempt * (0.75 + Math.random() * 0.5), undefined, { signal: request.signal });
+        continue;
+      }
+      throw new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` });
+    }
+    if (response.ok) return response;
+    const text = redact(await response.text().catch(() => ''), request.headers);
+    if (isRetryableStatus(response.status) && attempt < retries) {
+      const asked = retryAfterMs(response.headers.get('retry-after'));
+      if (asked === undefined || asked <= maxRetryAfter) {
+        const backoff = baseDelay * 2 ** attempt * (0.75 + Math.random() * 0.5);
+        await sleep(Math.max(asked ?? 0, backoff), undefined, { signal: request.signal });
+        continue;
+      }
+    }
+    throw failure(request.provider, response.status, providerMessage(text));
+  }
+}

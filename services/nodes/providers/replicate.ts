@@ -1,0 +1,128 @@
+import type { Artifact } from '../../contract';
+import { AppError } from '../../platform/app-error';
+import { MAX_IMAGE_BYTES } from '../limits';
+import { defineNode, type NodeDefinition } from '../node-definition';
+import { connector, ports } from '../spec-builders';
+import { downloadResult, offered, rehostImage } from './media-rehost';
+import { jsonBody, malformed } from './openai-client';
+import { providerFetch } from './provider-http';
+import { pause, withCancel } from './provider-queue';
+
+/** What the Replicate node needs from the configuration. */
+export interface ReplicateSettings {
+  /** Empty: no Replicate node. */
+  token: string;
+  /** e.g. https://api.replicate.com (without /v1). */
+  baseUrl: string;
+  /** `owner/name` or `owner/name:version` → worst-case micro-USD per output image. */
+  models: Record<string, number>;
+  timeoutMs: number;
+  pollMs: number;
+}
+
+const REPLICATE = 'replicate';
+const MAX_IMAGES = 4;
+
+interface Prediction {
+  id?: string;
+  status?: string;
+  output?: unknown;
+  error?: unknown;
+  urls?: { get?: string; cancel?: string };
+}
+
+/** Our token goes only to the configured API host: a returned URL elsewhere is refused. */
+function apiUrl(settings: ReplicateSettings, url: unknown, what: string): string {
+  if (typeof url !== 'string') throw malformed(REPLICATE, what);
+  if (new URL(url).origin !== new URL(settings.baseUrl).origin) {
+    throw new AppError({ code: 'unavailable', message: `replicate returned a ${what} outside ${new URL(settings.baseUrl).origin}; refusing to send our token there` });
+  }
+  return url;
+}
+
+/** Where to create a prediction of a model: the model's endpoint, or /v1/predictions with a pinned version. */
+function createRequest(settings: ReplicateSettings, model: string, input: Record<string, unknown>): { url: string; json: unknown } {
+  const [name, version] = model.split(':', 2) as [string, string | undefined];
+  if (version) return { url: `${settings.baseUrl}/v1/predictions`, json: { version, input } };
+  return { url: `${settings.baseUrl}/v1/models/${name}/predictions`, json: { input } };
+}
+
+/**
+ * `replicate-image`: creates a prediction with `Prefer: wait` (most fast models answer within
+ * it), polls `urls.get` otherwise, re-hosts every output image. On abort it calls
+ * `POST urls.cancel` so Replicate stops the prediction.
+ */
+export function replicateImageNode(settings: ReplicateSettings): NodeDefinition {
+  const models = offered(settings.models);
+  const priceOf = (model: unknown) => settings.models[String(model)] ?? Math.max(...Object.values(settings.models));
+  const auth = { authorization: `Bearer ${settings.token}` };
+  // Replicate holds a request at most 60 s; keep the wait well inside our own request timeout.
+  const waitSeconds = Math.max(1, Math.min(60, Math.floor(settings.timeoutMs / 2000)));
+  return defineNode({
+    spec: {
+      id: 'replicate-image',
+      kind: 'model',
+      title: 'Generate image (Replicate)',
+      category: 'image',
+      description:
+        `Generates "num_outputs" images (1 to ${MAX_IMAGES}) from "prompt" with a Replicate model; "input" adds further ` +
+        'model inputs (e.g. aspect_ratio). "image" is the first result, "images" all of them. Costs per image: ' +
+        `${models.names.map((m) => `${m} ${settings.models[m]}`).join(', ')} micro-USD.`,
+      inputs: ports({
+        prompt: connector('TEXT'),
+        model: connector('TEXT', { defaultValue: models.first, optionValues: models.names }),
+        num_outputs: connector('INT', { defaultValue: 1, minValue: 1, maxValue: MAX_IMAGES }),
+        input: connector('STRUCTURED', { isOptional: true }),
+      }),
+      outputs: ports({ image: connector('IMAGE'), images: connector('IMAGE', { isArray: true }) }),
+    },
+    estimate: (inputs) => priceOf(inputs.model) * Number(inputs.num_outputs),
+    price: (inputs, outputs) => priceOf(inputs.model) * (outputs.images as unknown[]).length,
+    async execute(inputs, ctx) {
+      const extra = inputs.input;
+      if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra))) {
+        throw new AppError({ code: 'validation_failed', message: 'node "replicate-image": input "input" must be a JSON object of model inputs' });
+      }
+      // Our ports win over "input", so the reserve (num_outputs × price) bounds the charge.
+      const input = { ...(extra as Record<string, unknown> | undefined), prompt: inputs.prompt, num_outputs: inputs.num_outputs };
+      const model = String(inputs.model);
+      const state = { submitted: false, finished: false };
+      let cancelUrl: string | undefined;
+      const call = (signal: AbortSignal) => ({ provider: REPLICATE, headers: auth, signal, timeoutMs: settings.timeoutMs });
+      const prediction = await withCancel(
+        ctx.signal,
+        async (signal) => {
+          const create = createRequest(settings, model, input);
+          // Not retried: a retried create could start (and bill) a second prediction.
+          let current = await jsonBody<Prediction>(
+            await providerFetch({ ...call(signal), url: create.url, json: create.json, headers: { ...auth, prefer: `wait=${waitSeconds}` }, retries: 0 }),
+            REPLICATE,
+          );
+          cancelUrl = apiUrl(settings, current.urls?.cancel, 'cancel URL');
+          const getUrl = apiUrl(settings, current.urls?.get, 'prediction URL');
+          state.submitted = true;
+          ctx.progress(`replicate prediction ${current.id ?? ''} ${current.status ?? ''}`.trim());
+          while (current.status === 'starting' || current.status === 'processing') {
+            await pause(settings.pollMs, signal);
+            current = await jsonBody<Prediction>(await providerFetch({ ...call(signal), url: getUrl }), REPLICATE);
+          }
+          state.finished = true;
+          return current;
+        },
+        (signal) => providerFetch({ ...call(signal), url: cancelUrl!, method: 'POST', retries: 0 }),
+        state,
+      );
+      if (prediction.status !== 'succeeded') {
+        const reason = typeof prediction.error === 'string' ? prediction.error : `status ${String(prediction.status)}`;
+        throw new AppError({ code: 'bad_request', message: `replicate prediction did not succeed: ${reason.slice(0, 500)}` });
+      }
+      const urls = (Array.isArray(prediction.output) ? prediction.output : [prediction.output]).slice(0, Number(inputs.num_outputs));
+      if (urls.length === 0 || !urls.every((u): u is string => typeof u === 'string')) throw malformed(REPLICATE, 'output image URLs');
+      const images: Artifact[] = [];
+      for (const url of urls) {
+        images.push(await rehostImage(REPLICATE, await downloadResult({ provider: REPLICATE, signal: ctx.signal, timeoutMs: settings.timeoutMs }, url, MAX_IMAGE_BYTES), ctx));
+      }
+      return { image: images[0], images };
+    },
+  });
+}

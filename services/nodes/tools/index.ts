@@ -1,0 +1,35 @@
+import type { NodeDefinition } from '../node-definition';
+import { audioNodes } from './audio-nodes';
+import { ocrNode } from './ocr-node';
+import { probeNode } from './probe-node';
+import { speechNode } from './speech-node';
+import { detectTools, type DetectOptions, type LocalTools } from './tool-detection';
+import { videoNodes } from './video-nodes';
+
+/** Every local tool node, whether or not its program is installed here. */
+export const LOCAL_TOOL_NODE_IDS: readonly string[] = [
+  'speech-espeak', 'ocr-tesseract', 'audio-convert', 'audio-trim', 'audio-concat', 'audio-waveform', 'video-thumbnail', 'video-frames', 'media-probe',
+];
+
+/** The tool nodes that `tools` can run, in palette order. */
+export function toolNodes(tools: LocalTools): NodeDefinition[] {
+  return [speechNode(tools), ocrNode(tools), ...audioNodes(tools), ...videoNodes(tools), probeNode(tools)].filter(
+    (node): node is NodeDefinition => node !== undefined,
+  );
+}
+
+/**
+ * The local tool nodes (espeak-ng, tesseract, ffmpeg) whose programs are installed on this
+ * machine, found by running each with its version flag; a missing program leaves its nodes out.
+ */
+export async function localToolNodes(options: DetectOptions = {}): Promise<NodeDefinition[]> {
+  // The system's tools do not change while the process runs: detected once (each runtime of the
+  // process, and every test service, would otherwise spawn every tool again).
+  const detected = Object.keys(options).length === 0 ? (systemTools ??= detectTools()) : detectTools(options);
+  return toolNodes(await detected);
+}
+
+let systemTools: ReturnType<typeof detectTools> | undefined;
+
+export { detectTools, type DetectOptions, type LocalTools } from './tool-detection';
+export { runTool, ToolError, type RunToolOptions, type ToolFailure, type ToolResult } from './run-tool';

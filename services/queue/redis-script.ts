@@ -1,0 +1,43 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * A Lua script run by its SHA (EVALSHA: the script's text crosses the network once per Redis
+ * server, not once per call), loaded with EVAL when Redis does not know it yet (first call, or
+ * after a restart or SCRIPT FLUSH). `NOSCRIPT` is the error code Redis puts first in that
+ * reply; it is protocol, not message text.
+ */
+export class RedisScript {
+  readonly sha: string;
+
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    const params = [...keys, ...args.map(String)];
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...params);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return redis.eval(this.lua, keys.length, ...params);
+    }
+  }
+}
+
+/**
+ * `promise`, or a rejection after `ms` (its eventual result is then ignored). For callers that
+ * fail open: commands on a connection with `maxRetriesPerRequest: null` wait for Redis forever.
+ */
+export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer from Redis within ${ms} ms`)), ms);
+  });
+  promise.catch(() => undefined);
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

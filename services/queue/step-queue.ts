@@ -1,0 +1,81 @@
+import { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { stepJobId, type JobPayload } from './job-catalog';
+import { QUEUE_NAMES } from './queue-names';
+
+export interface StepQueueOptions {
+  /** Connection for the queue's commands (may be shared; never a subscriber connection). */
+  connection: Redis;
+  /** BullMQ key prefix: one per deployment (and per test file) sharing a Redis. */
+  prefix: string;
+}
+
+/**
+ * Enqueues step jobs. A step's job id is derived from its run and node, so enqueueing a step
+ * that is already waiting is a no-op; finished jobs are removed, so a step the reaper re-enqueues
+ * gets a fresh job (the executor's `reserve` refuses steps that already ran).
+ */
+export class StepQueue {
+  readonly queue: Queue;
+
+  constructor(options: StepQueueOptions) {
+    this.queue = new Queue(QUEUE_NAMES.steps, {
+      connection: options.connection,
+      prefix: options.prefix,
+      defaultJobOptions: {
+        removeOnComplete: true,
+        // Failed jobs are the executor's own infrastructure failures (Postgres down, ...): kept a
+        // day for inspection; the run itself is recovered by the reaper.
+        removeOnFail: { age: 86_400 },
+        // Retried with backoff when the executor itself throws (not when the node fails: that is
+        // a step.failed, handled inside the job).
+        attempts: 5,
+        backoff: { type: 'exponential', delay: 500 },
+      },
+    });
+  }
+
+  /** Enqueues one job per node of the run, in one round trip. */
+  async enqueue(runId: string, nodeIds: readonly string[]): Promise<void> {
+    if (nodeIds.length === 0) return;
+    if (nodeIds.length === 1) {
+      // One job: a plain add, without addBulk's MULTI.
+      const nodeId = nodeIds[0]!;
+      await this.queue.add('step.execute', { runId, nodeId } satisfies JobPayload<'step.execute'>, { jobId: stepJobId(runId, nodeId) });
+      return;
+    }
+    await this.queue.addBulk(
+      nodeIds.map((nodeId) => ({ name: 'step.execute', data: { runId, nodeId } satisfies JobPayload<'step.execute'>, opts: { jobId: stepJobId(runId, nodeId) } })),
+    );
+  }
+
+  /**
+   * Enqueues steps again for the reaper, skipping those whose job is alive (waiting, active,
+   * delayed): a job that failed (our infrastructure failed it five times) or finished is removed
+   * first, since its id would otherwise make the new enqueue a no-op. Returns the steps enqueued.
+   */
+  async requeue(runId: string, nodeIds: readonly string[]): Promise<string[]> {
+    const requeued: string[] = [];
+    for (const nodeId of nodeIds) {
+      const job = await this.queue.getJob(stepJobId(runId, nodeId));
+      if (job) {
+        const state = await job.getState();
+        if (state !== 'failed' && state !== 'completed' && state !== 'unknown') continue;
+        await job.remove().catch(() => undefined);
+      }
+      requeued.push(nodeId);
+    }
+    await this.enqueue(runId, requeued);
+    return requeued;
+  }
+
+  /** Jobs waiting, delayed and active (for metrics and the reaper). */
+  async counts(): Promise<{ waiting: number; active: number; delayed: number }> {
+    const counts = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+}

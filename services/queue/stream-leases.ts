@@ -1,0 +1,153 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { RedisScript, withTimeout } from './redis-script';
+
+const ACQUIRE = new RedisScript(`
+--[[
+  Take one of a group's slots if one is free, after forgetting expired leases.
+
+  Input:
+    KEYS[1]  the group's leases (sorted set: member = lease id, score = expiry in ms, Redis clock)
+
+    ARGV[1]  the new lease's id
+    ARGV[2]  lease lifetime in milliseconds
+    ARGV[3]  slots in the group
+
+  Output:
+    {1, held}  the lease was taken; held = live leases, this one included
+    {0, held}  every slot is held; nothing written but the expired leases' removal
+]]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local held = redis.call('ZCARD', KEYS[1])
+if held >= tonumber(ARGV[3]) then return {0, held} end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, held + 1}
+`);
+
+const RENEW = new RedisScript(`
+--[[
+  Extend leases of one group held by one replica.
+
+  Input:
+    KEYS[1]  the group's leases (sorted set, as above)
+
+    ARGV[1]  lease lifetime in milliseconds, from now
+    ARGV[2..] lease ids
+
+  Output:
+    the number of leases written
+]]
+local t = redis.call('TIME')
+local expiry = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+for i = 2, #ARGV do
+  redis.call('ZADD', KEYS[1], expiry, ARGV[i])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return #ARGV - 1
+`);
+
+/** A held slot; `release` gives it back (once; later calls do nothing). */
+export interface StreamLease {
+  release(): void;
+}
+
+export interface StreamLeasesOptions {
+  redis: Redis;
+  prefix: string;
+  /** Lifetime of a lease that is not renewed (its holder died); default 30 s. */
+  leaseMs?: number;
+  /** How often live leases are renewed; default a third of `leaseMs`. */
+  renewMs?: number;
+  /** How long taking a lease waits for Redis before it fails open; default 1 s. */
+  timeoutMs?: number;
+  /** Told about failures that were let through (taking, renewing or releasing a lease). */
+  onError?: (err: unknown) => void;
+}
+
+const NO_LEASE: StreamLease = { release: () => undefined };
+
+/**
+ * Counts open streams per group (an organization) across every API replica, with leases in
+ * Redis: a sorted set per group whose members are lease ids scored by their expiry. A replica
+ * renews the leases it holds every `renewMs`; a lease whose replica died (no release, no
+ * renewal) expires after `leaseMs` and is dropped by the next `acquire` of its group, so a crash
+ * never leaks slots for longer than that. Times are Redis's clock, never a replica's.
+ *
+ * A Redis that cannot be reached fails open (the stream is let through uncounted): the limit
+ * protects the service, it must not be what takes it down.
+ */
+export class StreamLeases {
+  private readonly replica = randomUUID();
+  private readonly leaseMs: number;
+  private readonly timeoutMs: number;
+  /** Leases this replica holds: group key → lease ids. */
+  private readonly held = new Map<string, Set<string>>();
+  private readonly timer: NodeJS.Timeout;
+  private next = 0;
+
+  constructor(private readonly options: StreamLeasesOptions) {
+    this.leaseMs = options.leaseMs ?? 30_000;
+    this.timeoutMs = options.timeoutMs ?? 1000;
+    this.timer = setInterval(() => void this.renew(), options.renewMs ?? Math.floor(this.leaseMs / 3));
+    this.timer.unref();
+  }
+
+  /** Takes one of `group`'s `slots`; null when all are held. */
+  async acquire(group: string, slots: number): Promise<StreamLease | null> {
+    const key = this.keyOf(group);
+    const id = `${this.replica}:${++this.next}`;
+    let taken: boolean;
+    try {
+      const reply = ACQUIRE.run(this.options.redis, [key], [id, this.leaseMs, slots]) as Promise<[number, number]>;
+      const [ok] = await withTimeout(reply, this.timeoutMs, 'stream slot');
+      taken = Number(ok) === 1;
+    } catch (err) {
+      // A lease written after the timeout is never renewed: it expires after leaseMs.
+      this.options.onError?.(err);
+      return NO_LEASE;
+    }
+    if (!taken) return null;
+    const ids = this.held.get(key) ?? new Set<string>();
+    ids.add(id);
+    this.held.set(key, ids);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        ids.delete(id);
+        if (ids.size === 0 && this.held.get(key) === ids) this.held.delete(key);
+        this.options.redis.zrem(key, id).catch((err: unknown) => this.options.onError?.(err));
+      },
+    };
+  }
+
+  /** Stops renewing and gives back every lease this replica holds. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    const held = [...this.held];
+    this.held.clear();
+    await Promise.all(held.map(([key, ids]) => this.options.redis.zrem(key, ...ids).catch((err: unknown) => this.options.onError?.(err))));
+  }
+
+  private async renew(): Promise<void> {
+    await Promise.all(
+      [...this.held].map(async ([key, ids]) => {
+        // Renewal re-adds a lease that is gone (Redis restarted, or was away longer than leaseMs):
+        // the stream is still open. Commands on one connection run in order, so a release sent
+        // after this renewal removes the lease, and one sent before it is no longer in `ids`. (A
+        // renewal that has to load its script first may re-add a lease released meanwhile; not
+        // renewed again, it expires after leaseMs.)
+        if (ids.size === 0) return;
+        await RENEW.run(this.options.redis, [key], [this.leaseMs, ...ids]).catch((err: unknown) => this.options.onError?.(err));
+      }),
+    );
+  }
+
+  private keyOf(group: string): string {
+    return `${this.options.prefix}:stream-leases:${group}`;
+  }
+}

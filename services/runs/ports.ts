@@ -1,0 +1,21 @@
+import type { RunEvent } from '../contract';
+
+/** Where run events go: the run event bus (`RunEventBus` satisfies it). */
+export interface RunEventAppender {
+  append(runId: string, event: RunEvent): Promise<number>;
+  /** Several events in one round trip, consecutively numbered. */
+  appendAll(runId: string, events: readonly RunEvent[]): Promise<number>;
+}
+
+/** Where ready steps go: the step queue (`StepQueue` satisfies it). */
+export interface StepEnqueuer {
+  enqueue(runId: string, nodeIds: readonly string[]): Promise<void>;
+}
+
+/** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */
+export interface StepQueuePort extends StepEnqueuer {
+  requeue(runId: string, nodeIds: readonly string[]): Promise<string[]>;
+}
+
+/** Tells every worker process that a run stopped, so its in-flight steps abort. */
+export type RunAbortPublisher = (runId: string) => Promise<void>;

@@ -1,0 +1,78 @@
+import type { ArtifactInput, Workflow } from '../contract';
+import { outputSources, prepareWorkflow, type PreparedWorkflow, type SpecLookup } from '../engine';
+import type { RunRepository } from '../store';
+
+/** A run as its steps see it: immutable once the run exists, so it is cached per process. */
+export interface RunContext {
+  runId: string;
+  orgId: string;
+  prepared: PreparedWorkflow;
+  inputs: Record<string, ArtifactInput>;
+  /** The steps whose outputs the run's outputs read. */
+  outputSources: string[];
+}
+
+/** A run's context from its prepared workflow and checked inputs. */
+export function createRunContext(runId: string, orgId: string, prepared: PreparedWorkflow, inputs: Record<string, ArtifactInput>): RunContext {
+  return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow) };
+}
+
+/** Why a stored run cannot be prepared again (the catalog changed under it, or the row is corrupt). */
+export class UnpreparableRunError extends Error {
+  constructor(
+    readonly runId: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'UnpreparableRunError';
+  }
+}
+
+/**
+ * Loads a run's definition and inputs from Postgres and prepares them (validate, plan, interface)
+ * once per process; the steps of a run reuse it. Least recently used runs are dropped beyond
+ * `max`. Validation of a 10,000-node graph costs ~30 ms, so the cache matters for big runs.
+ */
+export class RunContexts {
+  private readonly cache = new Map<string, Promise<RunContext | null>>();
+
+  constructor(
+    private readonly runs: RunRepository,
+    private readonly specs: SpecLookup,
+    private readonly max = 500,
+  ) {}
+
+  /** The run's context, or null when there is no such run. */
+  get(runId: string): Promise<RunContext | null> {
+    const hit = this.cache.get(runId);
+    if (hit) {
+      // Re-insert: Map iteration order is insertion order, so the oldest entry is the LRU one.
+      this.cache.delete(runId);
+      this.cache.set(runId, hit);
+      return hit;
+    }
+    const loading = this.load(runId);
+    this.cache.set(runId, loading);
+    loading.then(
+      (context) => context === null && this.cache.delete(runId),
+      () => this.cache.delete(runId),
+    );
+    while (this.cache.size > this.max) this.cache.delete(this.cache.keys().next().value!);
+    return loading;
+  }
+
+  /** Seeds the cache with a context built by the API when it created the run. */
+  put(context: RunContext): void {
+    this.cache.set(context.runId, Promise.resolve(context));
+    while (this.cache.size > this.max) this.cache.delete(this.cache.keys().next().value!);
+  }
+
+  /** Stored definitions are the graphs as run: mounted workflows already spliced in. */
+  private async load(runId: string): Promise<RunContext | null> {
+    const row = await this.runs.getRunContext(runId);
+    if (!row) return null;
+    const prepared = prepareWorkflow(row.definition as Workflow, this.specs, (row.inputs ?? {}) as Record<string, ArtifactInput>, { spliced: true });
+    if (!prepared.ok) throw new UnpreparableRunError(runId, `the stored workflow no longer validates: ${prepared.message}`);
+    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs);
+  }
+}

@@ -1,0 +1,104 @@
+import type { Outputs, RunError, RunEvent } from '../contract';
+import { collectRunOutputs, outputSources } from '../engine';
+import { AppError } from '../platform/app-error';
+import type { Logger } from '../platform/logger';
+import type { RunRepository } from '../store';
+import type { RunContext } from './run-contexts';
+import type { RunAbortPublisher, RunEventAppender } from './ports';
+
+export interface RunLifecycleDeps {
+  runs: RunRepository;
+  events: RunEventAppender;
+  publishAbort: RunAbortPublisher;
+  log: Logger;
+  /** Called once per run that reaches a terminal state here (metrics). */
+  onTerminal?: (outcome: 'completed' | 'failed', reason: string) => void;
+  /** Whether a ref is one of the service's own blob URLs. */
+  isOwnRef?: (ref: string) => boolean;
+  /**
+   * Makes every output artifact the service's own: a foreign ref (a run input wired straight to
+   * an output) is fetched safely and re-hosted under the run's prefix. Outputs point only at
+   * our storage (SPEC: Artifact).
+   */
+  adoptOutputs?: (runId: string, outputs: Record<string, unknown>) => Promise<Record<string, unknown>>;
+}
+
+/**
+ * The two ends of a run, shared by the API (a run with no steps), the step executor and the
+ * reaper. Each transition happens once in Postgres (a conditional update), and only the caller
+ * that made it appends the terminal event, so a run has exactly one `run.completed` or
+ * `run.failed`, and it is appended after the record is final: a client that reads the run after
+ * the event sees the same outputs.
+ */
+export class RunLifecycle {
+  constructor(private readonly deps: RunLifecycleDeps) {}
+
+  /**
+   * Completes a run whose steps are all completed: collects the outputs (from `known`, the
+   * outputs the caller has in hand, and Postgres for the rest), stores them, emits
+   * `run.completed`. False when the run was not running (someone else finished it).
+   */
+  async complete(context: RunContext, known: ReadonlyMap<string, Record<string, unknown>> = new Map()): Promise<boolean> {
+    const { runId } = context;
+    const missing = outputSources(context.prepared.workflow).filter((id) => !known.has(id));
+    const loaded = await this.deps.runs.stepInputs(runId, missing);
+    const stepOutputs = new Map([...known, ...loaded]);
+    let outputs;
+    try {
+      outputs = collectRunOutputs({ workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs });
+    } catch (err) {
+      this.deps.log.error({ err, runId }, 'outputs of a finished run could not be collected');
+      return this.fail(runId, { code: 'internal', message: 'the run finished but its outputs could not be collected; the failure was logged' });
+    }
+    if (this.hasForeignRefs(outputs) && this.deps.adoptOutputs) {
+      try {
+        outputs = (await this.deps.adoptOutputs(runId, outputs)) as typeof outputs;
+      } catch (err) {
+        if (!(err instanceof AppError)) this.deps.log.error({ err, runId }, 'outputs of a finished run could not be stored');
+        return this.fail(runId, err instanceof AppError ? { code: err.code, message: `an output could not be stored: ${err.message}` } : { code: 'internal', message: 'an output could not be stored; the failure was logged' });
+      }
+    }
+    if (!(await this.deps.runs.completeRun(runId, outputs))) return false;
+    await this.announceCompletion(runId, outputs);
+    return true;
+  }
+
+  /** Whether some output artifact points somewhere else than the service's own storage. */
+  hasForeignRefs(outputs: Record<string, unknown>): boolean {
+    const isOwn = this.deps.isOwnRef;
+    if (!isOwn) return false;
+    return Object.values(outputs).some((artifact) => {
+      const ref = (artifact as { ref?: unknown } | null)?.ref;
+      return typeof ref === 'string' && !isOwn(ref);
+    });
+  }
+
+  /**
+   * The event of a run that has just been completed in Postgres (here, or with its last step's
+   * commit), after `preceding` (that step's own `step.completed`) in the same round trip.
+   */
+  async announceCompletion(runId: string, outputs: Record<string, unknown>, preceding: readonly RunEvent[] = []): Promise<void> {
+    await this.deps.events.appendAll(runId, [...preceding, { type: 'run.completed', outputs: outputs as Outputs }]);
+    this.deps.onTerminal?.('completed', 'completed');
+  }
+
+  /**
+   * Fails a run for `error`: status failed, unfinished steps stopped and their reservations
+   * released; then (only if this call failed it) `step.failed` for `nodeId` when given,
+   * `run.failed`, and an abort to every worker running one of its steps.
+   */
+  async fail(runId: string, error: RunError, nodeId?: string): Promise<boolean> {
+    const result = await this.deps.runs.failRun(runId, error, nodeId === undefined ? {} : { nodeId });
+    if (!result.failed) return false;
+    await this.announceFailure(runId, error, nodeId);
+    return true;
+  }
+
+  /** Events and aborts of a run that has just been failed in Postgres (by `fail` or a step's own failure). */
+  async announceFailure(runId: string, error: RunError, nodeId?: string): Promise<void> {
+    const stepFailed: RunEvent[] = nodeId === undefined ? [] : [{ type: 'step.failed', nodeId, error }];
+    await this.deps.events.appendAll(runId, [...stepFailed, { type: 'run.failed', error }]);
+    this.deps.onTerminal?.('failed', error.code);
+    await this.deps.publishAbort(runId).catch((err: unknown) => this.deps.log.warn({ err, runId }, 'could not publish the run abort'));
+  }
+}

@@ -1,0 +1,112 @@
+import type { Logger } from '../platform/logger';
+import type { RunRecoveryRepository } from '../store';
+import type { RunContexts } from './run-contexts';
+import { UnpreparableRunError } from './run-contexts';
+import type { RunLifecycle } from './run-lifecycle';
+
+/** Re-enqueues steps whose jobs are gone (the step queue's `requeue`). */
+export interface StepRequeuer {
+  requeue(runId: string, nodeIds: readonly string[]): Promise<string[]>;
+}
+
+export interface RunReaperOptions {
+  recovery: RunRecoveryRepository;
+  contexts: RunContexts;
+  lifecycle: RunLifecycle;
+  queue: StepRequeuer;
+  log: Logger;
+  /** A step `running` for longer than this with no live job is enqueued again. */
+  stepStuckMs: number;
+  /** A run unfinished this long after it started fails with `run_timeout`. */
+  runTimeoutMs: number;
+  /** How long after its last step a run may stay uncompleted before the reaper completes it. */
+  finishGraceMs?: number;
+  batchSize?: number;
+}
+
+/** What one sweep did. */
+export interface ReaperReport {
+  timedOut: number;
+  completed: number;
+  requeued: number;
+  failed: number;
+}
+
+/**
+ * The stuck-run reaper. Postgres is the source of truth; the queue and the event log may lose
+ * things (Redis restarted empty, a worker killed between two writes). Each sweep:
+ * 1. fails runs past the run timeout (`run_timeout`), so every run ends;
+ * 2. completes runs whose steps all completed but whose completion was never written;
+ * 3. re-enqueues ready steps that have no live job (lost jobs, jobs our infrastructure failed);
+ * 4. re-enqueues steps stuck `running` past `stepStuckMs` without a live job (their worker died
+ *    and the job is gone); the executor's `reserve` takes the step over and releases the dead
+ *    attempt's reservation.
+ * Any number of reapers may run (one per worker process): every action is idempotent.
+ */
+export class RunReaper {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> | undefined;
+
+  constructor(private readonly options: RunReaperOptions) {}
+
+  async sweep(now: Date = new Date()): Promise<ReaperReport> {
+    const { recovery, lifecycle, queue, log } = this.options;
+    const limit = this.options.batchSize ?? 200;
+    const report: ReaperReport = { timedOut: 0, completed: 0, requeued: 0, failed: 0 };
+
+    for (const runId of await recovery.findTimedOut({ startedBefore: new Date(now.getTime() - this.options.runTimeoutMs), limit })) {
+      const message = `the run did not finish within ${Math.round(this.options.runTimeoutMs / 1000)} s`;
+      if (await lifecycle.fail(runId, { code: 'run_timeout', message })) report.timedOut++;
+    }
+
+    for (const runId of await recovery.findFinishable({ graceMs: this.options.finishGraceMs ?? 5000, limit })) {
+      const context = await this.contextOf(runId, report);
+      if (context && (await lifecycle.complete(context))) report.completed++;
+    }
+
+    const byRun = new Map<string, string[]>();
+    const stuck = await recovery.findStuck({ startedBefore: new Date(now.getTime() - this.options.stepStuckMs), limit });
+    for (const step of [...(await recovery.listRunnable({ limit })), ...stuck]) {
+      byRun.set(step.runId, [...(byRun.get(step.runId) ?? []), step.nodeId]);
+    }
+    for (const [runId, nodeIds] of byRun) {
+      const requeued = await queue.requeue(runId, nodeIds);
+      if (requeued.length > 0) log.warn({ runId, nodeIds: requeued }, 'reaper re-enqueued steps without a live job');
+      report.requeued += requeued.length;
+    }
+    return report;
+  }
+
+  /** Sweeps every `intervalMs` (unref'd timer) until `stop`. */
+  start(intervalMs: number): void {
+    const tick = () => {
+      this.sweeping = this.sweep()
+        .then((report) => {
+          if (report.timedOut + report.completed + report.requeued + report.failed > 0) this.options.log.info({ report }, 'reaper sweep');
+        })
+        .catch((err: unknown) => this.options.log.error({ err }, 'reaper sweep failed'))
+        .finally(() => {
+          this.sweeping = undefined;
+          if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, intervalMs).unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.sweeping;
+  }
+
+  /** A run's context; a run whose definition no longer prepares cannot continue and fails. */
+  private async contextOf(runId: string, report: ReaperReport) {
+    try {
+      return await this.options.contexts.get(runId);
+    } catch (err) {
+      if (!(err instanceof UnpreparableRunError)) throw err;
+      if (await this.options.lifecycle.fail(runId, { code: 'run_unrecoverable', message: err.message })) report.failed++;
+      return null;
+    }
+  }
+}

@@ -1,0 +1,94 @@
+import type { ArtifactInput, RunError, Workflow } from '../contract';
+import type { PreparedWorkflow } from '../engine';
+import type { Logger } from '../platform/logger';
+import type { RunRepository } from '../store';
+import { createRunContext, type RunContexts } from './run-contexts';
+import type { RunLifecycle } from './run-lifecycle';
+import type { RunEventAppender, StepEnqueuer } from './ports';
+
+/** A checked run request: the engine has validated the workflow and the inputs. */
+export interface RunRequest {
+  orgId: string;
+  userId: string;
+  tokenId: string | null;
+  definition: Workflow;
+  prepared: PreparedWorkflow;
+  /** Inputs after `checkRunInputs` (defaults filled, kinds set). */
+  inputs: Record<string, ArtifactInput>;
+  capMicros: number;
+  workflowId?: string | null;
+  workflowVersionId?: string | null;
+  /** Refuse with `InsufficientCreditError` unless the organization's balance is positive (checked as the run is stored). */
+  requireCredit?: boolean;
+}
+
+export interface RunStarterDeps {
+  runs: RunRepository;
+  events: RunEventAppender;
+  queue: StepEnqueuer;
+  lifecycle: RunLifecycle;
+  /** The process's run contexts, seeded so a worker in the same process skips reloading the run. */
+  contexts?: RunContexts;
+  log: Logger;
+}
+
+/**
+ * Starts a checked run: stores it (running) with one step row per executable node in one
+ * statement, appends `run.started` (seq 1), then enqueues the steps with no dependency. A run
+ * with no steps (inputs wired straight to outputs) completes at once. If the enqueue fails
+ * (Redis unreachable) the run stays stored as running and the reaper enqueues its steps later:
+ * nothing acknowledged is lost.
+ */
+export class RunStarter {
+  constructor(private readonly deps: RunStarterDeps) {}
+
+  /**
+   * Records a run that fails as it starts (a mounted workflow pinned to a version, or mounting
+   * itself: the spec makes those run-time failures): stored with no steps, `run.started`, then
+   * `run.failed` with `error`. Nothing runs and nothing is charged.
+   */
+  async startFailed(request: Omit<RunRequest, 'prepared'>, error: RunError): Promise<string> {
+    const runId = await this.store(request, []);
+    await this.deps.events.append(runId, { type: 'run.started', runId });
+    await this.deps.lifecycle.fail(runId, error);
+    return runId;
+  }
+
+  async start(request: RunRequest): Promise<string> {
+    const { plan } = request.prepared;
+    const runId = await this.store(
+      request,
+      plan.order.map((nodeId) => ({ nodeId, pendingDeps: plan.steps.get(nodeId)!.dependsOn.length })),
+    );
+    const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
+    this.deps.contexts?.put(context);
+    await this.deps.events.append(runId, { type: 'run.started', runId });
+    if (plan.order.length === 0) {
+      await this.deps.lifecycle.complete(context);
+      return runId;
+    }
+    try {
+      await this.deps.queue.enqueue(runId, plan.initial);
+    } catch (err) {
+      this.deps.log.error({ err, runId }, 'could not enqueue the first steps; the reaper will');
+    }
+    return runId;
+  }
+
+  /** Stores the run, already running, with its steps (and the balance check when asked). */
+  private store(request: Omit<RunRequest, 'prepared'>, steps: { nodeId: string; pendingDeps: number }[]): Promise<string> {
+    return this.deps.runs.createRun({
+      orgId: request.orgId,
+      userId: request.userId,
+      tokenId: request.tokenId,
+      definition: request.definition,
+      inputs: request.inputs,
+      capMicros: request.capMicros,
+      workflowId: request.workflowId ?? null,
+      workflowVersionId: request.workflowVersionId ?? null,
+      start: true,
+      requireCredit: request.requireCredit ?? false,
+      steps,
+    });
+  }
+}

@@ -1,0 +1,391 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RunError, RunEvent } from '../contract';
+import { collectRunOutputs, microsToUsd, MissingValueError, resolveStepInputs } from '../engine';
+import type { ArtifactStore, NodeDefinition } from '../nodes';
+import { AppError } from '../platform/app-error';
+import type { Failpoints } from '../platform/failpoints';
+import type { Logger } from '../platform/logger';
+import type { RunRepository, StepRepository } from '../store';
+import type { InFlightSteps } from './in-flight-steps';
+import { UnpreparableRunError, type RunContext, type RunContexts } from './run-contexts';
+import type { RunLifecycle } from './run-lifecycle';
+import type { RunEventAppender, StepQueuePort } from './ports';
+import { costOfFailure, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
+
+/** How transient provider failures are retried inside a step. */
+export interface RetryPolicy {
+  /** Attempts in all, the first included (1 = no retry). */
+  attempts: number;
+  /** Delay before the first retry; doubled each time, with ±25 % jitter. */
+  baseDelayMs: number;
+}
+
+/** What the executor reports for metrics. */
+export interface StepObserver {
+  stepFinished(nodeUses: string, outcome: 'completed' | 'failed', seconds: number, costMicros: number): void;
+}
+
+export interface StepExecutorDeps {
+  runs: RunRepository;
+  steps: StepRepository;
+  contexts: RunContexts;
+  lifecycle: RunLifecycle;
+  events: RunEventAppender;
+  queue: StepQueuePort;
+  inFlight: InFlightSteps;
+  /** The definition of a platform node by id. */
+  findNode(id: string): NodeDefinition | undefined;
+  /** The artifact store of one run (outputs under its prefix), for one attempt: `signal` stops its remote reads. */
+  artifactsFor(runId: string, signal: AbortSignal): ArtifactStore;
+  /**
+   * Whether a step of this node may run inline, in the job of its predecessor: local nodes with
+   * bounded work. Steps of slow nodes (providers) get their own job, so the queue sees them alive.
+   */
+  mayRunInline(uses: string): boolean;
+  retry: RetryPolicy;
+  log: Logger;
+  /** Fault injection for the fault suite (`step.afterReserve`, `step.beforeSettle`). */
+  failpoints?: Failpoints;
+  observer?: StepObserver;
+}
+
+/** A step whose inputs and worst case are known before it is reserved. */
+interface StartedStep {
+  nodeId: string;
+  definition: NodeDefinition;
+  inputs: Record<string, unknown>;
+  estimate: number;
+}
+
+/** A step this job runs next, inline, with the outputs of its predecessor in hand. */
+interface Continuation {
+  nodeId: string;
+  known: ReadonlyMap<string, Record<string, unknown>>;
+  /** Reserved already, with its predecessor's commit (its `step.started` is out): run it straight away. */
+  started?: StartedStep & { attemptToken: string };
+}
+
+function capExceeded(nodeId: string, estimate: number): RunError {
+  return {
+    code: RUN_ERROR_CODES.spendCapExceeded,
+    message: `node "${nodeId}" may cost up to $${microsToUsd(estimate)}, more than what is left of the run's spend cap; it was not started (raise maxCostUsd, at most 1.00)`,
+  };
+}
+
+/** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
+const MAX_INLINE_STEPS = 256;
+
+/** The run's outputs if the step outputs in hand are all they read; else undefined. */
+function outputsFrom(context: RunContext, known: ReadonlyMap<string, Record<string, unknown>>): Record<string, unknown> | undefined {
+  if (!context.outputSources.every((id) => known.has(id))) return undefined;
+  return collectRunOutputs({ workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs: known });
+}
+
+/** One attempt's outcome. */
+type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { ok: false; err: unknown };
+
+class AbortedByRun extends Error {
+  constructor() {
+    super('the run stopped');
+    this.name = 'AbortedByRun';
+  }
+}
+
+/**
+ * Executes one step of a run (the `step.execute` job), following DESIGN.md "Execution, step by
+ * step": inputs from literals and finished predecessors → reserve the worst case against the cap
+ * → execute (abortable, progress as events) → settle under the attempt's token → `step.completed`
+ * → enqueue the dependents that became ready → complete the run after its last step. Node
+ * failures become `step.failed` + `run.failed` (transient ones are retried first, each attempt
+ * reserved and charged); the job itself fails only when our own infrastructure does (BullMQ
+ * retries it, and `reserve` decides whether the step still needs running).
+ */
+export class StepExecutor {
+  /** Per run, the last of the appends posted and not yet done (see `post`). */
+  private readonly pipes = new Map<string, Promise<void>>();
+
+  constructor(private readonly deps: StepExecutorDeps) {}
+
+  /**
+   * Runs the step of a `step.execute` job, then, while a dependent it made ready may run inline
+   * (a local node: bounded work in this process), that dependent in the same job with the
+   * predecessor's outputs in hand: a chain of local steps costs no queue round trip per step.
+   * Other ready dependents are enqueued for any worker. `redelivered`: BullMQ handed this job
+   * out again after its worker went silent, so a dependent that worker was running inline may
+   * be orphaned: those are enqueued again (the reservation decides who runs them).
+   */
+  async execute(runId: string, nodeId: string, options: { redelivered?: boolean } = {}): Promise<void> {
+    let next: Continuation | null = { nodeId, known: new Map() };
+    let redelivered = options.redelivered ?? false;
+    try {
+      for (let inline = 0; next; inline++) {
+        if (inline >= MAX_INLINE_STEPS) {
+          await this.flush(runId);
+          await this.deps.queue.enqueue(runId, [next.nodeId]);
+          return;
+        }
+        next = await this.executeOne(runId, next, redelivered);
+        redelivered = false;
+      }
+    } finally {
+      // The job ends when its events are out (a failed append fails the job: BullMQ retries it).
+      await this.flush(runId);
+    }
+  }
+
+  private async executeOne(runId: string, step: Continuation, redelivered: boolean): Promise<Continuation | null> {
+    const { nodeId, known } = step;
+    let context: RunContext | null;
+    try {
+      context = await this.deps.contexts.get(runId);
+    } catch (err) {
+      if (!(err instanceof UnpreparableRunError)) throw err;
+      await this.flush(runId);
+      await this.deps.lifecycle.fail(runId, { code: 'run_unrecoverable', message: err.message });
+      return null;
+    }
+    if (!context) {
+      this.deps.log.warn({ runId, nodeId }, 'step job for a run that does not exist; dropped');
+      return null;
+    }
+    const planned = context.prepared.plan.steps.get(nodeId);
+    const node = context.prepared.workflow.nodes.get(nodeId);
+    if (!planned || !node) {
+      this.deps.log.warn({ runId, nodeId }, 'step job for a node that is not a step of its run; dropped');
+      return null;
+    }
+
+    if (step.started) {
+      const { definition, inputs, estimate, attemptToken } = step.started;
+      await this.deps.failpoints?.hit('step.afterReserve', nodeId);
+      return this.runAttempts(context, nodeId, definition, inputs, estimate, attemptToken, planned.dependents);
+    }
+
+    const stepOutputs = new Map(known);
+    const missing = planned.dependsOn.filter((id) => !known.has(id));
+    for (const [id, output] of await this.deps.runs.stepInputs(runId, missing)) stepOutputs.set(id, output);
+    // A predecessor not completed: the job came early (a duplicate, or a re-enqueue by the
+    // reaper); the step is enqueued again when its last predecessor completes.
+    if (planned.dependsOn.some((id) => !stepOutputs.has(id))) return null;
+
+    const definition = node.role === 'platform' ? this.deps.findNode(node.uses) : undefined;
+    let inputs: Record<string, unknown>;
+    let estimate: number;
+    try {
+      if (!definition) throw new AppError({ code: 'not_found', message: `node "${nodeId}" uses "${node.uses}", which this service cannot run` });
+      inputs = resolveStepInputs(node, { workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs });
+      estimate = definition.estimate(inputs);
+    } catch (err) {
+      if (err instanceof MissingValueError) return null;
+      // Inputs that only turned out wrong at run time (a STRUCTURED value of the wrong type):
+      // the step fails before any money is held.
+      await this.failBeforeStart(context, nodeId, err);
+      return null;
+    }
+
+    const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate });
+    if (!reserved.ok) {
+      await this.flush(runId);
+      if (reserved.reason === 'cap_exceeded') {
+        await this.deps.lifecycle.fail(runId, capExceeded(nodeId, estimate), nodeId);
+      } else if (reserved.reason === 'step_not_runnable' && redelivered) {
+        await this.deps.queue.requeue(runId, planned.dependents);
+      }
+      // run_not_running / step_not_runnable: the run stopped, or another attempt has the step.
+      return null;
+    }
+
+    this.post(runId, [{ type: 'step.started', nodeId }]);
+    await this.deps.failpoints?.hit('step.afterReserve', nodeId);
+    return this.runAttempts(context, nodeId, definition!, inputs, estimate, reserved.attemptToken, planned.dependents);
+  }
+
+  private async runAttempts(
+    context: RunContext,
+    nodeId: string,
+    definition: NodeDefinition,
+    inputs: Record<string, unknown>,
+    estimate: number,
+    attemptToken: string,
+    dependents: readonly string[],
+  ): Promise<Continuation | null> {
+    const { runId } = context;
+    const started = performance.now();
+    for (let attempt = 1; ; attempt++) {
+      const outcome = await this.attempt(runId, nodeId, definition, inputs);
+      const ms = performance.now() - started;
+      if (outcome.ok) return this.settle(context, nodeId, definition, inputs, outcome.outputs, attemptToken, ms, dependents);
+      const { err } = outcome;
+      if (err instanceof AbortedByRun) {
+        // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
+        await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
+        this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+        return null;
+      }
+      if (isTransient(err) && attempt < this.deps.retry.attempts) {
+        const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), estimateMicros: estimate });
+        if (retry.ok) {
+          this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
+          this.post(runId, [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }]);
+          const delay = this.deps.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
+          await sleep(delay);
+          continue;
+        }
+        if (retry.reason !== 'cap_exceeded') return null; // the run stopped or the step was taken over
+        await this.failStep(runId, nodeId, attemptToken, err, ms, {
+          code: RUN_ERROR_CODES.spendCapExceeded,
+          message: `node "${nodeId}" failed transiently (${stepError(err, nodeId).message}) and another attempt would exceed the run's spend cap`,
+        });
+        this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+        return null;
+      }
+      if (!(err instanceof AppError)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
+      await this.failStep(runId, nodeId, attemptToken, err, ms, stepError(err, nodeId));
+      this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+      return null;
+    }
+  }
+
+  /** One call of the node, abortable by the run, its progress reported as events in order. */
+  private async attempt(runId: string, nodeId: string, definition: NodeDefinition, inputs: Record<string, unknown>): Promise<AttemptOutcome> {
+    const controller = this.deps.inFlight.start(runId);
+    try {
+      const outputs = await definition.execute(inputs, {
+        signal: controller.signal,
+        artifacts: this.deps.artifactsFor(runId, controller.signal),
+        // Through the run's event pipe: in order, and all before step.completed.
+        progress: (message) => this.post(runId, [{ type: 'step.progress', nodeId, message: String(message).slice(0, 500) }]),
+      });
+      return { ok: true, outputs };
+    } catch (err) {
+      return { ok: false, err: controller.signal.aborted ? new AbortedByRun() : err };
+    } finally {
+      this.deps.inFlight.end(runId, controller);
+    }
+  }
+
+  private async settle(
+    context: RunContext,
+    nodeId: string,
+    definition: NodeDefinition,
+    inputs: Record<string, unknown>,
+    outputs: Record<string, unknown>,
+    attemptToken: string,
+    ms: number,
+    dependents: readonly string[],
+  ): Promise<Continuation | null> {
+    const { runId } = context;
+    const cost = definition.price(inputs, outputs);
+    const known = new Map([[nodeId, outputs]]);
+    // Outputs that need a file fetched first (a foreign input wired to an output) complete the run the slow way.
+    const inHand = outputsFrom(context, known);
+    const runOutputs = inHand && !this.deps.lifecycle.hasForeignRefs(inHand) ? inHand : undefined;
+    const candidate = this.nextCandidate(context, dependents, known);
+    await this.deps.failpoints?.hit('step.beforeSettle', nodeId);
+    const result = await this.deps.steps.completeStep({
+      runId,
+      nodeId,
+      attemptToken,
+      costMicros: cost,
+      output: outputs,
+      ms,
+      dependents,
+      runOutputs,
+      next: candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate },
+    });
+    if (!result.committed) {
+      this.deps.log.info({ runId, nodeId }, 'attempt no longer owns its step; its result was dropped');
+      return null;
+    }
+    this.deps.observer?.stepFinished(definition.spec.id, 'completed', ms / 1000, result.duplicate ? 0 : result.chargedMicros);
+    const completed: RunEvent[] = result.duplicate ? [] : [{ type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(result.chargedMicros), ms: Math.round(ms) } }];
+
+    if (candidate && result.next && !result.next.ok) {
+      // The dependent this job meant to run next does not fit in the cap: the run stops here.
+      if (completed.length > 0) this.post(runId, completed);
+      await this.flush(runId);
+      await this.deps.lifecycle.fail(runId, capExceeded(candidate.nodeId, candidate.estimate), candidate.nodeId);
+      return null;
+    }
+    const started = candidate && result.next?.ok ? { ...candidate, attemptToken: result.next.attemptToken } : undefined;
+    // Reserved with this commit, or else another local step made ready: this job runs it next.
+    const inline = started?.nodeId ?? result.ready.find((id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses));
+    const queued = result.ready.filter((id) => id !== inline);
+    const events = started ? [...completed, { type: 'step.started', nodeId: started.nodeId } satisfies RunEvent] : completed;
+    if (result.runCompleted) {
+      await this.flush(runId);
+      await Promise.all([this.deps.lifecycle.announceCompletion(runId, runOutputs!, events), queued.length > 0 ? this.deps.queue.enqueue(runId, queued) : undefined]);
+      return null;
+    }
+    // A chain goes on without waiting for its events: the pipe keeps them in order, and the next
+    // step's database call overlaps this append.
+    if (events.length > 0) this.post(runId, events);
+    if (queued.length > 0 || result.remaining === 0) await this.flush(runId);
+    // Enqueued after this step's events are out, so another worker's step.started comes after them.
+    if (queued.length > 0) await this.deps.queue.enqueue(runId, queued);
+    if (result.remaining === 0) await this.deps.lifecycle.complete(context, known);
+    return inline === undefined ? null : { nodeId: inline, known, started };
+  }
+
+  /**
+   * The dependent this job will run next if the commit makes it ready: a local node whose only
+   * step inputs are in hand, so its inputs and estimate are known before the commit, which then
+   * reserves it too. None when no dependent qualifies (it is then found among the ready ones).
+   */
+  private nextCandidate(context: RunContext, dependents: readonly string[], known: ReadonlyMap<string, Record<string, unknown>>): StartedStep | undefined {
+    const { workflow, plan } = context.prepared;
+    for (const id of dependents) {
+      const node = workflow.nodes.get(id);
+      const planned = plan.steps.get(id);
+      if (!node || !planned || node.role !== 'platform' || !this.deps.mayRunInline(node.uses)) continue;
+      if (!planned.dependsOn.every((d) => known.has(d))) continue;
+      const definition = this.deps.findNode(node.uses);
+      if (!definition) continue;
+      try {
+        const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs: known });
+        return { nodeId: id, definition, inputs, estimate: definition.estimate(inputs) };
+      } catch {
+        // Inputs it cannot use: its own job reports that (it fails the step with the reason).
+        continue;
+      }
+    }
+    return undefined;
+  }
+
+  private async failStep(runId: string, nodeId: string, attemptToken: string, err: unknown, ms: number, error: { code: string; message: string }): Promise<void> {
+    const result = await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), error, ms });
+    if (!result.committed) return;
+    await this.flush(runId);
+    if (result.runFailed) await this.deps.lifecycle.announceFailure(runId, error, nodeId);
+    else this.post(runId, [{ type: 'step.failed', nodeId, error }]);
+  }
+
+  /** Fails a step that cannot start (its inputs are unusable): it holds nothing, and its run fails. */
+  private async failBeforeStart(context: RunContext, nodeId: string, err: unknown): Promise<void> {
+    const error = stepError(err, nodeId);
+    if (!(err instanceof AppError)) this.deps.log.error({ err, runId: context.runId, nodeId }, 'step could not be prepared');
+    await this.flush(context.runId);
+    await this.deps.lifecycle.fail(context.runId, error, nodeId);
+  }
+
+  /**
+   * Appends events without waiting: the run's pipe sends them one append after the other, so
+   * they keep their order. Whatever touches the run next through another path (the lifecycle's
+   * terminal events, an enqueue another worker would answer with events) `flush`es first.
+   */
+  private post(runId: string, events: RunEvent[]): void {
+    const previous = this.pipes.get(runId) ?? Promise.resolve();
+    const next = previous.then(() => this.deps.events.appendAll(runId, events)).then(() => undefined);
+    this.pipes.set(runId, next);
+    const forget = () => {
+      if (this.pipes.get(runId) === next) this.pipes.delete(runId);
+    };
+    next.then(forget, forget);
+  }
+
+  /** Waits until the run's posted events are appended; rejects if one of them could not be. */
+  private async flush(runId: string): Promise<void> {
+    await this.pipes.get(runId);
+  }
+
+}

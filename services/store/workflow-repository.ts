@@ -1,0 +1,175 @@
+import type { Workflow } from '../contract/schemas/workflow';
+import type { Semver } from '../engine/semver';
+import type { WorkflowRef } from '../engine/workflow-ref';
+import { AppError } from '../platform/app-error';
+import type { Prisma } from './prisma-generated';
+import type { Db } from './prisma-client';
+import { publishDraft } from './workflow-publish';
+import type { PublishedVersionRecord, PublishRequest, WorkflowRecord, WorkflowVersionRecord } from './workflow-records';
+import { findPublishedVersion } from './workflow-resolution';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** How long a publish may wait for a connection and then run: concurrent publishes of one workflow take turns. */
+const TRANSACTION_OPTIONS = { maxWait: 10_000, timeout: 20_000 };
+
+const RECORD_INCLUDE = {
+  org: { select: { slug: true } },
+  latestVersion: { select: { id: true, major: true, minor: true, patch: true, sequence: true } },
+} as const;
+
+type WorkflowRow = Prisma.WorkflowGetPayload<{ include: typeof RECORD_INCLUDE }>;
+
+function toRecord(row: WorkflowRow): WorkflowRecord {
+  const v = row.latestVersion;
+  return {
+    id: row.id,
+    orgId: row.orgId,
+    name: row.name,
+    slug: row.slug,
+    address: row.slug === null ? null : `${row.org.slug}/${row.slug}`,
+    draft: (row.draft ?? null) as unknown as Workflow | null,
+    latest: v ? { versionId: v.id, version: { major: v.major, minor: v.minor, patch: v.patch }, sequence: v.sequence } : null,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+function json(definition: Workflow): Prisma.InputJsonValue {
+  return definition as unknown as Prisma.InputJsonValue;
+}
+
+/** The live (not deleted) workflow `id` of `orgId`: the condition of every editor lookup. */
+function live(id: string, orgId: string) {
+  return { id, orgId, deletedAt: null };
+}
+
+/**
+ * Workflows and their published versions: the editor's drafts, publishing, history, the latest
+ * pointer and deletion, and the resolution of references (`workflows.get`, runs by
+ * `workflowRef`). Published versions are never changed or deleted here. Ids that are not UUIDs
+ * find nothing. Rules of names and versions are the engine's (docs/workflows.md).
+ */
+export class WorkflowRepository {
+  constructor(private readonly db: Db) {}
+
+  private transaction<T>(work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+    return '$transaction' in this.db ? this.db.$transaction(work, TRANSACTION_OPTIONS) : work(this.db);
+  }
+
+  /** A new workflow with its draft; no address and no versions until its first publish. */
+  async createDraft(input: { orgId: string; name: string; draft: Workflow | null }): Promise<WorkflowRecord> {
+    const row = await this.db.workflow.create({
+      data: { orgId: input.orgId, name: input.name, ...(input.draft ? { draft: json(input.draft) } : {}) },
+      include: RECORD_INCLUDE,
+    });
+    return toRecord(row);
+  }
+
+  /** Renames the workflow and/or replaces its draft; null when `orgId` has no such live workflow. */
+  async updateDraft(id: string, orgId: string, changes: { name?: string; draft?: Workflow }): Promise<WorkflowRecord | null> {
+    if (!UUID.test(id)) return null;
+    const data: Prisma.WorkflowUpdateManyMutationInput = {};
+    if (changes.name !== undefined) data.name = changes.name;
+    if (changes.draft !== undefined) data.draft = json(changes.draft);
+    const updated = await this.db.workflow.updateMany({ where: live(id, orgId), data });
+    return updated.count === 0 ? null : this.findForOrg(id, orgId);
+  }
+
+  /** The live workflow `id` of `orgId`, with its draft. */
+  async findForOrg(id: string, orgId: string): Promise<WorkflowRecord | null> {
+    if (!UUID.test(id)) return null;
+    const row = await this.db.workflow.findFirst({ where: live(id, orgId), include: RECORD_INCLUDE });
+    return row ? toRecord(row) : null;
+  }
+
+  /** The organization's live workflows, most recently changed first. */
+  async listForOrg(orgId: string): Promise<WorkflowRecord[]> {
+    const rows = await this.db.workflow.findMany({
+      where: { orgId, deletedAt: null },
+      include: RECORD_INCLUDE,
+      orderBy: [{ updatedAt: 'desc' }, { id: 'desc' }],
+    });
+    return rows.map(toRecord);
+  }
+
+  /** Every published version of the live workflow, newest (highest sequence) first; null when there is no such workflow. */
+  async listVersions(id: string, orgId: string): Promise<WorkflowVersionRecord[] | null> {
+    const workflow = await this.findForOrg(id, orgId);
+    if (!workflow) return null;
+    const rows = await this.db.workflowVersion.findMany({
+      where: { workflowId: id },
+      orderBy: { sequence: 'desc' },
+      select: { id: true, major: true, minor: true, patch: true, sequence: true, createdAt: true, publishedBy: { select: { id: true, name: true } } },
+    });
+    return rows.map((row) => ({
+      id: row.id,
+      version: { major: row.major, minor: row.minor, patch: row.patch },
+      sequence: row.sequence,
+      createdAt: row.createdAt,
+      publishedBy: row.publishedBy,
+      latest: row.id === workflow.latest?.versionId,
+    }));
+  }
+
+  /** Publishes the draft as a new version (see `publishDraft`); refusals are `AppError`s. */
+  async publish(request: PublishRequest): Promise<PublishedVersionRecord> {
+    if (!UUID.test(request.workflowId)) throw new AppError({ code: 'not_found', message: `no workflow with id "${request.workflowId}" in your organization` });
+    return this.transaction((tx) => publishDraft(tx, request));
+  }
+
+  /**
+   * Points `latest` at the published `version` (a rollback, or forward again); nothing is
+   * deleted and later publishes still continue from the highest version. Null when there is no
+   * such live workflow; `not_found` when it has no such version.
+   */
+  async setLatest(id: string, orgId: string, version: Semver): Promise<WorkflowRecord | null> {
+    if (!UUID.test(id)) return null;
+    return this.transaction(async (tx) => {
+      const locked = await tx.$queryRaw<{ id: string }[]>`
+        SELECT id FROM workflows WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid AND deleted_at IS NULL FOR UPDATE`;
+      if (locked.length === 0) return null;
+      const target = await tx.workflowVersion.findUnique({ where: { workflowId_major_minor_patch: { workflowId: id, ...version } }, select: { id: true } });
+      if (!target) {
+        throw new AppError({ code: 'not_found', message: `this workflow has no published version ${version.major}.${version.minor}.${version.patch}; list them with GET /editor/workflows/${id}/versions` });
+      }
+      const row = await tx.workflow.update({ where: { id }, data: { latestVersionId: target.id }, include: RECORD_INCLUDE });
+      return toRecord(row);
+    });
+  }
+
+  /**
+   * Deletes the live workflow: it disappears from the editor and its address stops resolving; its
+   * slug is retired in the organization for good. The row and its versions stay, so runs that ran
+   * it keep their records (and its UUID still finds them where deleted workflows are asked for).
+   * False when there is no such live workflow.
+   */
+  async delete(id: string, orgId: string): Promise<boolean> {
+    if (!UUID.test(id)) return false;
+    return this.transaction(async (tx) => {
+      const locked = await tx.$queryRaw<{ slug: string | null }[]>`
+        SELECT slug FROM workflows WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid AND deleted_at IS NULL FOR UPDATE`;
+      if (locked.length === 0) return false;
+      await tx.workflow.update({ where: { id }, data: { deletedAt: new Date() } });
+      const slug = locked[0]!.slug;
+      if (slug !== null) await tx.retiredSlug.createMany({ data: [{ orgId, slug }], skipDuplicates: true });
+      return true;
+    });
+  }
+
+  /**
+   * The published version a reference names, for any caller (publishing is sharing; see
+   * docs/workflows.md). Deleted workflows are found only by UUID and only with `includeDeleted`.
+   */
+  findPublished(ref: WorkflowRef, options: { includeDeleted?: boolean } = {}): Promise<PublishedVersionRecord | null> {
+    return findPublishedVersion(this.db, ref, { includeDeleted: options.includeDeleted ?? false });
+  }
+
+  /**
+   * The `WorkflowResolver` of runs: the version a `workflowRef` runs, never a deleted workflow's.
+   * Any organization's published workflow runs; the run is charged to the caller's (`_orgId`).
+   */
+  resolve(ref: WorkflowRef, _orgId: string): Promise<PublishedVersionRecord | null> {
+    return findPublishedVersion(this.db, ref, { includeDeleted: false });
+  }
+}

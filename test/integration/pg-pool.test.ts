@@ -1,0 +1,32 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createPrismaClient, queryRows, type PrismaClient } from '../../services/store';
+import { createTestDatabase, onServer, type TestDatabase } from '../support/database';
+import { stack } from '../support/stack';
+
+/**
+ * The pool under the store: `queryRows` uses it before (or without) Prisma ever connecting, as a
+ * worker process does, so the pool itself must survive the server closing its idle connections.
+ */
+describe('the Postgres pool shared by Prisma and plain statements', () => {
+  let db: TestDatabase;
+  let prisma: PrismaClient;
+
+  beforeAll(async () => {
+    db = await createTestDatabase(stack().postgres);
+    prisma = createPrismaClient(db.url, { poolSize: 3 });
+  });
+
+  afterAll(async () => {
+    await prisma?.$disconnect();
+    await db?.drop();
+  });
+
+  it('replaces idle connections the server closed, and answers the next statement', async () => {
+    // Three connections opened and left idle by plain statements only (Prisma itself never connects).
+    await Promise.all([1, 2, 3].map(() => queryRows(prisma, 'SELECT pg_sleep(0.05)', [])));
+    await onServer(stack().postgres, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db.name}' AND pid <> pg_backend_pid()`);
+    // The closings reach the idle clients asynchronously; an unhandled one would crash the process here.
+    await sleep(300);
+    await expect(queryRows<{ one: number }>(prisma, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
+  });
+});

@@ -1,0 +1,176 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RunEvent } from '../../services/contract';
+import { Prisma, RunRepository } from '../../services/store';
+import { bearer, startTestService, type TestService } from '../support/service';
+import { readSse } from '../support/sse';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/** A real worker process (`workers/serve.ts`, ROLE=worker) on the test service's database and Redis. */
+function startWorkerProcess(service: TestService, env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'workers/serve.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, ...service.env, ROLE: 'worker', PORT: '0', ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  child.stderr!.on('data', (chunk: Buffer) => process.env.TEST_LOG_LEVEL && process.stderr.write(chunk));
+  return child;
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+const chain = {
+  version: 2,
+  nodes: [
+    { id: 'first', uses: 'math-add', inputs: { a: 1, b: 1 } },
+    { id: 'second', uses: 'math-multiply', inputs: { a: '${first.result}', b: 10 } },
+    { id: 'out', uses: 'output', inputs: { value: '${second.result}' } },
+  ],
+};
+
+async function startRun(service: TestService, workflow: unknown): Promise<{ runId: string; stream: Promise<RunEvent[]> }> {
+  const res = await fetch(`${service.url}/v1/runs`, {
+    method: 'POST',
+    headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
+    body: JSON.stringify({ workflow }),
+  });
+  expect(res.status).toBe(200);
+  const stream = readSse(res).then((messages) => messages.filter((m) => m.data !== '[DONE]').map((m) => JSON.parse(m.data) as RunEvent));
+  const runId = await waitFor('the run row', async () => (await service.prisma.run.findFirst({ where: { orgId: service.account.orgId }, orderBy: { createdAt: 'desc' } }))?.id);
+  return { runId, stream };
+}
+
+describe('recovery: killed workers and lost jobs', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    // API only here: steps run in the worker processes each test starts.
+    service = await startTestService({ env: { ROLE: 'api', STEP_LOCK_MS: '1500' } });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('completes a run exactly once when its worker is SIGKILLed in the middle of a step', async () => {
+    // The doomed worker pauses inside every step, after its reservation, until it is killed.
+    const doomed = startWorkerProcess(service, { SVC_FAILPOINTS: 'step.afterReserve=sleep(60000)', STEP_LOCK_MS: '1500' });
+    let rescuer: Awaited<ReturnType<TestService['extra']>> | undefined;
+    try {
+      const { runId, stream } = await startRun(service, chain);
+      const runs = new RunRepository(service.prisma);
+      await waitFor('the first step to be running in the doomed worker', async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'first' && s.status === 'running'));
+      const held = (await runs.getRun(runId))!;
+      expect(held.reservedMicros).toBeGreaterThan(0);
+      doomed.kill('SIGKILL');
+      await new Promise((resolve) => doomed.once('exit', resolve));
+
+      // A healthy worker: BullMQ hands it the dead worker's job once its lock has expired.
+      rescuer = await service.extra({ ROLE: 'worker', STEP_LOCK_MS: '1500' });
+      const events = await stream;
+      expect(events.filter((e) => e.type === 'run.completed')).toEqual([{ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } }]);
+      expect(events.filter((e) => e.type === 'run.failed')).toEqual([]);
+      expect(events.filter((e) => e.type === 'step.completed').map((e) => (e as { nodeId: string }).nodeId)).toEqual(['first', 'second']);
+
+      const run = (await runs.getRun(runId))!;
+      expect(run).toMatchObject({ status: 'completed', reservedMicros: 0, spentMicros: 2 });
+      // The first step was taken over: a second attempt, charged once.
+      expect(run.steps.find((s) => s.nodeId === 'first')).toMatchObject({ status: 'completed', attempt: 2, costMicros: 1 });
+      const charges = await service.prisma.ledgerEntry.findMany({ where: { runId } });
+      expect(charges.map((c) => Number(c.amountMicros)).sort()).toEqual([-1, -1]);
+    } finally {
+      if (doomed.exitCode === null && doomed.signalCode === null) doomed.kill('SIGKILL');
+      await rescuer?.close();
+    }
+  });
+
+  it('recovers a step that ran inline (in its predecessor’s job) when that worker is SIGKILLed', async () => {
+    // The second step runs inline in the first step's job; the doomed worker pauses inside it.
+    const doomed = startWorkerProcess(service, { SVC_FAILPOINTS: 'step.afterReserve:second=sleep(60000)', STEP_LOCK_MS: '1500' });
+    let rescuer: Awaited<ReturnType<TestService['extra']>> | undefined;
+    try {
+      const { runId, stream } = await startRun(service, chain);
+      const runs = new RunRepository(service.prisma);
+      await waitFor('the second step to be running in the doomed worker', async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'second' && s.status === 'running'));
+      expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0 });
+      doomed.kill('SIGKILL');
+      await new Promise((resolve) => doomed.once('exit', resolve));
+
+      // BullMQ hands the first step's job out again; that step is done, so its orphaned dependent is enqueued and taken over.
+      rescuer = await service.extra({ ROLE: 'worker', STEP_LOCK_MS: '1500' });
+      const events = await stream;
+      expect(events.filter((e) => e.type === 'run.completed')).toEqual([{ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } }]);
+      const run = (await runs.getRun(runId))!;
+      expect(run).toMatchObject({ status: 'completed', reservedMicros: 0, spentMicros: 2 });
+      expect(run.steps.find((s) => s.nodeId === 'first')).toMatchObject({ attempt: 1 });
+      expect(run.steps.find((s) => s.nodeId === 'second')).toMatchObject({ status: 'completed', attempt: 2, costMicros: 1 });
+    } finally {
+      if (doomed.exitCode === null && doomed.signalCode === null) doomed.kill('SIGKILL');
+      await rescuer?.close();
+    }
+  });
+
+  it('re-enqueues steps whose jobs were lost (Redis emptied) from Postgres, and completes the run', async () => {
+    const { runId, stream } = await startRun(service, chain);
+    // No worker is running: the first step's job waits in Redis. Lose it, as a Redis restarted empty would.
+    await waitFor('the first job', async () => (await service.runtime.queue.counts()).waiting > 0);
+    await service.runtime.queue.queue.obliterate({ force: true });
+    expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0, active: 0 });
+
+    const worker = await service.extra({ ROLE: 'worker' });
+    try {
+      const report = await worker.reaper!.sweep();
+      expect(report.requeued).toBe(1);
+      const events = await stream;
+      expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } });
+      expect((await new RunRepository(service.prisma).getRun(runId))!.status).toBe('completed');
+      // A second sweep finds nothing left to do.
+      expect(await worker.reaper!.sweep()).toEqual({ timedOut: 0, completed: 0, requeued: 0, failed: 0 });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('completes a run whose last step finished but whose completion was never written', async () => {
+    const runs = new RunRepository(service.prisma);
+    const worker = await service.extra({ ROLE: 'worker' });
+    try {
+      const { runId, stream } = await startRun(service, chain);
+      await stream;
+      // Rewind the run to "all steps completed, run still running", as a crash between the two writes leaves it.
+      await service.prisma.run.update({ where: { id: runId }, data: { status: 'running', outputs: Prisma.DbNull, finishedAt: null } });
+      await service.prisma.step.updateMany({ where: { runId }, data: { finishedAt: new Date(Date.now() - 60_000) } });
+      const report = await worker.reaper!.sweep();
+      expect(report.completed).toBe(1);
+      expect(await runs.getRun(runId)).toMatchObject({ status: 'completed', outputs: { out: { kind: 'float', value: 20 } } });
+    } finally {
+      await worker.close();
+    }
+  });
+
+  it('fails a run that outlives the run timeout, so every run ends', async () => {
+    const { runId, stream } = await startRun(service, chain);
+    await service.prisma.run.update({ where: { id: runId }, data: { startedAt: new Date(Date.now() - 60_000) } });
+    // A worker stuck inside the first step (a provider that never answers), so the run cannot end by itself.
+    const worker = await service.extra({ ROLE: 'worker', RUN_TIMEOUT_SECONDS: '10', SVC_FAILPOINTS: 'step.afterReserve=sleep(2000)' });
+    try {
+      const report = await worker.reaper!.sweep();
+      expect(report.timedOut).toBe(1);
+      const events = await stream;
+      expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'run_timeout' } });
+      expect(await new RunRepository(service.prisma).getRun(runId)).toMatchObject({ status: 'failed', reservedMicros: 0 });
+    } finally {
+      await worker.close();
+    }
+  });
+});

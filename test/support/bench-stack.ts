@@ -1,0 +1,159 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { listen, type RunningServer } from '../../services/api';
+import { loadConfig, type Config } from '../../services/platform/config';
+import { createLogger } from '../../services/platform/logger';
+import { createMetrics } from '../../services/platform/metrics';
+import { applyMigrations } from '../../services/store/migration-runner';
+import { createPrismaClient, type PrismaClient } from '../../services/store';
+import { createServiceRuntime, type ServiceRuntime } from '../../workers/service-runtime';
+import { databaseUrl, onServer, type PostgresServer } from './database';
+import { seedAccount, type SeededAccount } from './fixtures';
+import { freePorts, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';
+
+/**
+ * The throwaway stack of a benchmark (test/bench/*.bench.ts, run with tsx outside jest): Redis
+ * and Postgres on free loopback ports with their state in a fresh temporary directory (the same
+ * deploy/local scripts as the test stack; no S3, benchmarks use the fs blob driver), one migrated
+ * database, and the whole service built by the composition root and served over HTTP.
+ */
+export interface BenchStack {
+  tmpDir: string;
+  redisUrl: string;
+  postgres: PostgresServer;
+  /** The migrated database of this benchmark. */
+  databaseUrl: string;
+  /** Stops both servers and removes the directory; safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+const BENCH_DATABASE = 'svc_bench';
+
+/** Starts Redis and Postgres in parallel and migrates a database; whatever started is stopped if anything fails. */
+export async function startBenchStack(): Promise<BenchStack> {
+  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-stack-'));
+  const [redisPort, pgPort] = await freePorts(2);
+  const postgres: PostgresServer = { host: '127.0.0.1', port: pgPort!, user: 'postgres' };
+  let stopped: Promise<void> | undefined;
+  const stack: BenchStack = {
+    tmpDir,
+    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    postgres,
+    databaseUrl: databaseUrl(postgres, BENCH_DATABASE),
+    stop() {
+      stopped ??= (async () => {
+        const results = await Promise.allSettled([stopRedis(tmpDir, redisPort!), stopPostgres(tmpDir, pgPort!)]);
+        fs.rmSync(tmpDir, { recursive: true, force: true });
+        const failures = results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : []));
+        if (failures.length) throw new Error(`stopping the bench stack failed:\n- ${failures.join('\n- ')}`);
+      })();
+      return stopped;
+    },
+  };
+  try {
+    await Promise.all([
+      startRedis(tmpDir, redisPort!),
+      startPostgres(tmpDir, pgPort!).then(async () => {
+        await onServer(postgres, `CREATE DATABASE ${BENCH_DATABASE}`);
+        await applyMigrations({ connectionString: stack.databaseUrl });
+      }),
+    ]);
+  } catch (err) {
+    await stack.stop().catch(() => undefined);
+    throw err;
+  }
+  return stack;
+}
+
+/**
+ * Runs `work` against a fresh stack and stops the stack afterwards: on success, on failure, and
+ * on Ctrl-C / SIGTERM (then the process exits with 130 / 143).
+ */
+export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>): Promise<T> {
+  const stack = await startBenchStack();
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`\n${signal}: stopping the bench stack`);
+    void stack.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    return await work(stack);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await stack.stop();
+  }
+}
+
+/** The whole service (API + step worker in one process unless `ROLE` says otherwise), served on a free loopback port. */
+export interface BenchService {
+  url: string;
+  config: Config;
+  runtime: ServiceRuntime;
+  prisma: PrismaClient;
+  /** An organization with plenty of credit and a `run`+`read` token. */
+  account: SeededAccount;
+  close(): Promise<void>;
+}
+
+export interface BenchServiceOptions {
+  /** Environment overrides (`WORKER_CONCURRENCY`, `ROLE`, ...). */
+  env?: Record<string, string>;
+  balanceMicros?: number;
+}
+
+export async function startBenchService(stack: BenchStack, options: BenchServiceOptions = {}): Promise<BenchService> {
+  const [port] = await freePorts(1);
+  const url = `http://127.0.0.1:${port}`;
+  const config = loadConfig({
+    ROLE: 'all',
+    DATABASE_URL: stack.databaseUrl,
+    REDIS_URL: stack.redisUrl,
+    REDIS_PREFIX: 'svcbench',
+    BLOB_DRIVER: 'fs',
+    BLOB_DIR: path.join(stack.tmpDir, 'blobs'),
+    DATA_DIR: stack.tmpDir,
+    BLOB_SIGNING_SECRET: 'bench-signing-secret-0123456789abcdef',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    PUBLIC_BASE_URL: url,
+    LOG_LEVEL: 'silent',
+    WORKER_CONCURRENCY: '16',
+    // The limits stay on (their Redis calls are part of a request's cost) but never refuse.
+    RATE_LIMIT_TOKEN_PER_MINUTE: '10000000',
+    RATE_LIMIT_IP_PER_MINUTE: '10000000',
+    MAX_OPEN_STREAMS_PER_ORG: '1000000',
+    ...options.env,
+  });
+  const prisma = createPrismaClient(stack.databaseUrl);
+  let runtime: ServiceRuntime | undefined;
+  let server: RunningServer | undefined;
+  try {
+    // 1,000 USD: a bench spends 1 micro-USD per math step.
+    const account = await seedAccount(prisma, { slug: 'bench', scopes: ['read', 'run'], balanceMicros: options.balanceMicros ?? 1_000_000_000 });
+    const log = createLogger({ level: config.logLevel });
+    runtime = await createServiceRuntime({ config, log, metrics: createMetrics({ role: 'bench' }) });
+    if (!runtime.app) throw new Error(`ROLE=${config.role} serves no API`);
+    server = await listen(runtime.app, config.host, config.port, config.http);
+    const [started, running] = [runtime, server];
+    return {
+      url: server.url,
+      config,
+      runtime,
+      prisma,
+      account,
+      async close() {
+        await running.close(0);
+        await started.close();
+        await prisma.$disconnect();
+      },
+    };
+  } catch (err) {
+    await server?.close(0);
+    await runtime?.close();
+    await prisma.$disconnect();
+    throw err;
+  }
+}

@@ -1,0 +1,109 @@
+import path from 'node:path';
+import { listen, type RunningServer } from '../../services/api';
+import { loadConfig, type Config } from '../../services/platform/config';
+import { createLogger } from '../../services/platform/logger';
+import { createMetrics, type Metrics } from '../../services/platform/metrics';
+import { createPrismaClient, type PrismaClient } from '../../services/store';
+import { createServiceRuntime, type ServiceRuntime } from '../../workers/service-runtime';
+import { createTestDatabase, type TestDatabase } from './database';
+import { seedAccount, type SeededAccount } from './fixtures';
+import { stack, uniqueName } from './stack';
+
+/**
+ * The whole service for one test file: its own database (copied from the migrated template),
+ * its own Redis prefix, blob directory or S3 bucket, served over HTTP on a free loopback port,
+ * built by the same composition root as `workers/serve.ts`.
+ */
+export interface TestService {
+  url: string;
+  config: Config;
+  env: Record<string, string>;
+  runtime: ServiceRuntime;
+  metrics: Metrics;
+  prisma: PrismaClient;
+  db: TestDatabase;
+  /** An organization with credit and a `run`+`read` token. */
+  account: SeededAccount;
+  /** Starts another runtime (same database, Redis prefix and blobs), e.g. a second worker. */
+  extra(overrides?: Record<string, string>): Promise<ServiceRuntime>;
+  close(): Promise<void>;
+}
+
+export interface TestServiceOptions {
+  /** Environment overrides (e.g. `STEP_LOCK_MS`, `ROLE`). */
+  env?: Record<string, string>;
+  blobs?: 'fs' | 's3';
+  balanceMicros?: number;
+}
+
+export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
+  const s = stack();
+  const db = await createTestDatabase(s.postgres);
+  const prefix = uniqueName('svc');
+  const env: Record<string, string> = {
+    DATABASE_URL: db.url,
+    REDIS_URL: s.redisUrl,
+    REDIS_PREFIX: prefix.slice(0, 40),
+    BLOB_SIGNING_SECRET: 'test-signing-secret-0123456789abcdef',
+    PORT: '0',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    WORKER_CONCURRENCY: '8',
+    STEP_RETRY_BASE_MS: '10',
+    // Generous limits: suites make many requests with one token from one address. Suites about
+    // the limits override them.
+    RATE_LIMIT_TOKEN_PER_MINUTE: '100000',
+    RATE_LIMIT_IP_PER_MINUTE: '100000',
+    MAX_OPEN_STREAMS_PER_ORG: '10000',
+    ...(options.blobs === 's3'
+      ? { BLOB_DRIVER: 's3', S3_ENDPOINT: s.s3.endpoint, S3_ACCESS_KEY: s.s3.accessKey, S3_SECRET_KEY: s.s3.secretKey, S3_BUCKET: uniqueName('runs'), S3_REGION: s.s3.region }
+      : { BLOB_DRIVER: 'fs', BLOB_DIR: path.join(s.tmpDir, uniqueName('blobs')) }),
+    ...options.env,
+  };
+  const log = createLogger({ level: (env.LOG_LEVEL ?? 'silent') as Config['logLevel'] });
+  const prisma = createPrismaClient(db.url);
+  const account = await seedAccount(prisma, { slug: 'runner', scopes: ['read', 'run'], balanceMicros: options.balanceMicros ?? 100_000_000 });
+  const metrics = createMetrics({ role: 'test' });
+
+  // The port is only known after listening, and blob URLs are built from the public base: bind first.
+  const config0 = loadConfig(env);
+  const boot = await createServiceRuntime({ config: { ...config0, role: 'api' }, log, metrics, heartbeatMs: 1000 });
+  const probe: RunningServer = await listen(boot.app!, '127.0.0.1', 0);
+  const url = probe.url;
+  await probe.close(0);
+  await boot.close();
+  env.PORT = new URL(url).port;
+  env.PUBLIC_BASE_URL = url;
+  const config = loadConfig(env);
+  const runtime = await createServiceRuntime({ config, log, metrics, heartbeatMs: 1000 });
+  const server = await listen(runtime.app!, '127.0.0.1', config.port, config.http);
+  const extras: ServiceRuntime[] = [];
+
+  return {
+    url: server.url,
+    config,
+    env,
+    runtime,
+    metrics,
+    prisma,
+    db,
+    account,
+    async extra(overrides = {}) {
+      const extraConfig = loadConfig({ ...env, ...overrides });
+      const started = await createServiceRuntime({ config: extraConfig, log, metrics: createMetrics({ role: 'test' }) });
+      extras.push(started);
+      return started;
+    },
+    async close() {
+      await server.close(0);
+      for (const extra of extras) await extra.close();
+      await runtime.close();
+      await prisma.$disconnect();
+      await db.drop();
+    },
+  };
+}
+
+/** `Authorization` header of a token. */
+export function bearer(token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}` };
+}

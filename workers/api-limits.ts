@@ -1,0 +1,45 @@
+import type { Redis } from 'ioredis';
+import type { AppDeps } from '../services/api';
+import type { Config } from '../services/platform/config';
+import type { Logger } from '../services/platform/logger';
+import type { Metrics } from '../services/platform/metrics';
+import { RateLimiter, StreamLeases } from '../services/queue';
+
+/** The API's limits, built from the configuration over the process's Redis connection. */
+export interface ApiLimits {
+  rateLimits: AppDeps['rateLimits'];
+  streamSlots: AppDeps['streamSlots'];
+  /** Stops renewing stream leases and gives back those still held. */
+  close(): Promise<void>;
+}
+
+type LimitConfig = Pick<Config, 'redisPrefix' | 'rateLimitTokenPerMinute' | 'rateLimitIpPerMinute' | 'maxOpenStreamsPerOrg'>;
+
+/**
+ * Request rate limits (per token, per IP) and open-stream slots per organization, both kept in
+ * Redis under the deployment's prefix so that every API replica enforces the same numbers. A
+ * limit set to 0 is not built at all. Both fail open when Redis does not answer; that is logged.
+ */
+export function createApiLimits(config: LimitConfig, redis: Redis, metrics: Metrics, log: Logger): ApiLimits {
+  const limited = config.rateLimitTokenPerMinute > 0 || config.rateLimitIpPerMinute > 0;
+  const limiter = limited
+    ? new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'rate limit not checked (Redis did not answer); request let through') })
+    : undefined;
+  const leases = config.maxOpenStreamsPerOrg > 0
+    ? new StreamLeases({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'open-stream slot not counted (Redis did not answer)') })
+    : undefined;
+  return {
+    rateLimits: limiter && {
+      counter: limiter,
+      tokenPerMinute: config.rateLimitTokenPerMinute,
+      ipPerMinute: config.rateLimitIpPerMinute,
+      onLimited: (limit) => metrics.rateLimited.inc({ limit }),
+    },
+    streamSlots: leases && {
+      perOrg: config.maxOpenStreamsPerOrg,
+      take: (orgId) => leases.acquire(orgId, config.maxOpenStreamsPerOrg),
+      onRefused: () => metrics.rateLimited.inc({ limit: 'open_streams' }),
+    },
+    close: async () => leases?.close(),
+  };
+}
