@@ -14,6 +14,8 @@ export interface ReserveInput {
    * A step still `running` under an earlier attempt is taken over only when that attempt started
    * at least this long ago. Default 0: BullMQ redelivers a job only after its lock expired, so an
    * attempt that is still running when its job comes back belongs to a worker presumed dead.
+   * With 0 no clock is compared at all: a wall clock that steps back between two transactions
+   * must not make a redelivered step look younger than its dead attempt.
    */
   staleAfterMs?: number;
 }

@@ -39,7 +39,7 @@ BEGIN
   END IF;
   SELECT id, status, pending_deps, reserved_micros, started_at INTO s FROM steps WHERE run_id = p_run AND node_id = p_node FOR UPDATE;
   IF NOT FOUND OR s.pending_deps <> 0 OR NOT (s.status IN ('pending', 'queued')
-      OR (s.status = 'running' AND s.started_at <= now() - p_stale_ms * interval '1 millisecond')) THEN
+      OR (s.status = 'running' AND (p_stale_ms <= 0 OR s.started_at <= now() - p_stale_ms * interval '1 millisecond'))) THEN
     RETURN QUERY SELECT 'step_not_runnable'::text, NULL::int;
     RETURN;
   END IF;
