@@ -68,6 +68,7 @@ export type RuntimeConfig = Pick<
   | 'reaperIntervalSeconds'
   | 'stepStuckSeconds'
   | 'runTimeoutSeconds'
+  | 'streamRecordCheckMs'
   | 'artifactRetentionDays'
   | 'retentionSweepIntervalSeconds'
   | 'failpoints'
@@ -233,6 +234,8 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
             },
           },
           events: bus,
+          records: runs,
+          recordCheckMs: config.streamRecordCheckMs,
         },
       }),
       tokens,
@@ -247,7 +250,7 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
       heartbeatMs: options.heartbeatMs,
       extraRoutes: [
         createBlobRouter({ store: blobs.store, signer: blobs.signer }),
-        createRunRouter({ runs, events: bus, tokens, heartbeatMs: options.heartbeatMs ?? 15000, openStreams: metrics.openStreams, streamSlots: limits.streamSlots }),
+        createRunRouter({ runs, events: bus, tokens, recordCheckMs: config.streamRecordCheckMs, heartbeatMs: options.heartbeatMs ?? 15000, openStreams: metrics.openStreams, streamSlots: limits.streamSlots }),
         createTokenRouter({ tokens, bodyLimitBytes: config.bodyLimitBytes }),
         createWorkflowEditorRouter({ workflows, memberships: new MembershipRepository(prisma), tokens, specs: catalog, bodyLimitBytes: config.bodyLimitBytes }),
         createMeRouter(accountReaders),

@@ -44,7 +44,7 @@ export interface StepExecutorDeps {
   mayRunInline(uses: string): boolean;
   retry: RetryPolicy;
   log: Logger;
-  /** Fault injection for the fault suite (`step.afterReserve`, `step.beforeSettle`). */
+  /** Fault injection for the fault suite (`step.afterReserve`, `step.beforeSettle`, `run.beforeAnnounce`). */
   failpoints?: Failpoints;
   observer?: StepObserver;
 }
@@ -314,6 +314,7 @@ export class StepExecutor {
     const events = started ? [...completed, { type: 'step.started', nodeId: started.nodeId } satisfies RunEvent] : completed;
     if (result.runCompleted) {
       await this.flush(runId);
+      await this.deps.failpoints?.hit('run.beforeAnnounce', nodeId);
       await Promise.all([this.deps.lifecycle.announceCompletion(runId, runOutputs!, events), queued.length > 0 ? this.deps.queue.enqueue(runId, queued) : undefined]);
       return null;
     }

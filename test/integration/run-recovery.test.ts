@@ -55,7 +55,7 @@ describe('recovery: killed workers and lost jobs', () => {
 
   beforeAll(async () => {
     // API only here: steps run in the worker processes each test starts.
-    service = await startTestService({ env: { ROLE: 'api', STEP_LOCK_MS: '1500' } });
+    service = await startTestService({ env: { ROLE: 'api', STEP_LOCK_MS: '1500', STREAM_RECORD_CHECK_MS: '1000' } });
   });
 
   afterAll(async () => {
@@ -91,6 +91,31 @@ describe('recovery: killed workers and lost jobs', () => {
     } finally {
       if (doomed.exitCode === null && doomed.signalCode === null) doomed.kill('SIGKILL');
       await rescuer?.close();
+    }
+  });
+
+  it('ends the stream with the run record\'s terminal event when the worker dies between completing the run and announcing it', async () => {
+    // The doomed worker exits right after the commit that completed the run, before appending run.completed.
+    const doomed = startWorkerProcess(service, { SVC_FAILPOINTS: 'run.beforeAnnounce=exit(137)' });
+    try {
+      const { runId, stream } = await startRun(service, chain);
+      await new Promise((resolve) => doomed.once('exit', resolve));
+      const runs = new RunRepository(service.prisma);
+      expect(await runs.getRun(runId)).toMatchObject({ status: 'completed', reservedMicros: 0, spentMicros: 2 });
+      expect(await service.runtime.bus.read(runId)).not.toContainEqual(expect.objectContaining({ event: expect.objectContaining({ type: 'run.completed' }) }));
+
+      // No worker is left: the API reads the record after a silence and ends the stream with it.
+      const events = await stream;
+      expect(events[0]).toEqual({ type: 'run.started', runId });
+      expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } });
+      expect(events.filter((e) => e.type === 'run.completed' || e.type === 'run.failed')).toHaveLength(1);
+
+      // The replay route ends the same way, and runs.node-style readers see the same outputs in the record.
+      const replay = await fetch(`${service.url}/v1/runs/${runId}/events`, { headers: bearer(service.account.token) });
+      const replayed = (await readSse(replay)).filter((m) => m.data !== '[DONE]').map((m) => JSON.parse(m.data) as RunEvent);
+      expect(replayed.at(-1)).toEqual(events.at(-1));
+    } finally {
+      if (doomed.exitCode === null && doomed.signalCode === null) doomed.kill('SIGKILL');
     }
   });
 

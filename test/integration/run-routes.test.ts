@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
 import { createApp, createHandlers, listen, type RunningServer } from '../../services/api';
@@ -72,7 +73,7 @@ describe('run history and replay over HTTP', () => {
       bodyLimitBytes: 4096,
       trustProxy: false,
       publicBaseUrl: 'http://127.0.0.1',
-      extraRoutes: [createRunRouter({ runs, events: bus, tokens, heartbeatMs: 50, finishedRunGraceMs: 300 })],
+      extraRoutes: [createRunRouter({ runs, events: bus, tokens, heartbeatMs: 50, finishedRunGraceMs: 300, recordCheckMs: 200 })],
     });
     running = await listen(app, '127.0.0.1', 0);
     server = running.server;
@@ -412,6 +413,19 @@ describe('run history and replay over HTTP', () => {
       await waitFor(() => bus.stats().streams === 1, 'the stream to subscribe');
       await bus.append(late, { type: 'run.failed', error: failure });
       expect(parsed(await readSse(res))).toEqual([{ id: '1', event: started(late) }, { id: '2', event: { type: 'run.failed', error: failure } }, { id: undefined, data: '[DONE]' }]);
+    });
+
+    it("ends a running run's stream with its record's terminal event when the run finishes in Postgres and the log never gets one", async () => {
+      const runId = await runIn('running');
+      await bus.append(runId, started(runId));
+      const res = await openEvents(runId);
+      await waitFor(() => bus.stats().streams === 1, 'the stream to subscribe');
+      // Checks of the record find the run running: the stream waits, however long the silence.
+      await sleep(700);
+      expect(bus.stats().streams).toBe(1);
+      // A worker fails the run in Postgres and dies before appending run.failed.
+      await runs.failRun(runId, failure);
+      expect(parsed(await readSse(res))).toEqual([{ id: '1', event: started(runId) }, { id: '2', event: { type: 'run.failed', error: failure } }, { id: undefined, data: '[DONE]' }]);
     });
 
     it('follows a run that has no events yet from its first one', async () => {

@@ -17,6 +17,8 @@ import { AppError } from '../../platform/app-error';
 import type { RunStarter } from '../../runs';
 import { InsufficientCreditError } from '../../store';
 import type { AuthContext } from '../auth/auth-context';
+import { DEFAULT_RECORD_CHECK_MS, followRunEvents } from '../routes/run-replay';
+import type { StoredRun } from '../routes/run-ports';
 import type { EventStream, Handler, OpContext, SequencedEvent } from './handler-types';
 
 /** A published workflow version a `workflowRef` resolves to. */
@@ -45,6 +47,20 @@ export interface RunHandlerDeps {
   resolver: WorkflowResolver;
   starter: Pick<RunStarter, 'start' | 'startFailed'>;
   events: RunEventSource;
+  /**
+   * The run records: a stream silent for `recordCheckMs` reads its run's record, so that a run
+   * finished in Postgres whose terminal event never reached the log still ends its stream.
+   * Absent: the log alone.
+   */
+  records?: { getRun(runId: string, orgId: string): Promise<StoredRun | null> };
+  recordCheckMs?: number;
+}
+
+/** A started run's events, from its first, to its terminal one (from its record if the log lacks it). */
+function followRun(deps: RunHandlerDeps, runId: string, orgId: string, signal: AbortSignal): EventStream {
+  const { records } = deps;
+  if (!records) return deps.events.events(runId, { signal });
+  return followRunEvents(deps.events, () => records.getRun(runId, orgId), { runId, afterSeq: 0, signal, checkMs: deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS });
 }
 
 function callerOf(ctx: OpContext): AuthContext {
@@ -164,7 +180,7 @@ export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'run
       ctx.log.info({ runId }, 'run started');
       // The stream replays the run's log from its first event, so nothing appended before this
       // subscription is missed; a client that goes away ends the stream, never the run.
-      return deps.events.events(runId, { signal: ctx.signal });
+      return followRun(deps, runId, auth.orgId, ctx.signal);
     },
 
     'runs.node': async (input, ctx) => {
@@ -182,7 +198,7 @@ export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'run
       const runId = await startRun(deps, auth, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd);
       // The answer waits for the run, not for the client: a client that goes away stops waiting,
       // the run still completes and is recorded.
-      for await (const { event } of deps.events.events(runId, { signal: ctx.signal })) {
+      for await (const { event } of followRun(deps, runId, auth.orgId, ctx.signal)) {
         if (event.type === 'run.completed') return { outputs: event.outputs as Outputs };
         if (event.type === 'run.failed') throw runFailedError(runId, event.error);
       }

@@ -15,7 +15,7 @@ import { writeEventStream, type StreamGauge } from '../http/sse-writer';
 import { inStreamSlot, type StreamSlots } from '../http/stream-slots';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
 import type { RunEventSource, RunReader } from './run-ports';
-import { replayEvents } from './run-replay';
+import { DEFAULT_RECORD_CHECK_MS, replayEvents } from './run-replay';
 import { isFinished, runBody, runSummaryBody } from './run-views';
 
 export interface RunRouteDeps {
@@ -33,6 +33,8 @@ export interface RunRouteDeps {
    * the one its record implies (see run-replay.ts). Default 2 s.
    */
   finishedRunGraceMs?: number;
+  /** Silence after which the stream of an unfinished run reads its record again (see run-replay.ts). Default 10 s. */
+  recordCheckMs?: number;
 }
 
 const DEFAULT_FINISHED_RUN_GRACE_MS = 2000;
@@ -153,8 +155,10 @@ export function createRunRouter(deps: RunRouteDeps): Router {
     const controller = new AbortController();
     res.on('close', () => controller.abort());
     const finishedGraceMs = deps.finishedRunGraceMs ?? DEFAULT_FINISHED_RUN_GRACE_MS;
+    const recordCheckMs = deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS;
+    const loadRun = () => deps.runs.getRun(run.id, run.orgId);
     await inStreamSlot(deps.streamSlots, res, async () => {
-      const events = replayEvents(deps.events, run, { afterSeq, lastSeq, signal: controller.signal, finishedGraceMs });
+      const events = replayEvents(deps.events, run, { afterSeq, lastSeq, signal: controller.signal, finishedGraceMs, recordCheckMs, loadRun });
       await writeEventStream(res, events, { heartbeatMs: deps.heartbeatMs, openStreams: deps.openStreams });
     });
   });
