@@ -110,11 +110,11 @@ DECLARE
   ready text[];
   remaining int;
   completes_run boolean;
-  rn record;
+  new_reserved bigint;
   next_verdict text;
   next_attempt int;
 BEGIN
-  SELECT org_id, status INTO r FROM runs WHERE id = p_run FOR UPDATE;
+  SELECT org_id, status, cap_micros, reserved_micros, spent_micros INTO r FROM runs WHERE id = p_run FOR UPDATE;
   IF NOT FOUND THEN
     RETURN QUERY SELECT false, 0::bigint, 0::bigint, NULL::text[], -1, false, NULL::text, NULL::int;
     RETURN;
@@ -130,7 +130,7 @@ BEGIN
                    error = NULL, finished_at = now()
   WHERE id = s.id
   RETURNING cost_micros INTO total;
-  UPDATE runs SET reserved_micros = reserved_micros - s.reserved_micros, spent_micros = spent_micros + added WHERE id = p_run;
+  new_reserved := r.reserved_micros - s.reserved_micros;
   WITH unblocked AS (
     UPDATE steps d SET pending_deps = d.pending_deps - 1
     WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0
@@ -140,22 +140,26 @@ BEGIN
   SELECT count(*) INTO remaining FROM steps WHERE run_id = p_run AND status <> 'completed';
   PERFORM svc_charge_step(r.org_id, p_run, s.id, 'step ' || p_node, total);
   completes_run := remaining = 0 AND p_run_outputs IS NOT NULL AND r.status = 'running';
-  IF completes_run THEN
-    UPDATE runs SET status = 'completed', outputs = p_run_outputs, finished_at = now() WHERE id = p_run;
-  END IF;
   IF p_next_node IS NOT NULL AND r.status = 'running' AND p_next_node = ANY(ready) THEN
     -- A ready step holds nothing yet (only running ones do): the cap check adds its whole estimate.
-    SELECT spent_micros, reserved_micros, cap_micros INTO rn FROM runs WHERE id = p_run;
-    IF rn.spent_micros + rn.reserved_micros + p_next_estimate > rn.cap_micros THEN
+    IF r.spent_micros + added + new_reserved + p_next_estimate > r.cap_micros THEN
       next_verdict := 'cap_exceeded';
     ELSE
-      UPDATE runs SET reserved_micros = reserved_micros + p_next_estimate WHERE id = p_run;
+      new_reserved := new_reserved + p_next_estimate;
       UPDATE steps SET status = 'running', attempt = attempt + 1, attempt_token = p_next_token, reserved_micros = p_next_estimate,
                        started_at = now(), finished_at = NULL
       WHERE run_id = p_run AND node_id = p_next_node
       RETURNING attempt INTO next_attempt;
       next_verdict := 'ok';
     END IF;
+  END IF;
+  -- One write of the run row: the settlement, the next reservation and, after the last step, the completion.
+  IF completes_run THEN
+    UPDATE runs SET reserved_micros = new_reserved, spent_micros = spent_micros + added,
+                    status = 'completed', outputs = p_run_outputs, finished_at = now()
+    WHERE id = p_run;
+  ELSE
+    UPDATE runs SET reserved_micros = new_reserved, spent_micros = spent_micros + added WHERE id = p_run;
   END IF;
   -- A failed or cancelled run's dependents are skipped already: nothing becomes ready there.
   RETURN QUERY SELECT true, total, s.reserved_micros, CASE WHEN r.status = 'running' THEN ready END, remaining, completes_run,
