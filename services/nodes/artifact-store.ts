@@ -29,6 +29,13 @@ export interface ArtifactStore {
    * the artifact's own, or what the store recorded for it.
    */
   read(artifact: Artifact): Promise<ArtifactBytes>;
+  /**
+   * Reads a file on another host (a provider's CDN link) through the service's safe fetching:
+   * the address rules of input URLs, their size and time limits, the step's signal. Nothing is
+   * stored. Rejects with `validation_failed` where the rules refuse the URL, or where this store
+   * fetches nothing from other hosts.
+   */
+  fetchForeign(url: string): Promise<ArtifactBytes>;
 }
 
 /**

@@ -113,6 +113,12 @@ export class BlobArtifactStore implements ArtifactStore {
     }
   }
 
+  async fetchForeign(url: string): Promise<ArtifactBytes> {
+    if (!this.options.fetchRemote) throw new AppError({ code: 'validation_failed', message: 'this service does not fetch files from other hosts' });
+    const file = await this.options.fetchRemote(url, this.options.signal ? { signal: this.options.signal } : {});
+    return { bytes: file.bytes, mimeType: file.mimeType };
+  }
+
   /**
    * Fetches a foreign ref and stores a copy under the run's prefix (recorded like any `put`, so it
    * is swept with the run's artifacts); the bytes carry the sniffed mime type, not the caller's.

@@ -6,7 +6,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { BlobUrlSigner, FsBlobStore } from '../../services/blobs';
 import type { Artifact } from '../../services/contract';
-import { BlobArtifactStore, mediaProviderNodes, type MediaProviderSettings, type NodeDefinition } from '../../services/nodes';
+import { BlobArtifactStore, createInputFetcher, mediaProviderNodes, type MediaProviderSettings, type NodeDefinition } from '../../services/nodes';
 import { AppError } from '../../services/platform/app-error';
 import { nodeContext } from '../support/node-harness';
 import { bearer, startTestService } from '../support/service';
@@ -276,6 +276,8 @@ describe('fal queue node against a local fake', () => {
   let image: Buffer;
   let polls = 0;
   let finishAfter = 2;
+  /** Where the fake's result links point: its own origin, unless a test moves its "CDN" elsewhere. */
+  let cdnBase: string | undefined;
 
   beforeAll(async () => {
     image = await png(20, 10);
@@ -298,7 +300,7 @@ describe('fal queue node against a local fake', () => {
       }
       if (req.method === 'PUT' && req.path.endsWith('/cancel')) return json(res, 202, { status: 'CANCELLATION_REQUESTED' });
       if (req.method === 'GET' && /\/requests\/[^/]+$/.test(req.path)) {
-        return json(res, 200, { images: [{ url: `${base}/cdn/out-1.png`, width: 20, height: 10, content_type: 'image/png' }], seed: 42, has_nsfw_concepts: [false] });
+        return json(res, 200, { images: [{ url: `${cdnBase ?? base}/cdn/out-1.png`, width: 20, height: 10, content_type: 'image/png' }], seed: 42, has_nsfw_concepts: [false] });
       }
       if (req.method === 'GET' && req.path === '/cdn/out-1.png') return res.writeHead(200, { 'content-type': 'image/png' }).end(image);
       json(res, 404, { detail: 'Not Found' });
@@ -308,9 +310,36 @@ describe('fal queue node against a local fake', () => {
   beforeEach(() => {
     fake.seen.length = 0;
     polls = 0;
+    cdnBase = undefined;
   });
 
   const node = () => nodeOf(mediaProviderNodes(settings({ openaiApiKey: '', falKey: FAL_KEY, falBaseUrl: fake.base })), 'fal-image');
+
+  /** A run's artifact store whose safe fetching resolves cdn.test to the fake (a loopback address), allowed or not. */
+  function storeFetchingCdn(allowPrivate: string[]): BlobArtifactStore {
+    const fetchRemote = createInputFetcher({ allowPrivate, maxBytes: 1024 * 1024, timeoutMs: 5000, resolve: async () => [{ address: '127.0.0.1', family: 4 }] });
+    const store = new FsBlobStore(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-media-cdn-')));
+    return new BlobArtifactStore({ store, signer: new BlobUrlSigner({ publicBaseUrl: BASE, secret: 'k'.repeat(40) }), publicBaseUrl: BASE, keyPrefix: 'runs/media-test', urlTtlSeconds: 600, fetchRemote });
+  }
+
+  it('reads a result link on another host through the address rules: a private address is refused, an allowed one is read without the key', async () => {
+    finishAfter = 0;
+    cdnBase = fake.base.replace('127.0.0.1', 'cdn.test');
+    const refused = await node().execute({ prompt: 'p' }, nodeContext(undefined, storeFetchingCdn([]))).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject({ code: 'unavailable', message: expect.stringMatching(/^fal returned a result URL the service does not fetch: .*cdn\.test/) });
+    expect(fake.seen.map((s) => s.path)).not.toContain('/cdn/out-1.png');
+
+    fake.seen.length = 0;
+    const outputs = await node().execute({ prompt: 'p' }, nodeContext(undefined, storeFetchingCdn(['cdn.test'])));
+    const download = fake.seen.find((s) => s.path === '/cdn/out-1.png');
+    expect(download?.headers.authorization).toBeUndefined();
+    expect(download?.headers.host).toBe(new URL(cdnBase).host);
+    expect(outputs.image).toMatchObject({ kind: 'image', mimeType: 'image/png', metadata: { width: 20, height: 10 } });
+
+    // A store that fetches nothing from other hosts refuses the link the same way.
+    await expect(node().execute({ prompt: 'p' }, nodeContext(undefined, artifacts))).rejects.toMatchObject({ code: 'unavailable', message: expect.stringContaining('does not fetch files from other hosts') });
+  });
 
   it('submits, polls the status until COMPLETED, fetches the result and re-hosts the images', async () => {
     finishAfter = 2;

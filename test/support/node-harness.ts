@@ -4,6 +4,7 @@ import { findNode, type ArtifactStore, type NodeContext, type NodeDefinition } f
 export const noArtifacts: ArtifactStore = {
   put: () => Promise.reject(new Error('this node should store no artifact')),
   read: () => Promise.reject(new Error('this node should read no artifact')),
+  fetchForeign: () => Promise.reject(new Error('this node should fetch no file')),
 };
 
 /** A node context with an optional signal and artifact port. */

@@ -15,6 +15,7 @@ import { AppError } from '../../services/platform/app-error';
 const noArtifacts: ArtifactStore = {
   put: () => Promise.reject(new Error('this node stores nothing')),
   read: () => Promise.reject(new Error('this node reads nothing')),
+  fetchForeign: () => Promise.reject(new Error('this node fetches nothing')),
 };
 
 function context(signal: AbortSignal = new AbortController().signal): NodeContext {

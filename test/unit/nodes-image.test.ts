@@ -28,6 +28,7 @@ function memoryArtifacts() {
       if (!blob) throw new Error(`no blob at ${artifact.ref}`);
       return blob;
     },
+    fetchForeign: () => Promise.reject(new Error('image nodes fetch no file')),
   };
   return { store, blobs, puts };
 }

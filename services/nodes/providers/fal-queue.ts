@@ -3,7 +3,7 @@ import { AppError } from '../../platform/app-error';
 import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
-import { downloadResult, offered, rehostImage, type ProviderCall } from './media-rehost';
+import { downloadResult, offered, rehostImage, type ResultSource } from './media-rehost';
 import { jsonBody, malformed } from './openai-client';
 import { providerFetch } from './provider-http';
 import { pause, withCancel } from './provider-queue';
@@ -40,7 +40,7 @@ function queueUrl(settings: FalSettings, url: unknown, what: string): string {
 }
 
 /** Result image bytes: a data URI (inline) or a download from fal's CDN. */
-async function imageBytes(call: ProviderCall, url: string): Promise<Buffer> {
+async function imageBytes(call: ResultSource, url: string): Promise<Buffer> {
   const inline = /^data:[^;,]*;base64,(.*)$/s.exec(url);
   return inline ? Buffer.from(inline[1]!, 'base64') : downloadResult(call, url, MAX_IMAGE_BYTES);
 }
@@ -113,7 +113,7 @@ export function falImageNode(settings: FalSettings): NodeDefinition {
       const images: Artifact[] = [];
       for (const item of found) {
         if (typeof item.url !== 'string') throw malformed(FAL, 'an image url');
-        images.push(await rehostImage(FAL, await imageBytes({ provider: FAL, signal: ctx.signal, timeoutMs: settings.timeoutMs }, item.url), ctx));
+        images.push(await rehostImage(FAL, await imageBytes({ provider: FAL, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, item.url), ctx));
       }
       return { image: images[0], images };
     },

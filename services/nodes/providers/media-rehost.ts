@@ -1,5 +1,6 @@
 import type { Artifact } from '../../contract';
 import { AppError } from '../../platform/app-error';
+import type { ArtifactBytes, ArtifactStore } from '../artifact-store';
 import type { NodeContext } from '../node-definition';
 import { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS } from '../limits';
 import { loadSharp } from '../load-sharp';
@@ -36,11 +37,22 @@ export async function readCapped(response: Response, maxBytes: number, provider:
   return Buffer.concat(chunks);
 }
 
+/** Where a result file may come from: the provider's own origin, or anywhere public. */
+export interface ResultSource extends ProviderCall {
+  /** The provider's configured base URL: a result on its origin is read like any call to it. */
+  baseUrl: string;
+  /** The step's artifact store, whose safe fetching reads results anywhere else. */
+  artifacts: Pick<ArtifactStore, 'fetchForeign'>;
+}
+
 /**
- * Downloads a result file the provider links to (a CDN URL) under the run's signal and the size
- * cap. Our key is never sent there: result URLs are public, and may be on another host.
+ * Downloads a result file the provider links to, under the run's signal and the size cap. Our
+ * key is never sent there: result URLs are public. A result on the provider's own configured
+ * origin (a self-hosted server on a private address included) is read as the provider is; any
+ * other host (a CDN) goes through the rules of input URLs, so a result URL cannot make the
+ * service reach its own network.
  */
-export async function downloadResult(call: ProviderCall, url: string, maxBytes: number): Promise<Buffer> {
+export async function downloadResult(call: ResultSource, url: string, maxBytes: number): Promise<Buffer> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -50,8 +62,22 @@ export async function downloadResult(call: ProviderCall, url: string, maxBytes: 
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
     throw new AppError({ code: 'unavailable', message: `${call.provider} returned a result URL that is not http(s)` });
   }
-  const response = await providerFetch({ provider: call.provider, url: parsed.href, method: 'GET', signal: call.signal, timeoutMs: call.timeoutMs });
-  return readCapped(response, maxBytes, call.provider);
+  if (parsed.origin === new URL(call.baseUrl).origin) {
+    const response = await providerFetch({ provider: call.provider, url: parsed.href, method: 'GET', signal: call.signal, timeoutMs: call.timeoutMs });
+    return readCapped(response, maxBytes, call.provider);
+  }
+  let file: ArtifactBytes;
+  try {
+    file = await call.artifacts.fetchForeign(parsed.href);
+  } catch (err) {
+    // The caller gave nothing wrong: a refused result URL is the provider's failure.
+    if (err instanceof AppError && err.code === 'validation_failed') {
+      throw new AppError({ code: 'unavailable', message: `${call.provider} returned a result URL the service does not fetch: ${err.message}` });
+    }
+    throw err;
+  }
+  if (file.bytes.length > maxBytes) throw new AppError({ code: 'unavailable', message: `${call.provider} returned more than ${maxBytes} bytes` });
+  return file.bytes;
 }
 
 const IMAGE_MIME_TYPES: Record<string, string> = {

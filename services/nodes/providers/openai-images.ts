@@ -57,7 +57,7 @@ export function openaiImageNode(settings: OpenAiMediaSettings): NodeDefinition {
       for (const item of data) {
         let bytes: Buffer;
         if (typeof item.b64_json === 'string') bytes = Buffer.from(item.b64_json, 'base64');
-        else if (typeof item.url === 'string') bytes = await downloadResult({ provider: OPENAI, signal: ctx.signal, timeoutMs: settings.timeoutMs }, item.url, MAX_IMAGE_BYTES);
+        else if (typeof item.url === 'string') bytes = await downloadResult({ provider: OPENAI, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, item.url, MAX_IMAGE_BYTES);
         else throw malformed(OPENAI, 'b64_json or url');
         images.push(await rehostImage(OPENAI, bytes, ctx));
       }

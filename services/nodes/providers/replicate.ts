@@ -120,7 +120,7 @@ export function replicateImageNode(settings: ReplicateSettings): NodeDefinition 
       if (urls.length === 0 || !urls.every((u): u is string => typeof u === 'string')) throw malformed(REPLICATE, 'output image URLs');
       const images: Artifact[] = [];
       for (const url of urls) {
-        images.push(await rehostImage(REPLICATE, await downloadResult({ provider: REPLICATE, signal: ctx.signal, timeoutMs: settings.timeoutMs }, url, MAX_IMAGE_BYTES), ctx));
+        images.push(await rehostImage(REPLICATE, await downloadResult({ provider: REPLICATE, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, url, MAX_IMAGE_BYTES), ctx));
       }
       return { image: images[0], images };
     },
