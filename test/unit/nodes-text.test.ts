@@ -45,10 +45,9 @@ describe('text-template', () => {
   });
 
   it('handles a long unclosed placeholder in linear time', async () => {
-    const template = `{{${' '.repeat(200_000)}`;
-    const started = Date.now();
+    // Quadratic scanning of a million characters would take far longer than the test's timeout; linear takes milliseconds.
+    const template = `{{${' '.repeat(999_990)}`;
     expect(await run('text-template', { template })).toEqual({ text: template });
-    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('refuses results beyond the text limit', async () => {
@@ -113,9 +112,8 @@ describe('text-regex-replace', () => {
   });
 
   it('stops a catastrophic pattern after its time budget', async () => {
-    const started = Date.now();
+    // Unbounded, this backtracking takes about 2^40 steps: the refusal itself shows the budget held.
     await rejects('text-regex-replace', { text: `${'a'.repeat(40)}!`, pattern: '(a+)+$' }, 'took longer than 250 ms');
-    expect(Date.now() - started).toBeLessThan(2000);
     // The shared sandbox still works afterwards.
     expect(await run('text-regex-replace', { text: 'aa', pattern: 'a', replacement: 'b' })).toEqual({ text: 'bb' });
   });
