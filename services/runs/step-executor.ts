@@ -5,7 +5,7 @@ import type { ArtifactStore, NodeDefinition } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Failpoints } from '../platform/failpoints';
 import type { Logger } from '../platform/logger';
-import type { RunRepository, StepRepository } from '../store';
+import type { CompleteStepResult, FollowerStep, RunRepository, StepRepository } from '../store';
 import type { InFlightSteps } from './in-flight-steps';
 import { UnpreparableRunError, type RunContext, type RunContexts } from './run-contexts';
 import type { RunLifecycle } from './run-lifecycle';
@@ -61,8 +61,47 @@ interface StartedStep {
 interface Continuation {
   nodeId: string;
   known: ReadonlyMap<string, Record<string, unknown>>;
-  /** Reserved already, with its predecessor's commit (its `step.started` is out): run it straight away. */
-  started?: StartedStep & { attemptToken: string };
+  /**
+   * Reserved already, with its predecessor's commit (its `step.started` is out), or `virtual`:
+   * counted against the lease of `batch` (its `step.started` waits in the batch): run it straight away.
+   */
+  started?: StartedStep & { attemptToken: string; virtual?: boolean };
+  batch?: Batch;
+}
+
+/** A finished step whose commit waits for its batch. */
+interface FinishedStep extends FollowerStep {
+  specId: string;
+}
+
+/**
+ * Local steps of a chain run one after another inside a lease, committed together. The first
+ * (the head) holds a reservation in Postgres of its estimate plus the rest of the cap's room,
+ * granted only while nothing else of the run is running or ready, so nothing else can want that
+ * room. Each further step's estimate is counted against the lease before the step runs (a step
+ * that does not fit ends the batch and is reserved as usual), and all are committed with the
+ * head in one call: a chain of fast local steps costs one round trip per batch, not per step.
+ * Their events wait for that commit, so no client sees a step completed that Postgres has not.
+ */
+interface Batch {
+  /** The head's attempt token, under which every step of the batch is committed. */
+  headToken: string;
+  /** The head, once it finished. */
+  head?: FinishedStep;
+  followers: FinishedStep[];
+  /** What is left of the lease after the estimates counted so far. */
+  leaseLeft: number;
+  /** Events held until the commit, in order; `{ completed }` becomes `step.completed` with what the commit charged. */
+  events: (RunEvent | { completed: string })[];
+  openedAt: number;
+}
+
+/** How a step runs: alone, as the head of a batch, or inside one (`virtual`). */
+interface Lane {
+  batch?: Batch;
+  virtual: boolean;
+  /** Whether its dependent may run inside its batch (not at the job's last inline step). */
+  mayDefer: boolean;
 }
 
 function capExceeded(nodeId: string, estimate: number): RunError {
@@ -75,10 +114,26 @@ function capExceeded(nodeId: string, estimate: number): RunError {
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
 const MAX_INLINE_STEPS = 256;
 
+/** Most steps committed after a batch's head, and how long a batch may hold its events. */
+const MAX_BATCH_FOLLOWERS = 64;
+const BATCH_WINDOW_MS = 10;
+
 /** The run's outputs if the step outputs in hand are all they read; else undefined. */
 function outputsFrom(context: RunContext, known: ReadonlyMap<string, Record<string, unknown>>): Record<string, unknown> | undefined {
   if (!context.outputSources.every((id) => known.has(id))) return undefined;
   return collectRunOutputs({ workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs: known });
+}
+
+/** A step whose attempt succeeded, before its commit. */
+interface DoneStep {
+  nodeId: string;
+  definition: NodeDefinition;
+  inputs: Record<string, unknown>;
+  estimate: number;
+  outputs: Record<string, unknown>;
+  attemptToken: string;
+  ms: number;
+  dependents: readonly string[];
 }
 
 /** One attempt's outcome. */
@@ -124,7 +179,7 @@ export class StepExecutor {
           await this.deps.queue.enqueue(runId, [next.nodeId]);
           return;
         }
-        next = await this.executeOne(runId, next, redelivered);
+        next = await this.executeOne(runId, next, redelivered, inline + 1 < MAX_INLINE_STEPS);
         redelivered = false;
       }
     } finally {
@@ -133,7 +188,7 @@ export class StepExecutor {
     }
   }
 
-  private async executeOne(runId: string, step: Continuation, redelivered: boolean): Promise<Continuation | null> {
+  private async executeOne(runId: string, step: Continuation, redelivered: boolean, mayDefer: boolean): Promise<Continuation | null> {
     const { nodeId, known } = step;
     let context: RunContext | null;
     try {
@@ -156,9 +211,9 @@ export class StepExecutor {
     }
 
     if (step.started) {
-      const { definition, inputs, estimate, attemptToken } = step.started;
+      const { definition, inputs, estimate, attemptToken, virtual = false } = step.started;
       await this.deps.failpoints?.hit('step.afterReserve', nodeId);
-      return this.runAttempts(context, nodeId, definition, inputs, estimate, attemptToken, planned.dependents);
+      return this.runAttempts(context, nodeId, definition, inputs, estimate, attemptToken, planned.dependents, { batch: step.batch, virtual, mayDefer });
     }
 
     const stepOutputs = new Map(known);
@@ -197,7 +252,7 @@ export class StepExecutor {
 
     this.post(runId, [{ type: 'step.started', nodeId }]);
     await this.deps.failpoints?.hit('step.afterReserve', nodeId);
-    return this.runAttempts(context, nodeId, definition!, inputs, estimate, reserved.attemptToken, planned.dependents);
+    return this.runAttempts(context, nodeId, definition!, inputs, estimate, reserved.attemptToken, planned.dependents, { virtual: false, mayDefer });
   }
 
   private async runAttempts(
@@ -208,14 +263,23 @@ export class StepExecutor {
     estimate: number,
     attemptToken: string,
     dependents: readonly string[],
+    lane: Lane,
   ): Promise<Continuation | null> {
     const { runId } = context;
     const started = performance.now();
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.attempt(runId, nodeId, definition, inputs);
+      const outcome = await this.attempt(runId, nodeId, definition, inputs, lane.virtual ? lane.batch : undefined);
       const ms = performance.now() - started;
-      if (outcome.ok) return this.settle(context, nodeId, definition, inputs, outcome.outputs, attemptToken, ms, dependents);
+      if (outcome.ok) return this.settle(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs, attemptToken, ms, dependents }, lane);
       const { err } = outcome;
+      if (lane.virtual) {
+        // A step run inside a lease failed: what ran before it is committed, and it gets a
+        // reservation of its own, under which its failure (or its next attempt) is recorded.
+        const token = await this.commitHeld(context, lane.batch!, err instanceof AbortedByRun ? undefined : { nodeId, estimate });
+        if (token === null) return null;
+        attemptToken = token;
+      }
+      lane = { virtual: false, mayDefer: lane.mayDefer };
       if (err instanceof AbortedByRun) {
         // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
         await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
@@ -223,6 +287,7 @@ export class StepExecutor {
         return null;
       }
       if (isTransient(err) && attempt < this.deps.retry.attempts) {
+        // The retry holds the estimate alone: a lease this attempt had is given back.
         const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), estimateMicros: estimate });
         if (retry.ok) {
           this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
@@ -246,15 +311,22 @@ export class StepExecutor {
     }
   }
 
-  /** One call of the node, abortable by the run, its progress reported as events in order. */
-  private async attempt(runId: string, nodeId: string, definition: NodeDefinition, inputs: Record<string, unknown>): Promise<AttemptOutcome> {
+  /**
+   * One call of the node, abortable by the run, its progress reported as events in order (held
+   * in `held`, the batch of a step run inside a lease, until that batch is committed).
+   */
+  private async attempt(runId: string, nodeId: string, definition: NodeDefinition, inputs: Record<string, unknown>, held?: Batch): Promise<AttemptOutcome> {
     const controller = this.deps.inFlight.start(runId);
     try {
       const outputs = await definition.execute(inputs, {
         signal: controller.signal,
         artifacts: this.deps.artifactsFor(runId, controller.signal),
         // Through the run's event pipe: in order, and all before step.completed.
-        progress: (message) => this.post(runId, [{ type: 'step.progress', nodeId, message: String(message).slice(0, 500) }]),
+        progress: (message) => {
+          const event: RunEvent = { type: 'step.progress', nodeId, message: String(message).slice(0, 500) };
+          if (held) held.events.push(event);
+          else this.post(runId, [event]);
+        },
       });
       return { ok: true, outputs };
     } catch (err) {
@@ -264,41 +336,59 @@ export class StepExecutor {
     }
   }
 
-  private async settle(
-    context: RunContext,
-    nodeId: string,
-    definition: NodeDefinition,
-    inputs: Record<string, unknown>,
-    outputs: Record<string, unknown>,
-    attemptToken: string,
-    ms: number,
-    dependents: readonly string[],
-  ): Promise<Continuation | null> {
+  private async settle(context: RunContext, done: DoneStep, lane: Lane): Promise<Continuation | null> {
     const { runId } = context;
-    const cost = definition.price(inputs, outputs);
+    const { nodeId, definition, inputs, outputs, dependents } = done;
     const known = new Map([[nodeId, outputs]]);
+    const finished: FinishedStep = {
+      nodeId,
+      specId: definition.spec.id,
+      costMicros: definition.price(inputs, outputs),
+      estimateMicros: done.estimate,
+      output: outputs,
+      ms: done.ms,
+      dependents,
+    };
     // Outputs that need a file fetched first (a foreign input wired to an output) complete the run the slow way.
     const inHand = outputsFrom(context, known);
     const runOutputs = inHand && !this.deps.lifecycle.hasForeignRefs(inHand) ? inHand : undefined;
     const candidate = this.nextCandidate(context, dependents, known);
     await this.deps.failpoints?.hit('step.beforeSettle', nodeId);
+
+    const { batch } = lane;
+    if (batch && candidate && this.fitsBatch(batch, lane, finished, candidate)) {
+      // The only dependent fits in the lease: it runs now, and this step commits with it later.
+      if (lane.virtual) batch.followers.push(finished);
+      else batch.head = finished;
+      batch.leaseLeft -= candidate.estimate;
+      batch.events.push({ completed: nodeId }, { type: 'step.started', nodeId: candidate.nodeId });
+      return { nodeId: candidate.nodeId, known, started: { ...candidate, attemptToken: done.attemptToken, virtual: true }, batch };
+    }
+
+    const head = lane.virtual ? batch!.head! : finished;
+    const followers = lane.virtual ? [...batch!.followers, finished] : [];
     const result = await this.deps.steps.completeStep({
       runId,
-      nodeId,
-      attemptToken,
-      costMicros: cost,
-      output: outputs,
-      ms,
-      dependents,
+      nodeId: head.nodeId,
+      attemptToken: done.attemptToken,
+      costMicros: head.costMicros,
+      output: head.output,
+      ms: head.ms,
+      dependents: head.dependents,
+      followers,
       runOutputs,
-      next: candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate },
+      next: candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate, lease: lane.mayDefer },
     });
     if (!result.committed) {
-      this.deps.log.info({ runId, nodeId }, 'attempt no longer owns its step; its result was dropped');
+      this.deps.log.info({ runId, nodeId: head.nodeId }, 'attempt no longer owns its step; its result was dropped');
       return null;
     }
-    this.deps.observer?.stepFinished(definition.spec.id, 'completed', ms / 1000, result.duplicate ? 0 : result.chargedMicros);
-    const completed: RunEvent[] = result.duplicate ? [] : [{ type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(result.chargedMicros), ms: Math.round(ms) } }];
+    const completed = this.committedEvents(result, [head, ...followers], lane.virtual ? batch!.events : [], true);
+    if (result.followerCharges.length < followers.length) {
+      // The run stopped while the batch ran: what it committed is out, its terminal event is someone else's.
+      if (completed.length > 0) this.post(runId, completed);
+      return null;
+    }
 
     if (candidate && result.next && !result.next.ok) {
       // The dependent this job meant to run next does not fit in the cap: the run stops here.
@@ -307,7 +397,8 @@ export class StepExecutor {
       await this.deps.lifecycle.fail(runId, capExceeded(candidate.nodeId, candidate.estimate), candidate.nodeId);
       return null;
     }
-    const started = candidate && result.next?.ok ? { ...candidate, attemptToken: result.next.attemptToken } : undefined;
+    const reserved = candidate && result.next?.ok ? result.next : undefined;
+    const started = reserved && candidate ? { ...candidate, attemptToken: reserved.attemptToken } : undefined;
     // Reserved with this commit, or else another local step made ready: this job runs it next.
     const inline = started?.nodeId ?? result.ready.find((id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses));
     const queued = result.ready.filter((id) => id !== inline);
@@ -325,7 +416,90 @@ export class StepExecutor {
     // Enqueued after this step's events are out, so another worker's step.started comes after them.
     if (queued.length > 0) await this.deps.queue.enqueue(runId, queued);
     if (result.remaining === 0) await this.deps.lifecycle.complete(context, known);
-    return inline === undefined ? null : { nodeId: inline, known, started };
+    if (inline === undefined) return null;
+    const leased = reserved && reserved.leaseMicros > 0 ? { headToken: reserved.attemptToken, followers: [], leaseLeft: reserved.leaseMicros, events: [], openedAt: performance.now() } : undefined;
+    return { nodeId: inline, known, started, batch: leased };
+  }
+
+  /** Whether `candidate`, the finished step's only dependent, may run inside the batch before anything is committed. */
+  private fitsBatch(batch: Batch, lane: Lane, finished: FinishedStep, candidate: StartedStep): boolean {
+    return (
+      lane.mayDefer &&
+      finished.dependents.length === 1 &&
+      candidate.estimate <= batch.leaseLeft &&
+      batch.followers.length < MAX_BATCH_FOLLOWERS &&
+      performance.now() - batch.openedAt < BATCH_WINDOW_MS
+    );
+  }
+
+  /**
+   * The events of a commit of `steps` (a head and its followers, in order): the events held
+   * while they ran, each `{ completed }` turned into `step.completed` with what the commit
+   * charged, up to the first step the commit dropped; then, with `withLast`, the last step's own
+   * `step.completed` (the step being settled, whose completion is not among the held events).
+   * Metrics are told about every committed step.
+   */
+  private committedEvents(result: CompleteStepResult, steps: readonly FinishedStep[], held: readonly (RunEvent | { completed: string })[], withLast: boolean): RunEvent[] {
+    const charges = [result.chargedMicros, ...result.followerCharges];
+    const charged = new Map<string, { step: FinishedStep; micros: number }>();
+    steps.slice(0, charges.length).forEach((step, i) => {
+      charged.set(step.nodeId, { step, micros: charges[i]! });
+      this.deps.observer?.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : charges[i]!);
+    });
+    if (result.duplicate) return [];
+    const completedEvent = (nodeId: string): RunEvent | undefined => {
+      const entry = charged.get(nodeId);
+      return entry && { type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms) } };
+    };
+    const events: RunEvent[] = [];
+    for (const item of held) {
+      if (!('completed' in item)) {
+        events.push(item);
+        continue;
+      }
+      const event = completedEvent(item.completed);
+      if (!event) return events;
+      events.push(event);
+    }
+    const last = withLast ? completedEvent(steps.at(-1)!.nodeId) : undefined;
+    if (last) events.push(last);
+    return events;
+  }
+
+  /**
+   * Commits what a batch ran so far (its head and followers), when a step inside it failed: with
+   * `next`, that step is reserved in the same call, on its own, and its new attempt token returned.
+   * Null when the batch could not be committed, or nothing was reserved.
+   */
+  private async commitHeld(context: RunContext, batch: Batch, next?: { nodeId: string; estimate: number }): Promise<string | null> {
+    const { runId } = context;
+    const head = batch.head!;
+    const result = await this.deps.steps.completeStep({
+      runId,
+      nodeId: head.nodeId,
+      attemptToken: batch.headToken,
+      costMicros: head.costMicros,
+      output: head.output,
+      ms: head.ms,
+      dependents: head.dependents,
+      followers: batch.followers,
+      next: next && { nodeId: next.nodeId, estimateMicros: next.estimate },
+    });
+    if (!result.committed) return null;
+    const events = this.committedEvents(result, [head, ...batch.followers], batch.events, false);
+    if (events.length > 0) this.post(runId, events);
+    if (result.ready.length > 0) {
+      // Made ready and not reserved here (the run stopped has none): another job runs them.
+      await this.flush(runId);
+      await this.deps.queue.enqueue(runId, result.ready);
+    }
+    if (result.followerCharges.length < batch.followers.length || !next) return null;
+    if (result.next?.ok) return result.next.attemptToken;
+    if (result.next) {
+      await this.flush(runId);
+      await this.deps.lifecycle.fail(runId, capExceeded(next.nodeId, next.estimate), next.nodeId);
+    }
+    return null;
   }
 
   /**

@@ -29,6 +29,7 @@ export {
   type CompleteStepResult,
   type FailStepInput,
   type FailStepResult,
+  type FollowerStep,
   type ReserveInput,
   type ReserveRefusal,
   type ReserveResult,

@@ -14,7 +14,7 @@ import type {
   RetryAttemptResult,
 } from './step-transitions';
 
-const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, ready: [], chargedMicros: 0, clamped: false, remaining: -1, runCompleted: false };
+const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, ready: [], chargedMicros: 0, clamped: false, remaining: -1, runCompleted: false, followerCharges: [] };
 
 interface VerdictRow {
   out_verdict: 'ok' | ReserveRefusal | 'not_owner' | 'run_not_running';
@@ -32,6 +32,8 @@ interface CompletedRow {
   out_run_completed: boolean;
   out_next_verdict: 'ok' | 'cap_exceeded' | null;
   out_next_attempt: number | null;
+  out_next_lease: bigint | string | null;
+  out_follower_totals: (bigint | string)[] | null;
 }
 
 interface FailedRow {
@@ -123,11 +125,16 @@ export class StepRepository {
     if (!isUuid(input.runId)) return NOT_COMMITTED;
     const next = input.next;
     if (next) assertMicros(next.estimateMicros, 'next.estimateMicros');
+    const followers = input.followers ?? [];
+    for (const f of followers) {
+      assertMicros(f.costMicros, 'followers[].costMicros');
+      assertMicros(f.estimateMicros, 'followers[].estimateMicros');
+    }
     const nextToken = next ? randomUUID() : null;
     const rows = await queryRows<CompletedRow>(
       this.db,
-      `SELECT out_committed, out_total, out_held, out_ready, out_remaining, out_run_completed, out_next_verdict, out_next_attempt
-       FROM svc_complete_step($1::uuid, $2::text, $3::text, $4::bigint, $5::jsonb, $6::int, $7::text[], $8::jsonb, $9::text, $10::bigint, $11::text)`,
+      `SELECT out_committed, out_total, out_held, out_ready, out_remaining, out_run_completed, out_next_verdict, out_next_attempt, out_next_lease, out_follower_totals
+       FROM svc_complete_step($1::uuid, $2::text, $3::text, $4::bigint, $5::jsonb, $6::int, $7::text[], $8::jsonb, $9::text, $10::bigint, $11::text, $12::jsonb, $13::boolean)`,
       [
         input.runId,
         input.nodeId,
@@ -140,6 +147,13 @@ export class StepRepository {
         next?.nodeId ?? null,
         next ? next.estimateMicros : null,
         nextToken,
+        followers.length === 0
+          ? null
+          : jsonParam(
+              followers.map((f) => ({ node: f.nodeId, cost: f.costMicros, estimate: f.estimateMicros, output: f.output, ms: Math.round(f.ms), dependents: f.dependents })),
+              'followers',
+            ),
+        next?.lease ?? false,
       ],
     );
     const row = rows[0]!;
@@ -154,9 +168,10 @@ export class StepRepository {
       clamped,
       remaining: row.out_remaining,
       runCompleted: row.out_run_completed,
+      followerCharges: (row.out_follower_totals ?? []).map(micros),
       next:
         row.out_next_verdict === 'ok' && row.out_next_attempt !== null && nextToken !== null
-          ? { ok: true, attempt: row.out_next_attempt, attemptToken: nextToken }
+          ? { ok: true, attempt: row.out_next_attempt, attemptToken: nextToken, leaseMicros: micros(row.out_next_lease ?? 0) }
           : row.out_next_verdict === 'cap_exceeded'
             ? { ok: false, reason: 'cap_exceeded' }
             : undefined,
@@ -195,16 +210,29 @@ export class StepRepository {
   /** A commit that changed nothing: a repeat of this attempt's own commit, or a stale attempt's. */
   private async replayedCommit(input: CompleteStepInput): Promise<CompleteStepResult> {
     if (!isUuid(input.runId)) return NOT_COMMITTED;
-    const rows = await this.db.$queryRaw<{ cost_micros: bigint; ready: string[] | null; remaining: number }[]>`
+    const followers = input.followers ?? [];
+    const dependents = [...input.dependents, ...followers.flatMap((f) => f.dependents)];
+    const rows = await this.db.$queryRaw<{ cost_micros: bigint; ready: string[] | null; remaining: number; followers: { node_id: string; cost_micros: number }[] | null }[]>`
       SELECT s.cost_micros,
              (SELECT count(*) FROM steps o WHERE o.run_id = s.run_id AND o.status <> 'completed')::int AS remaining,
-             (SELECT array_agg(d.node_id ORDER BY d.node_id) FROM steps d JOIN runs r ON r.id = d.run_id
-              WHERE d.run_id = s.run_id AND d.node_id = ANY(${[...input.dependents]}::text[])
-                AND d.pending_deps = 0 AND d.status IN ('pending', 'queued') AND r.status = 'running') AS ready
+             (SELECT array_agg(DISTINCT d.node_id ORDER BY d.node_id) FROM steps d JOIN runs r ON r.id = d.run_id
+              WHERE d.run_id = s.run_id AND d.node_id = ANY(${dependents}::text[])
+                AND d.pending_deps = 0 AND d.status IN ('pending', 'queued') AND r.status = 'running') AS ready,
+             (SELECT json_agg(json_build_object('node_id', f.node_id, 'cost_micros', f.cost_micros)) FROM steps f
+              WHERE f.run_id = s.run_id AND f.node_id = ANY(${followers.map((f) => f.nodeId)}::text[])
+                AND f.status = 'completed' AND f.attempt_token = s.attempt_token) AS followers
       FROM steps s
       WHERE s.run_id = ${input.runId}::uuid AND s.node_id = ${input.nodeId} AND s.status = 'completed' AND s.attempt_token = ${input.attemptToken}`;
     const row = rows[0];
     if (!row) return NOT_COMMITTED;
-    return { committed: true, duplicate: true, ready: row.ready ?? [], chargedMicros: micros(row.cost_micros), clamped: false, remaining: row.remaining, runCompleted: false };
+    // The followers this token committed, in their order (a run that stopped may have dropped the rest).
+    const charged = new Map((row.followers ?? []).map((f) => [f.node_id, Number(f.cost_micros)]));
+    const followerCharges: number[] = [];
+    for (const f of followers) {
+      const cost = charged.get(f.nodeId);
+      if (cost === undefined) break;
+      followerCharges.push(cost);
+    }
+    return { committed: true, duplicate: true, ready: row.ready ?? [], chargedMicros: micros(row.cost_micros), clamped: false, remaining: row.remaining, runCompleted: false, followerCharges };
   }
 }

@@ -45,9 +45,29 @@ export interface CompleteStepInput {
   /**
    * A dependent the caller will run next, with its worst-case estimate: if this commit makes it
    * ready, its attempt is reserved in the same transaction (as `reserve` would) and `next` in the
-   * result says how that went.
+   * result says how that went. With `lease`, when nothing else of the run is running or ready,
+   * the rest of the cap's room is held with it (`next.leaseMicros`): the caller may run further
+   * steps inside that reservation and commit them as `followers` of this one.
    */
-  next?: { nodeId: string; estimateMicros: number };
+  next?: { nodeId: string; estimateMicros: number; lease?: boolean };
+  /**
+   * Steps the caller ran after this one inside its reservation (its lease), in order, each ready
+   * once its predecessors before it are committed: committed in the same transaction under this
+   * attempt's token, each charged min(cost, estimate). Their costs and this step's together must
+   * fit in this step's reservation.
+   */
+  followers?: readonly FollowerStep[];
+}
+
+/** A step run inside another step's lease, committed with it (see `CompleteStepInput.followers`). */
+export interface FollowerStep {
+  nodeId: string;
+  costMicros: number;
+  /** What the caller counted against the lease for it: its charge is at most this. */
+  estimateMicros: number;
+  output: Record<string, unknown>;
+  ms: number;
+  dependents: readonly string[];
 }
 
 /** The outcome of `StepRepository.completeStep`. */
@@ -71,7 +91,9 @@ export interface CompleteStepResult {
    * it), `cap_exceeded` (nothing held; it is still in `ready`), or undefined when it did not
    * become ready or none was asked for.
    */
-  next?: { ok: true; attempt: number; attemptToken: string } | { ok: false; reason: 'cap_exceeded' };
+  next?: { ok: true; attempt: number; attemptToken: string; leaseMicros: number } | { ok: false; reason: 'cap_exceeded' };
+  /** What each follower committed was charged, in order; shorter than `followers` when the run stopped meanwhile (the rest were dropped). */
+  followerCharges: number[];
 }
 
 /** A failed attempt. */

@@ -19,6 +19,12 @@ function startWorkerProcess(service: TestService, env: Record<string, string>): 
   return child;
 }
 
+/** Resolves when the child has exited (at once if it already has: its 'exit' event is then gone). */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -73,7 +79,7 @@ describe('recovery: killed workers and lost jobs', () => {
       const held = (await runs.getRun(runId))!;
       expect(held.reservedMicros).toBeGreaterThan(0);
       doomed.kill('SIGKILL');
-      await new Promise((resolve) => doomed.once('exit', resolve));
+      await exited(doomed);
 
       // A healthy worker: BullMQ hands it the dead worker's job once its lock has expired.
       rescuer = await service.extra({ ROLE: 'worker', STEP_LOCK_MS: '1500' });
@@ -99,7 +105,7 @@ describe('recovery: killed workers and lost jobs', () => {
     const doomed = startWorkerProcess(service, { SVC_FAILPOINTS: 'run.beforeAnnounce=exit(137)' });
     try {
       const { runId, stream } = await startRun(service, chain);
-      await new Promise((resolve) => doomed.once('exit', resolve));
+      await exited(doomed);
       const runs = new RunRepository(service.prisma);
       expect(await runs.getRun(runId)).toMatchObject({ status: 'completed', reservedMicros: 0, spentMicros: 2 });
       expect(await service.runtime.bus.read(runId)).not.toContainEqual(expect.objectContaining({ event: expect.objectContaining({ type: 'run.completed' }) }));
@@ -129,7 +135,7 @@ describe('recovery: killed workers and lost jobs', () => {
       await waitFor('the second step to be running in the doomed worker', async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'second' && s.status === 'running'));
       expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0 });
       doomed.kill('SIGKILL');
-      await new Promise((resolve) => doomed.once('exit', resolve));
+      await exited(doomed);
 
       // BullMQ hands the first step's job out again; that step is done, so its orphaned dependent is enqueued and taken over.
       rescuer = await service.extra({ ROLE: 'worker', STEP_LOCK_MS: '1500' });

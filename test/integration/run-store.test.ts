@@ -138,7 +138,7 @@ describe('run store', () => {
     const a = await reserveOk(runId, 'a', 100_000);
     expect(a.attempt).toBe(1);
     const doneA = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 80_000, output: { text: 'A' }, ms: 12, dependents: dependentsOf(DIAMOND, 'a') });
-    expect(doneA).toEqual({ committed: true, duplicate: false, ready: ['b', 'c'], chargedMicros: 80_000, clamped: false, remaining: 3, runCompleted: false });
+    expect(doneA).toEqual({ committed: true, duplicate: false, ready: ['b', 'c'], chargedMicros: 80_000, clamped: false, remaining: 3, runCompleted: false, followerCharges: [] });
 
     const [b, c] = await Promise.all([reserveOk(runId, 'b', 50_000), reserveOk(runId, 'c', 60_000)]);
     const doneB = await steps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 50_000, output: { text: 'B' }, ms: 5, dependents: ['d'] });
@@ -316,6 +316,48 @@ describe('run store', () => {
     await runs.completeRun(runId, {});
   });
 
+  it('holds the rest of the cap as a lease only while nothing else of the run is running or ready, and commits followers inside it', async () => {
+    const account = await fundedAccount(prisma, 'lease', 1_000_000);
+    // a → b → c → d, and a → e: after a, both b and e are ready, so b gets no lease.
+    const dag = { a: [], b: ['a'], c: ['b'], d: ['c'], e: ['a'] };
+    const runId = await startRun(runs, account, dag, 100_000);
+    const a = await reserveOk(runId, 'a', 10_000);
+    const doneA = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 5_000, output: { v: 'a' }, ms: 1, dependents: ['b', 'e'], next: { nodeId: 'b', estimateMicros: 10_000, lease: true } });
+    expect(doneA.next).toMatchObject({ ok: true, leaseMicros: 0 });
+    expect(doneA.ready).toEqual(['e']);
+    const e = await reserveOk(runId, 'e', 10_000);
+    await steps.completeStep({ runId, nodeId: 'e', attemptToken: e.attemptToken, costMicros: 1_000, output: {}, ms: 1, dependents: [] });
+
+    // Alone now: b's successor c is reserved with all the room left as its lease.
+    const bToken = (doneA.next as { attemptToken: string }).attemptToken;
+    const doneB = await steps.completeStep({ runId, nodeId: 'b', attemptToken: bToken, costMicros: 4_000, output: { v: 'b' }, ms: 1, dependents: ['c'], next: { nodeId: 'c', estimateMicros: 10_000, lease: true } });
+    // 100,000 - spent (5,000 + 1,000 + 4,000) - c's 10,000.
+    expect(doneB.next).toMatchObject({ ok: true, leaseMicros: 80_000 });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 90_000 });
+    const cToken = (doneB.next as { attemptToken: string }).attemptToken;
+
+    // Followers that would spend more than c holds roll the whole commit back.
+    const tooMuch = { nodeId: 'd', costMicros: 95_000, estimateMicros: 95_000, output: {}, ms: 1, dependents: [] };
+    await expect(steps.completeStep({ runId, nodeId: 'c', attemptToken: cToken, costMicros: 1, output: {}, ms: 1, dependents: ['d'], followers: [tooMuch] })).rejects.toThrow(/cost more than its reservation/);
+    // A follower that is not ready when its turn comes does too.
+    const early = { nodeId: 'd', costMicros: 1, estimateMicros: 1, output: {}, ms: 1, dependents: [] };
+    await expect(steps.completeStep({ runId, nodeId: 'c', attemptToken: cToken, costMicros: 1, output: {}, ms: 1, dependents: [], followers: [early] })).rejects.toThrow(/was not ready/);
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 90_000 });
+
+    // c and its follower d in one commit: each charged its own (d clamped to what was counted for it), the lease released, the run done.
+    const d = { nodeId: 'd', costMicros: 7_000, estimateMicros: 6_000, output: { v: 'd' }, ms: 2, dependents: [] };
+    const doneC = await steps.completeStep({ runId, nodeId: 'c', attemptToken: cToken, costMicros: 3_000, output: { v: 'c' }, ms: 1, dependents: ['d'], followers: [d], runOutputs: { out: 'd' } });
+    expect(doneC).toMatchObject({ committed: true, chargedMicros: 3_000, followerCharges: [6_000], ready: [], remaining: 0, runCompleted: true });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'completed', spentMicros: 19_000, reservedMicros: 0, outputs: { out: 'd' } });
+    expect(run.steps.find((s) => s.nodeId === 'd')).toMatchObject({ status: 'completed', costMicros: 6_000 });
+    await expect(runs.stepInputs(runId, ['d'])).resolves.toEqual(new Map([['d', { v: 'd' }]]));
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 19_000);
+    // Repeated, the commit changes nothing and says what its followers were charged.
+    await expect(steps.completeStep({ runId, nodeId: 'c', attemptToken: cToken, costMicros: 3_000, output: { v: 'c' }, ms: 1, dependents: ['d'], followers: [d] })).resolves.toMatchObject({ duplicate: true, followerCharges: [6_000] });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 19_000);
+  });
+
   it('charges a commit once however often it is repeated, and repeats the ready set', async () => {
     const account = await fundedAccount(prisma, 'repeat', 1_000_000);
     const runId = await startRun(runs, account, { x: [], y: ['x'] }, 100_000);
@@ -324,7 +366,7 @@ describe('run store', () => {
     const concurrent = await Promise.all([commit(), commit(), commit()]);
     expect(concurrent.filter((r) => !r.duplicate)).toHaveLength(1);
     expect(concurrent.every((r) => r.committed && r.chargedMicros === 30_000 && r.ready.join() === 'y')).toBe(true);
-    await expect(commit()).resolves.toEqual({ committed: true, duplicate: true, ready: ['y'], chargedMicros: 30_000, clamped: false, remaining: 1, runCompleted: false });
+    await expect(commit()).resolves.toEqual({ committed: true, duplicate: true, ready: ['y'], chargedMicros: 30_000, clamped: false, remaining: 1, runCompleted: false, followerCharges: [] });
 
     await expect(ledger.balance(account.orgId)).resolves.toBe(970_000);
     const run = (await runs.getRun(runId))!;

@@ -64,7 +64,60 @@ const broken = defineNode({
   },
 });
 
-const TEST_NODES: NodeDefinition[] = [flaky, slow, broken];
+/** Local test nodes (run inline, so chains of them run in batches): each adds 1 to `n`, reporting it as progress. */
+const localCalls: string[] = [];
+let localFlakyFailures = 0;
+const localSpec = (id: string) => ({
+  id,
+  kind: 'model' as const,
+  title: id,
+  category: 'test',
+  description: '',
+  inputs: ports({ n: connector('INT') }),
+  outputs: ports({ n: connector('INT') }),
+});
+const localInc = defineNode({
+  spec: localSpec('test-local-inc'),
+  estimate: () => 3,
+  price: () => 2,
+  async execute(inputs, ctx) {
+    localCalls.push(`inc ${inputs.n as number}`);
+    ctx.progress(`adding 1 to ${inputs.n as number}`);
+    return { n: (inputs.n as number) + 1 };
+  },
+});
+const localFail = defineNode({
+  spec: localSpec('test-local-fail'),
+  ...flatPricing(3),
+  async execute(inputs) {
+    localCalls.push(`fail ${inputs.n as number}`);
+    throw new AppError({ code: 'bad_request', message: `cannot take ${inputs.n as number}` });
+  },
+});
+const localFlaky = defineNode({
+  spec: localSpec('test-local-flaky'),
+  estimate: () => 3,
+  price: () => 2,
+  async execute(inputs) {
+    localCalls.push(`flaky ${inputs.n as number}`);
+    if (localFlakyFailures-- > 0) throw Object.assign(new AppError({ code: 'unavailable', message: 'hiccup' }), { costMicros: 1 });
+    return { n: (inputs.n as number) + 1 };
+  },
+});
+const mayRunInline = (uses: string) => isLocalNode(uses) || uses.startsWith('test-local-');
+
+/** A chain n0 → n1 → … of local test nodes (`uses(i)`, default test-local-inc), its last step's `n` as output "o". */
+function localChain(length: number, uses: (i: number) => string = () => 'test-local-inc'): Workflow {
+  return {
+    version: 2,
+    nodes: [
+      ...Array.from({ length }, (_, i) => ({ id: `n${i}`, uses: uses(i), inputs: { n: i === 0 ? 0 : `\${n${i - 1}.n}` } })),
+      { id: 'o', uses: 'output', inputs: { value: `\${n${length - 1}.n}` } },
+    ],
+  };
+}
+
+const TEST_NODES: NodeDefinition[] = [flaky, slow, broken, localInc, localFail, localFlaky];
 const catalog = createCatalog([...PLATFORM_NODES, ...TEST_NODES].map((n) => n.spec));
 const nodeById = (id: string) => TEST_NODES.find((n) => n.spec.id === id) ?? findNode(id);
 
@@ -100,7 +153,7 @@ describe('step executor: transient retries and aborts', () => {
       queue: runtime.queue,
       inFlight,
       findNode: nodeById,
-      mayRunInline: isLocalNode,
+      mayRunInline,
       artifactsFor: (runId) => new BlobArtifactStore({ store: blobs, signer, publicBaseUrl: config.publicBaseUrl, keyPrefix: `runs/${runId}`, urlTtlSeconds: 3600 }),
       retry: { attempts: 3, baseDelayMs: 5 },
       log,
@@ -191,5 +244,78 @@ describe('step executor: transient retries and aborts', () => {
     const statuses = Object.fromEntries(record.steps.map((s) => [s.nodeId, s.status]));
     expect(statuses).toEqual({ bad: 'failed', after: 'skipped', wait1: expect.stringMatching(/^(failed|cancelled)$/), wait2: expect.stringMatching(/^(failed|cancelled)$/) });
     expect(record).toMatchObject({ status: 'failed', reservedMicros: 0 });
+  });
+
+  describe('chains of local steps, committed in batches', () => {
+    beforeEach(() => {
+      localCalls.length = 0;
+      localFlakyFailures = 0;
+    });
+
+    /** Per step, in stream order, what the stream says of it (started, progress, completed with its cost). */
+    function timeline(events: RunEvent[]): string[] {
+      return events.flatMap((e) => {
+        if (e.type === 'step.started') return [`${e.nodeId} started`];
+        if (e.type === 'step.progress') return [`${e.nodeId} ${e.message}`];
+        if (e.type === 'step.completed') return [`${e.nodeId} completed ${e.usage.costUsd}`];
+        if (e.type === 'step.failed') return [`${e.nodeId} failed ${e.error.code}`];
+        return [];
+      });
+    }
+
+    it('runs a 40-step chain with fewer commits than steps: every event once and in order, each step charged its own price', async () => {
+      const ledger = new LedgerRepository(service.prisma);
+      const before = await ledger.balance(service.account.orgId);
+      const { runId, events } = await run(localChain(40));
+      expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { o: { kind: 'int', value: 40 } } });
+      expect(timeline(events)).toEqual(Array.from({ length: 40 }, (_, i) => [`n${i} started`, `n${i} adding 1 to ${i}`, `n${i} completed 0.000002`]).flat());
+      expect(localCalls).toHaveLength(40);
+
+      const record = (await runs.getRun(runId))!;
+      expect(record).toMatchObject({ status: 'completed', spentMicros: 80, reservedMicros: 0 });
+      expect(record.steps.every((s) => s.status === 'completed' && s.costMicros === 2)).toBe(true);
+      expect(await ledger.balance(service.account.orgId)).toBe(before - 80);
+      expect(await service.prisma.ledgerEntry.count({ where: { runId } })).toBe(40);
+      // Steps run inside a lease are committed under its head's attempt token: fewer tokens than steps.
+      const tokens = await service.prisma.step.findMany({ where: { runId }, select: { attemptToken: true } });
+      expect(new Set(tokens.map((t) => t.attemptToken)).size).toBeLessThan(40);
+    });
+
+    it('records a step that fails inside a batch as its own failure: the steps before it are committed, the rest skipped', async () => {
+      const { runId, events } = await run(localChain(6, (i) => (i === 3 ? 'test-local-fail' : 'test-local-inc')));
+      expect(timeline(events)).toEqual([
+        ...[0, 1, 2].flatMap((i) => [`n${i} started`, `n${i} adding 1 to ${i}`, `n${i} completed 0.000002`]),
+        'n3 started',
+        'n3 failed bad_request',
+      ]);
+      expect(events.at(-1)).toEqual({ type: 'run.failed', error: { code: 'bad_request', message: 'cannot take 3' } });
+      expect(localCalls).toEqual(['inc 0', 'inc 1', 'inc 2', 'fail 3']);
+      const record = (await runs.getRun(runId))!;
+      // A failure that reports no cost charges nothing: three steps at 2.
+      expect(record).toMatchObject({ status: 'failed', spentMicros: 6, reservedMicros: 0 });
+      expect(Object.fromEntries(record.steps.map((s) => [s.nodeId, s.status]))).toEqual({ n0: 'completed', n1: 'completed', n2: 'completed', n3: 'failed', n4: 'skipped', n5: 'skipped' });
+    });
+
+    it('retries a transient failure inside a batch on a reservation of its own, and goes on', async () => {
+      localFlakyFailures = 1;
+      const { runId, events } = await run(localChain(5, (i) => (i === 2 ? 'test-local-flaky' : 'test-local-inc')));
+      expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { o: { kind: 'int', value: 5 } } });
+      expect(localCalls).toEqual(['inc 0', 'inc 1', 'flaky 2', 'flaky 2', 'inc 3', 'inc 4']);
+      expect(timeline(events).filter((line) => line.startsWith('n2'))).toEqual(['n2 started', 'n2 attempt 1 failed (hiccup); retrying', 'n2 completed 0.000003']);
+      const record = (await runs.getRun(runId))!;
+      expect(record).toMatchObject({ status: 'completed', spentMicros: 4 * 2 + 3, reservedMicros: 0 });
+      expect(record.steps.find((s) => s.nodeId === 'n2')).toMatchObject({ attempt: 2, costMicros: 3 });
+    });
+
+    it('never runs a step whose estimate no longer fits in the cap: the batch ends and the run fails before it', async () => {
+      // Each step holds 3 while it runs and costs 2: after 4 steps 8 is spent, and 8 + 3 > 10.
+      const { runId, events } = await run(localChain(8), 10);
+      expect(localCalls).toEqual(['inc 0', 'inc 1', 'inc 2', 'inc 3']);
+      expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'spend_cap_exceeded', message: expect.stringContaining('node "n4"') } });
+      expect(timeline(events).at(-2)).toBe('n3 completed 0.000002');
+      const record = (await runs.getRun(runId))!;
+      expect(record).toMatchObject({ status: 'failed', spentMicros: 8, reservedMicros: 0 });
+      expect(record.steps.find((s) => s.nodeId === 'n4')).toMatchObject({ status: 'failed', costMicros: 0 });
+    });
   });
 });
