@@ -174,7 +174,7 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
 
   let app: Express | undefined;
   if (runsApi) {
-    const starter = new RunStarter({ runs, events: bus, queue, lifecycle, contexts, log });
+    const starter = new RunStarter({ runs, events: bus, queue, lifecycle, contexts, nodes: { find: findNode, mayRunInline: nodes.mayRunInline }, log });
     const probes: ReadinessProbe[] = [
       { name: 'redis', check: async () => void (await redis.ping()) },
       { name: 'postgres', check: async () => void (await prisma.$queryRaw`SELECT 1`) },
@@ -309,7 +309,10 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
       concurrency: config.workerConcurrency,
       lockMs: config.stepLockMs,
       log,
-      handlers: { 'step.execute': ({ runId, nodeId }, job) => executor.execute(runId, nodeId, { redelivered: isRedelivery(job) }) },
+      handlers: {
+        'step.execute': ({ runId, nodeId, attemptToken }, job) =>
+          executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) }),
+      },
     });
     const started = worker;
     closers.unshift(async () => {

@@ -5,8 +5,11 @@ import type { QueueName } from './queue-names';
  * worker's handler map is typed against this catalog, so a missing handler is a compile error.
  */
 export interface JobCatalog {
-  /** Execute one node of a run. */
-  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string } };
+  /**
+   * Execute one node of a run. `attemptToken`: the step was reserved with the run (its attempt
+   * token), so the first delivery runs it without reserving; a redelivery reserves as usual.
+   */
+  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string } };
 }
 
 export type JobName = keyof JobCatalog;

@@ -35,18 +35,20 @@ export class StepQueue {
     });
   }
 
-  /** Enqueues one job per node of the run, in one round trip. */
-  async enqueue(runId: string, nodeIds: readonly string[]): Promise<void> {
+  /** Enqueues one job per node of the run, in one round trip; `tokens` are carried by the jobs of steps reserved with the run. */
+  async enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>): Promise<void> {
     if (nodeIds.length === 0) return;
+    const payload = (nodeId: string): JobPayload<'step.execute'> => {
+      const attemptToken = tokens?.get(nodeId);
+      return attemptToken === undefined ? { runId, nodeId } : { runId, nodeId, attemptToken };
+    };
     if (nodeIds.length === 1) {
       // One job: a plain add, without addBulk's MULTI.
       const nodeId = nodeIds[0]!;
-      await this.queue.add('step.execute', { runId, nodeId } satisfies JobPayload<'step.execute'>, { jobId: stepJobId(runId, nodeId) });
+      await this.queue.add('step.execute', payload(nodeId), { jobId: stepJobId(runId, nodeId) });
       return;
     }
-    await this.queue.addBulk(
-      nodeIds.map((nodeId) => ({ name: 'step.execute', data: { runId, nodeId } satisfies JobPayload<'step.execute'>, opts: { jobId: stepJobId(runId, nodeId) } })),
-    );
+    await this.queue.addBulk(nodeIds.map((nodeId) => ({ name: 'step.execute', data: payload(nodeId), opts: { jobId: stepJobId(runId, nodeId) } })));
   }
 
   /**

@@ -9,7 +9,8 @@ export interface RunEventAppender {
 
 /** Where ready steps go: the step queue (`StepQueue` satisfies it). */
 export interface StepEnqueuer {
-  enqueue(runId: string, nodeIds: readonly string[]): Promise<void>;
+  /** `tokens`: the attempt tokens of steps reserved with the run, carried by their jobs. */
+  enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>): Promise<void>;
 }
 
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */

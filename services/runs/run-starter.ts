@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, RunError, Workflow } from '../contract';
-import type { PreparedWorkflow } from '../engine';
+import { resolveStepInputs, type PreparedWorkflow } from '../engine';
+import type { NodeDefinition } from '../nodes';
 import type { Logger } from '../platform/logger';
 import type { RunRepository } from '../store';
 import { createRunContext, type RunContexts } from './run-contexts';
@@ -29,6 +31,12 @@ export interface RunStarterDeps {
   lifecycle: RunLifecycle;
   /** The process's run contexts, seeded so a worker in the same process skips reloading the run. */
   contexts?: RunContexts;
+  /**
+   * The platform's nodes: with them, a run whose only first step is a local node (bounded work,
+   * no provider) is stored with that step already reserved, and its job carries the attempt
+   * token, so the worker starts it without a database round trip.
+   */
+  nodes?: { find(id: string): NodeDefinition | undefined; mayRunInline(uses: string): boolean };
   log: Logger;
 }
 
@@ -56,9 +64,14 @@ export class RunStarter {
 
   async start(request: RunRequest): Promise<string> {
     const { plan } = request.prepared;
+    const first = this.reservationOfFirstStep(request);
     const runId = await this.store(
       request,
-      plan.order.map((nodeId) => ({ nodeId, pendingDeps: plan.steps.get(nodeId)!.dependsOn.length })),
+      plan.order.map((nodeId) => ({
+        nodeId,
+        pendingDeps: plan.steps.get(nodeId)!.dependsOn.length,
+        ...(first?.nodeId === nodeId ? { reservation: first.reservation } : {}),
+      })),
     );
     const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
     this.deps.contexts?.put(context);
@@ -68,15 +81,41 @@ export class RunStarter {
       return runId;
     }
     try {
-      await this.deps.queue.enqueue(runId, plan.initial);
+      await this.deps.queue.enqueue(runId, plan.initial, first && new Map([[first.nodeId, first.reservation.attemptToken]]));
     } catch (err) {
       this.deps.log.error({ err, runId }, 'could not enqueue the first steps; the reaper will');
     }
     return runId;
   }
 
+  /**
+   * The reservation of the run's first step, when it is the only one and a local node whose
+   * worst case fits in the cap (the worker then has nothing to reserve). None otherwise: steps
+   * that call providers, or run beside others, are reserved by their worker, which checks that
+   * the run is still running before any money is at stake.
+   */
+  private reservationOfFirstStep(request: RunRequest): { nodeId: string; reservation: { estimateMicros: number; attemptToken: string } } | undefined {
+    const { workflow, plan } = request.prepared;
+    const nodes = this.deps.nodes;
+    if (!nodes || plan.initial.length !== 1) return undefined;
+    const nodeId = plan.initial[0]!;
+    const node = workflow.nodes.get(nodeId);
+    if (!node || node.role !== 'platform' || !nodes.mayRunInline(node.uses)) return undefined;
+    const definition = nodes.find(node.uses);
+    if (!definition) return undefined;
+    let estimateMicros: number;
+    try {
+      estimateMicros = definition.estimate(resolveStepInputs(node, { workflow, inputs: request.inputs, stepOutputs: new Map() }));
+    } catch {
+      // Inputs it cannot use: its worker reports that, as for any step.
+      return undefined;
+    }
+    if (estimateMicros > request.capMicros) return undefined;
+    return { nodeId, reservation: { estimateMicros, attemptToken: randomUUID() } };
+  }
+
   /** Stores the run, already running, with its steps (and the balance check when asked). */
-  private store(request: Omit<RunRequest, 'prepared'>, steps: { nodeId: string; pendingDeps: number }[]): Promise<string> {
+  private store(request: Omit<RunRequest, 'prepared'>, steps: { nodeId: string; pendingDeps: number; reservation?: { estimateMicros: number; attemptToken: string } }[]): Promise<string> {
     return this.deps.runs.createRun({
       orgId: request.orgId,
       userId: request.userId,

@@ -67,6 +67,8 @@ interface Continuation {
    */
   started?: StartedStep & { attemptToken: string; virtual?: boolean };
   batch?: Batch;
+  /** The attempt token of a reservation made with the run (the job's first delivery): used instead of reserving. */
+  reservedWith?: string;
 }
 
 /** A finished step whose commit waits for its batch. */
@@ -168,9 +170,11 @@ export class StepExecutor {
    * Other ready dependents are enqueued for any worker. `redelivered`: BullMQ handed this job
    * out again after its worker went silent, so a dependent that worker was running inline may
    * be orphaned: those are enqueued again (the reservation decides who runs them).
+   * `attemptToken`: the step was reserved with its run under this token (on the job's first
+   * delivery only; a redelivery reserves, taking the step over).
    */
-  async execute(runId: string, nodeId: string, options: { redelivered?: boolean } = {}): Promise<void> {
-    let next: Continuation | null = { nodeId, known: new Map() };
+  async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string } = {}): Promise<void> {
+    let next: Continuation | null = { nodeId, known: new Map(), ...(options.attemptToken && !options.redelivered ? { reservedWith: options.attemptToken } : {}) };
     let redelivered = options.redelivered ?? false;
     try {
       for (let inline = 0; next; inline++) {
@@ -238,7 +242,7 @@ export class StepExecutor {
       return null;
     }
 
-    const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate });
+    const reserved = step.reservedWith ? { ok: true as const, attemptToken: step.reservedWith } : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate });
     if (!reserved.ok) {
       await this.flush(runId);
       if (reserved.reason === 'cap_exceeded') {

@@ -64,8 +64,13 @@ export interface NewRun {
   start?: boolean;
   /** Refuse (InsufficientCreditError) unless the organization's balance is positive, checked in the same statement. */
   requireCredit?: boolean;
-  /** One entry per executable node; `pendingDeps` = its executable predecessors. */
-  steps: readonly { nodeId: string; pendingDeps: number }[];
+  /**
+   * One entry per executable node; `pendingDeps` = its executable predecessors. A step with a
+   * `reservation` (only in a run stored with `start`) is stored `running` under that attempt
+   * token, holding its estimate, as if `reserve` had been called: the worker that takes its job
+   * runs it without that round trip. The reservations must fit in the cap together.
+   */
+  steps: readonly { nodeId: string; pendingDeps: number; reservation?: { estimateMicros: number; attemptToken: string } }[];
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

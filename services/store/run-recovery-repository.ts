@@ -45,8 +45,10 @@ export class RunRecoveryRepository {
   }
 
   /**
-   * Ready steps (no pending dependency, `pending` or `queued`) of running runs, optionally of one
-   * run, oldest run first. Enqueueing them again is safe: job ids are derived from run and node.
+   * Ready steps (no pending dependency, `pending` or `queued`, or reserved at the run's creation
+   * and not taken by a worker yet: `running` with no `started_at`) of running runs, optionally of
+   * one run, oldest run first. Enqueueing them again is safe: job ids are derived from run and
+   * node, and a step whose job is alive is skipped by the queue's `requeue`.
    */
   async listRunnable(options: { runId?: string; limit?: number } = {}): Promise<RunnableStep[]> {
     if (options.runId !== undefined && !isUuid(options.runId)) return [];
@@ -55,7 +57,7 @@ export class RunRecoveryRepository {
       SELECT s.run_id, s.node_id
       FROM runs r JOIN steps s ON s.run_id = r.id
       WHERE r.status = 'running' AND (${runId}::uuid IS NULL OR r.id = ${runId}::uuid)
-        AND s.pending_deps = 0 AND s.status IN ('pending', 'queued')
+        AND s.pending_deps = 0 AND (s.status IN ('pending', 'queued') OR (s.status = 'running' AND s.started_at IS NULL))
       ORDER BY r.created_at, s.node_id
       LIMIT ${options.limit ?? 100}`;
     return rows.map((row) => ({ runId: row.run_id, nodeId: row.node_id }));

@@ -105,19 +105,27 @@ export class RunRepository {
     const status = input.start ? 'running' : 'pending';
     const requireCredit = input.requireCredit ?? false;
     if (pendingDeps.some((n) => !Number.isSafeInteger(n) || n < 0)) throw new RangeError('createRun: pendingDeps must be non-negative integers');
+    const reserved = input.steps.map((s) => s.reservation?.estimateMicros ?? 0);
+    reserved.forEach((m) => assertMicros(m, 'reservation.estimateMicros'));
+    const reservedTotal = reserved.reduce((a, b) => a + b, 0);
+    if (reservedTotal > 0 && !input.start) throw new RangeError('createRun: only a run stored running may hold reservations');
+    if (reservedTotal > input.capMicros) throw new RangeError('createRun: the reservations exceed the cap');
+    const tokens = input.steps.map((s) => s.reservation?.attemptToken ?? null);
     // The balance condition and the insert read one snapshot: the refusal reports the balance that caused it.
     const rows = await queryRows<{ id: string | null; balance: bigint | string | null }>(
       this.db,
       `WITH run AS (
-         INSERT INTO runs (org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at)
-         SELECT o.id, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text, CASE WHEN $9::text = 'running' THEN now() END
+         INSERT INTO runs (org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros)
+         SELECT o.id, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text, CASE WHEN $9::text = 'running' THEN now() END, $15::bigint
          FROM organizations o
          WHERE o.id = $1::uuid AND (NOT $10::boolean OR o.balance_micros > 0)
          RETURNING id
        ), steps AS (
-         INSERT INTO steps (run_id, node_id, pending_deps)
-         SELECT run.id, node.node_id, node.pending_deps
-         FROM run CROSS JOIN unnest($11::text[], $12::int[]) AS node(node_id, pending_deps)
+         -- A reserved step is running under its token but not started by a worker yet (started_at null: see RunRecoveryRepository.listRunnable).
+         INSERT INTO steps (run_id, node_id, pending_deps, status, attempt, attempt_token, reserved_micros)
+         SELECT run.id, node.node_id, node.pending_deps,
+                CASE WHEN node.token IS NULL THEN 'pending' ELSE 'running' END, CASE WHEN node.token IS NULL THEN 0 ELSE 1 END, node.token, node.reserved
+         FROM run CROSS JOIN unnest($11::text[], $12::int[], $13::text[], $14::bigint[]) AS node(node_id, pending_deps, token, reserved)
        )
        SELECT (SELECT id FROM run) AS id, (SELECT balance_micros FROM organizations WHERE id = $1::uuid) AS balance`,
       [
@@ -133,6 +141,9 @@ export class RunRepository {
         requireCredit,
         nodeIds,
         pendingDeps,
+        tokens,
+        reserved,
+        reservedTotal,
       ],
     );
     const row = rows[0]!;

@@ -75,7 +75,8 @@ describe('recovery: killed workers and lost jobs', () => {
     try {
       const { runId, stream } = await startRun(service, chain);
       const runs = new RunRepository(service.prisma);
-      await waitFor('the first step to be running in the doomed worker', async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'first' && s.status === 'running'));
+      // The step is reserved with the run: it is running in the doomed worker once that worker holds its job.
+      await waitFor('the first step to be running in the doomed worker', async () => (await service.runtime.queue.counts()).active > 0 && (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'first' && s.status === 'running'));
       const held = (await runs.getRun(runId))!;
       expect(held.reservedMicros).toBeGreaterThan(0);
       doomed.kill('SIGKILL');
@@ -157,6 +158,10 @@ describe('recovery: killed workers and lost jobs', () => {
     await waitFor('the first job', async () => (await service.runtime.queue.counts()).waiting > 0);
     await service.runtime.queue.queue.obliterate({ force: true });
     expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0, active: 0 });
+    // The first step (a local node, the run's only first step) was reserved with the run: running, held, never started.
+    const held = (await new RunRepository(service.prisma).getRun(runId))!;
+    expect(held.steps.find((s) => s.nodeId === 'first')).toMatchObject({ status: 'running', attempt: 1 });
+    expect(held.reservedMicros).toBeGreaterThan(0);
 
     const worker = await service.extra({ ROLE: 'worker' });
     try {

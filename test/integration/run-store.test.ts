@@ -358,6 +358,23 @@ describe('run store', () => {
     await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 19_000);
   });
 
+  it('stores a run with its first step already reserved when asked, inside the cap', async () => {
+    const account = await fundedAccount(prisma, 'prereserved');
+    const base = { orgId: account.orgId, userId: account.userId, tokenId: account.tokenId, definition: { version: 2, nodes: [] }, inputs: {}, capMicros: 50_000, start: true };
+    const runId = await runs.createRun({ ...base, steps: [{ nodeId: 'x', pendingDeps: 0, reservation: { estimateMicros: 20_000, attemptToken: 'token-x' } }, { nodeId: 'y', pendingDeps: 1 }] });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'running', reservedMicros: 20_000 });
+    expect(run.steps.find((s) => s.nodeId === 'x')).toMatchObject({ status: 'running', attempt: 1, reservedMicros: 20_000 });
+    // Its worker commits with the token it was given; a retried job instead takes the step over, releasing what it held.
+    const done = await steps.completeStep({ runId, nodeId: 'x', attemptToken: 'token-x', costMicros: 15_000, output: {}, ms: 1, dependents: ['y'] });
+    expect(done).toMatchObject({ committed: true, chargedMicros: 15_000, ready: ['y'] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ reservedMicros: 0, spentMicros: 15_000 });
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+
+    await expect(runs.createRun({ ...base, steps: [{ nodeId: 'x', pendingDeps: 0, reservation: { estimateMicros: 50_001, attemptToken: 't' } }] })).rejects.toThrow('the reservations exceed the cap');
+    await expect(runs.createRun({ ...base, start: false, steps: [{ nodeId: 'x', pendingDeps: 0, reservation: { estimateMicros: 1, attemptToken: 't' } }] })).rejects.toThrow('only a run stored running');
+  });
+
   it('charges a commit once however often it is repeated, and repeats the ready set', async () => {
     const account = await fundedAccount(prisma, 'repeat', 1_000_000);
     const runId = await startRun(runs, account, { x: [], y: ['x'] }, 100_000);
