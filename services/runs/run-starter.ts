@@ -10,6 +10,8 @@ import type { RunEventAppender, StepEnqueuer } from './ports';
 
 /** A checked run request: the engine has validated the workflow and the inputs. */
 export interface RunRequest {
+  /** The run's id, when the caller chose it (to follow its events before it exists); else one is made. */
+  runId?: string;
   orgId: string;
   userId: string;
   tokenId: string | null;
@@ -117,6 +119,7 @@ export class RunStarter {
   /** Stores the run, already running, with its steps (and the balance check when asked). */
   private store(request: Omit<RunRequest, 'prepared'>, steps: { nodeId: string; pendingDeps: number; reservation?: { estimateMicros: number; attemptToken: string } }[]): Promise<string> {
     return this.deps.runs.createRun({
+      ...(request.runId === undefined ? {} : { id: request.runId }),
       orgId: request.orgId,
       userId: request.userId,
       tokenId: request.tokenId,

@@ -51,6 +51,8 @@ export interface RunRecord {
 
 /** What {@link RunRepository.createRun} stores. */
 export interface NewRun {
+  /** The run's id, when the caller chose it (a UUID); else Postgres makes one. */
+  id?: string;
   orgId: string;
   userId: string;
   tokenId: string | null;

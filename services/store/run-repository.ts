@@ -111,12 +111,13 @@ export class RunRepository {
     if (reservedTotal > 0 && !input.start) throw new RangeError('createRun: only a run stored running may hold reservations');
     if (reservedTotal > input.capMicros) throw new RangeError('createRun: the reservations exceed the cap');
     const tokens = input.steps.map((s) => s.reservation?.attemptToken ?? null);
+    if (input.id !== undefined && !isUuid(input.id)) throw new RangeError('createRun: id must be a UUID');
     // The balance condition and the insert read one snapshot: the refusal reports the balance that caused it.
     const rows = await queryRows<{ id: string | null; balance: bigint | string | null }>(
       this.db,
       `WITH run AS (
-         INSERT INTO runs (org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros)
-         SELECT o.id, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text, CASE WHEN $9::text = 'running' THEN now() END, $15::bigint
+         INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros)
+         SELECT COALESCE($16::uuid, gen_random_uuid()), o.id, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text, CASE WHEN $9::text = 'running' THEN now() END, $15::bigint
          FROM organizations o
          WHERE o.id = $1::uuid AND (NOT $10::boolean OR o.balance_micros > 0)
          RETURNING id
@@ -144,6 +145,7 @@ export class RunRepository {
         tokens,
         reserved,
         reservedTotal,
+        input.id ?? null,
       ],
     );
     const row = rows[0]!;

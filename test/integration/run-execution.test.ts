@@ -120,6 +120,10 @@ describe('run execution over real Redis, Postgres and S3', () => {
     expect(res.headers.get('content-type')).toContain('application/json');
     expect(await res.json()).toEqual({ code: 'insufficient_credit', balanceUsd: 0, error: expect.stringContaining('add credit') });
     expect(await service.prisma.run.count({ where: { orgId: broke.orgId } })).toBe(0);
+    // The stream the refused run would have had (subscribed while the run was being stored) was given back.
+    const deadline = Date.now() + 5000;
+    while (service.runtime.bus.stats().streams > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(service.runtime.bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
   });
 
   it('answers 400 and 404 before any stream, naming what to fix', async () => {

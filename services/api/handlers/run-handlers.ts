@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, OpInput, Outputs, RunError, Workflow } from '../../contract';
 import {
   effectiveCapMicros,
@@ -56,6 +57,45 @@ export interface RunHandlerDeps {
   recordCheckMs?: number;
 }
 
+/**
+ * Starts a run whose events are followed from before it exists: the run's id is chosen here, so
+ * the stream's subscription and first log read overlap the run's storage instead of coming after
+ * it (the bus waits for a run's first event either way). A refused run gives the subscription
+ * back before its error is thrown.
+ */
+async function startFollowed(deps: RunHandlerDeps, orgId: string, signal: AbortSignal, start: (runId: string) => Promise<string>): Promise<{ runId: string; events: EventStream }> {
+  const runId = randomUUID();
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  signal.addEventListener('abort', stop, { once: true });
+  if (signal.aborted) controller.abort();
+  const iterator = followRun(deps, runId, orgId, controller.signal)[Symbol.asyncIterator]();
+  // The first next() subscribes; what it resolves to is the stream's first event.
+  const first = iterator.next();
+  first.catch(() => undefined);
+  const release = () => signal.removeEventListener('abort', stop);
+  try {
+    await start(runId);
+  } catch (err) {
+    controller.abort();
+    await first.catch(() => undefined);
+    await iterator.return?.(undefined);
+    release();
+    throw err;
+  }
+  return { runId, events: continued(iterator, first, release) };
+}
+
+/** The rest of an iteration whose first `next()` is under way. */
+async function* continued<T>(iterator: AsyncIterator<T>, first: Promise<IteratorResult<T>>, done: () => void): AsyncGenerator<T> {
+  try {
+    for (let step = await first; !step.done; step = await iterator.next()) yield step.value;
+  } finally {
+    done();
+    await iterator.return?.(undefined);
+  }
+}
+
 /** A started run's events, from its first, to its terminal one (from its record if the log lacks it). */
 function followRun(deps: RunHandlerDeps, runId: string, orgId: string, signal: AbortSignal): EventStream {
   const { records } = deps;
@@ -108,9 +148,11 @@ async function startRun(
   definition: Workflow,
   given: Record<string, ArtifactInput>,
   maxCostUsd: number | undefined,
-  resolved?: ResolvedWorkflow,
+  resolved: ResolvedWorkflow | undefined,
+  runId: string,
 ): Promise<string> {
   const request = {
+    runId,
     orgId: auth.orgId,
     userId: auth.userId,
     tokenId: auth.tokenId,
@@ -176,11 +218,11 @@ export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'run
     'runs.create': async (input, ctx): Promise<EventStream> => {
       const auth = callerOf(ctx);
       const { definition, resolved } = await resolveDefinition(input, auth.orgId, deps.resolver);
-      const runId = await startRun(deps, auth, definition, input.inputs ?? {}, input.maxCostUsd, resolved);
-      ctx.log.info({ runId }, 'run started');
-      // The stream replays the run's log from its first event, so nothing appended before this
+      // The stream replays the run's log from its first event, so nothing appended before the
       // subscription is missed; a client that goes away ends the stream, never the run.
-      return followRun(deps, runId, auth.orgId, ctx.signal);
+      const { runId, events } = await startFollowed(deps, auth.orgId, ctx.signal, (id) => startRun(deps, auth, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id));
+      ctx.log.info({ runId }, 'run started');
+      return events;
     },
 
     'runs.node': async (input, ctx) => {
@@ -195,10 +237,10 @@ export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'run
           throw new AppError({ code: 'validation_failed', message: `input "${port}" looks like a reference; runs.node takes values, not \${node.port} references` });
         }
       }
-      const runId = await startRun(deps, auth, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd);
       // The answer waits for the run, not for the client: a client that goes away stops waiting,
       // the run still completes and is recorded.
-      for await (const { event } of followRun(deps, runId, auth.orgId, ctx.signal)) {
+      const { runId, events } = await startFollowed(deps, auth.orgId, ctx.signal, (id) => startRun(deps, auth, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd, undefined, id));
+      for await (const { event } of events) {
         if (event.type === 'run.completed') return { outputs: event.outputs as Outputs };
         if (event.type === 'run.failed') throw runFailedError(runId, event.error);
       }
