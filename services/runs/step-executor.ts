@@ -5,11 +5,13 @@ import type { ArtifactStore, NodeDefinition } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Failpoints } from '../platform/failpoints';
 import type { Logger } from '../platform/logger';
-import type { CompleteStepResult, FollowerStep, RunRepository, StepRepository } from '../store';
+import type { CompleteStepResult, RunRepository, StepRepository } from '../store';
 import type { InFlightSteps } from './in-flight-steps';
 import { UnpreparableRunError, type RunContext, type RunContexts } from './run-contexts';
 import type { RunLifecycle } from './run-lifecycle';
 import type { RunEventAppender, StepQueuePort } from './ports';
+import { RunEventPipe } from './run-event-pipe';
+import { committedEvents, committedSteps, fitsBatch, openBatch, type Batch, type FinishedStep, type Lane } from './step-batch';
 import { costOfFailure, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
 
 /** How transient provider failures are retried inside a step. */
@@ -71,41 +73,6 @@ interface Continuation {
   reservedWith?: string;
 }
 
-/** A finished step whose commit waits for its batch. */
-interface FinishedStep extends FollowerStep {
-  specId: string;
-}
-
-/**
- * Local steps of a chain run one after another inside a lease, committed together. The first
- * (the head) holds a reservation in Postgres of its estimate plus the rest of the cap's room,
- * granted only while nothing else of the run is running or ready, so nothing else can want that
- * room. Each further step's estimate is counted against the lease before the step runs (a step
- * that does not fit ends the batch and is reserved as usual), and all are committed with the
- * head in one call: a chain of fast local steps costs one round trip per batch, not per step.
- * Their events wait for that commit, so no client sees a step completed that Postgres has not.
- */
-interface Batch {
-  /** The head's attempt token, under which every step of the batch is committed. */
-  headToken: string;
-  /** The head, once it finished. */
-  head?: FinishedStep;
-  followers: FinishedStep[];
-  /** What is left of the lease after the estimates counted so far. */
-  leaseLeft: number;
-  /** Events held until the commit, in order; `{ completed }` becomes `step.completed` with what the commit charged. */
-  events: (RunEvent | { completed: string })[];
-  openedAt: number;
-}
-
-/** How a step runs: alone, as the head of a batch, or inside one (`virtual`). */
-interface Lane {
-  batch?: Batch;
-  virtual: boolean;
-  /** Whether its dependent may run inside its batch (not at the job's last inline step). */
-  mayDefer: boolean;
-}
-
 function capExceeded(nodeId: string, estimate: number): RunError {
   return {
     code: RUN_ERROR_CODES.spendCapExceeded,
@@ -115,10 +82,6 @@ function capExceeded(nodeId: string, estimate: number): RunError {
 
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
 const MAX_INLINE_STEPS = 256;
-
-/** Most steps committed after a batch's head, and how long a batch may hold its events. */
-const MAX_BATCH_FOLLOWERS = 64;
-const BATCH_WINDOW_MS = 10;
 
 /** The run's outputs if the step outputs in hand are all they read; else undefined. */
 function outputsFrom(context: RunContext, known: ReadonlyMap<string, Record<string, unknown>>): Record<string, unknown> | undefined {
@@ -158,10 +121,11 @@ class AbortedByRun extends Error {
  * retries it, and `reserve` decides whether the step still needs running).
  */
 export class StepExecutor {
-  /** Per run, the last of the appends posted and not yet done (see `post`). */
-  private readonly pipes = new Map<string, Promise<void>>();
+  private readonly pipe: RunEventPipe;
 
-  constructor(private readonly deps: StepExecutorDeps) {}
+  constructor(private readonly deps: StepExecutorDeps) {
+    this.pipe = new RunEventPipe(deps.events);
+  }
 
   /**
    * Runs the step of a `step.execute` job, then, while a dependent it made ready may run inline
@@ -179,7 +143,7 @@ export class StepExecutor {
     try {
       for (let inline = 0; next; inline++) {
         if (inline >= MAX_INLINE_STEPS) {
-          await this.flush(runId);
+          await this.pipe.flush(runId);
           await this.deps.queue.enqueue(runId, [next.nodeId]);
           return;
         }
@@ -188,7 +152,7 @@ export class StepExecutor {
       }
     } finally {
       // The job ends when its events are out (a failed append fails the job: BullMQ retries it).
-      await this.flush(runId);
+      await this.pipe.flush(runId);
     }
   }
 
@@ -199,7 +163,7 @@ export class StepExecutor {
       context = await this.deps.contexts.get(runId);
     } catch (err) {
       if (!(err instanceof UnpreparableRunError)) throw err;
-      await this.flush(runId);
+      await this.pipe.flush(runId);
       await this.deps.lifecycle.fail(runId, { code: 'run_unrecoverable', message: err.message });
       return null;
     }
@@ -244,7 +208,7 @@ export class StepExecutor {
 
     const reserved = step.reservedWith ? { ok: true as const, attemptToken: step.reservedWith } : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate });
     if (!reserved.ok) {
-      await this.flush(runId);
+      await this.pipe.flush(runId);
       if (reserved.reason === 'cap_exceeded') {
         await this.deps.lifecycle.fail(runId, capExceeded(nodeId, estimate), nodeId);
       } else if (reserved.reason === 'step_not_runnable' && redelivered) {
@@ -254,7 +218,7 @@ export class StepExecutor {
       return null;
     }
 
-    this.post(runId, [{ type: 'step.started', nodeId }]);
+    this.pipe.post(runId, [{ type: 'step.started', nodeId }]);
     await this.deps.failpoints?.hit('step.afterReserve', nodeId);
     return this.runAttempts(context, nodeId, definition!, inputs, estimate, reserved.attemptToken, planned.dependents, { virtual: false, mayDefer });
   }
@@ -295,7 +259,7 @@ export class StepExecutor {
         const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), estimateMicros: estimate });
         if (retry.ok) {
           this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
-          this.post(runId, [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }]);
+          this.pipe.post(runId, [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }]);
           const delay = this.deps.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
           await sleep(delay);
           continue;
@@ -329,7 +293,7 @@ export class StepExecutor {
         progress: (message) => {
           const event: RunEvent = { type: 'step.progress', nodeId, message: String(message).slice(0, 500) };
           if (held) held.events.push(event);
-          else this.post(runId, [event]);
+          else this.pipe.post(runId, [event]);
         },
       });
       return { ok: true, outputs };
@@ -360,7 +324,7 @@ export class StepExecutor {
     await this.deps.failpoints?.hit('step.beforeSettle', nodeId);
 
     const { batch } = lane;
-    if (batch && candidate && this.fitsBatch(batch, lane, finished, candidate)) {
+    if (batch && candidate && fitsBatch(batch, lane, finished, candidate.estimate)) {
       // The only dependent fits in the lease: it runs now, and this step commits with it later.
       if (lane.virtual) batch.followers.push(finished);
       else batch.head = finished;
@@ -387,17 +351,17 @@ export class StepExecutor {
       this.deps.log.info({ runId, nodeId: head.nodeId }, 'attempt no longer owns its step; its result was dropped');
       return null;
     }
-    const completed = this.committedEvents(result, [head, ...followers], lane.virtual ? batch!.events : [], true);
+    const completed = committedEvents(this.observeCommitted(result, [head, ...followers]), result.duplicate, lane.virtual ? batch!.events : [], nodeId);
     if (result.followerCharges.length < followers.length) {
       // The run stopped while the batch ran: what it committed is out, its terminal event is someone else's.
-      if (completed.length > 0) this.post(runId, completed);
+      if (completed.length > 0) this.pipe.post(runId, completed);
       return null;
     }
 
     if (candidate && result.next && !result.next.ok) {
       // The dependent this job meant to run next does not fit in the cap: the run stops here.
-      if (completed.length > 0) this.post(runId, completed);
-      await this.flush(runId);
+      if (completed.length > 0) this.pipe.post(runId, completed);
+      await this.pipe.flush(runId);
       await this.deps.lifecycle.fail(runId, capExceeded(candidate.nodeId, candidate.estimate), candidate.nodeId);
       return null;
     }
@@ -408,66 +372,28 @@ export class StepExecutor {
     const queued = result.ready.filter((id) => id !== inline);
     const events = started ? [...completed, { type: 'step.started', nodeId: started.nodeId } satisfies RunEvent] : completed;
     if (result.runCompleted) {
-      await this.flush(runId);
+      await this.pipe.flush(runId);
       await this.deps.failpoints?.hit('run.beforeAnnounce', nodeId);
       await Promise.all([this.deps.lifecycle.announceCompletion(runId, runOutputs!, events), queued.length > 0 ? this.deps.queue.enqueue(runId, queued) : undefined]);
       return null;
     }
     // A chain goes on without waiting for its events: the pipe keeps them in order, and the next
     // step's database call overlaps this append.
-    if (events.length > 0) this.post(runId, events);
-    if (queued.length > 0 || result.remaining === 0) await this.flush(runId);
+    if (events.length > 0) this.pipe.post(runId, events);
+    if (queued.length > 0 || result.remaining === 0) await this.pipe.flush(runId);
     // Enqueued after this step's events are out, so another worker's step.started comes after them.
     if (queued.length > 0) await this.deps.queue.enqueue(runId, queued);
     if (result.remaining === 0) await this.deps.lifecycle.complete(context, known);
     if (inline === undefined) return null;
-    const leased = reserved && reserved.leaseMicros > 0 ? { headToken: reserved.attemptToken, followers: [], leaseLeft: reserved.leaseMicros, events: [], openedAt: performance.now() } : undefined;
+    const leased = reserved && reserved.leaseMicros > 0 ? openBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
     return { nodeId: inline, known, started, batch: leased };
   }
 
-  /** Whether `candidate`, the finished step's only dependent, may run inside the batch before anything is committed. */
-  private fitsBatch(batch: Batch, lane: Lane, finished: FinishedStep, candidate: StartedStep): boolean {
-    return (
-      lane.mayDefer &&
-      finished.dependents.length === 1 &&
-      candidate.estimate <= batch.leaseLeft &&
-      batch.followers.length < MAX_BATCH_FOLLOWERS &&
-      performance.now() - batch.openedAt < BATCH_WINDOW_MS
-    );
-  }
-
-  /**
-   * The events of a commit of `steps` (a head and its followers, in order): the events held
-   * while they ran, each `{ completed }` turned into `step.completed` with what the commit
-   * charged, up to the first step the commit dropped; then, with `withLast`, the last step's own
-   * `step.completed` (the step being settled, whose completion is not among the held events).
-   * Metrics are told about every committed step.
-   */
-  private committedEvents(result: CompleteStepResult, steps: readonly FinishedStep[], held: readonly (RunEvent | { completed: string })[], withLast: boolean): RunEvent[] {
-    const charges = [result.chargedMicros, ...result.followerCharges];
-    const charged = new Map<string, { step: FinishedStep; micros: number }>();
-    steps.slice(0, charges.length).forEach((step, i) => {
-      charged.set(step.nodeId, { step, micros: charges[i]! });
-      this.deps.observer?.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : charges[i]!);
-    });
-    if (result.duplicate) return [];
-    const completedEvent = (nodeId: string): RunEvent | undefined => {
-      const entry = charged.get(nodeId);
-      return entry && { type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms) } };
-    };
-    const events: RunEvent[] = [];
-    for (const item of held) {
-      if (!('completed' in item)) {
-        events.push(item);
-        continue;
-      }
-      const event = completedEvent(item.completed);
-      if (!event) return events;
-      events.push(event);
-    }
-    const last = withLast ? completedEvent(steps.at(-1)!.nodeId) : undefined;
-    if (last) events.push(last);
-    return events;
+  /** The steps a commit committed, each told to metrics. */
+  private observeCommitted(result: CompleteStepResult, steps: readonly FinishedStep[]): { step: FinishedStep; micros: number }[] {
+    const committed = committedSteps(result, steps);
+    for (const { step, micros } of committed) this.deps.observer?.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : micros);
+    return committed;
   }
 
   /**
@@ -490,17 +416,17 @@ export class StepExecutor {
       next: next && { nodeId: next.nodeId, estimateMicros: next.estimate },
     });
     if (!result.committed) return null;
-    const events = this.committedEvents(result, [head, ...batch.followers], batch.events, false);
-    if (events.length > 0) this.post(runId, events);
+    const events = committedEvents(this.observeCommitted(result, [head, ...batch.followers]), result.duplicate, batch.events);
+    if (events.length > 0) this.pipe.post(runId, events);
     if (result.ready.length > 0) {
       // Made ready and not reserved here (the run stopped has none): another job runs them.
-      await this.flush(runId);
+      await this.pipe.flush(runId);
       await this.deps.queue.enqueue(runId, result.ready);
     }
     if (result.followerCharges.length < batch.followers.length || !next) return null;
     if (result.next?.ok) return result.next.attemptToken;
     if (result.next) {
-      await this.flush(runId);
+      await this.pipe.flush(runId);
       await this.deps.lifecycle.fail(runId, capExceeded(next.nodeId, next.estimate), next.nodeId);
     }
     return null;
@@ -534,37 +460,16 @@ export class StepExecutor {
   private async failStep(runId: string, nodeId: string, attemptToken: string, err: unknown, ms: number, error: { code: string; message: string }): Promise<void> {
     const result = await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), error, ms });
     if (!result.committed) return;
-    await this.flush(runId);
+    await this.pipe.flush(runId);
     if (result.runFailed) await this.deps.lifecycle.announceFailure(runId, error, nodeId);
-    else this.post(runId, [{ type: 'step.failed', nodeId, error }]);
+    else this.pipe.post(runId, [{ type: 'step.failed', nodeId, error }]);
   }
 
   /** Fails a step that cannot start (its inputs are unusable): it holds nothing, and its run fails. */
   private async failBeforeStart(context: RunContext, nodeId: string, err: unknown): Promise<void> {
     const error = stepError(err, nodeId);
     if (!(err instanceof AppError)) this.deps.log.error({ err, runId: context.runId, nodeId }, 'step could not be prepared');
-    await this.flush(context.runId);
+    await this.pipe.flush(context.runId);
     await this.deps.lifecycle.fail(context.runId, error, nodeId);
   }
-
-  /**
-   * Appends events without waiting: the run's pipe sends them one append after the other, so
-   * they keep their order. Whatever touches the run next through another path (the lifecycle's
-   * terminal events, an enqueue another worker would answer with events) `flush`es first.
-   */
-  private post(runId: string, events: RunEvent[]): void {
-    const previous = this.pipes.get(runId) ?? Promise.resolve();
-    const next = previous.then(() => this.deps.events.appendAll(runId, events)).then(() => undefined);
-    this.pipes.set(runId, next);
-    const forget = () => {
-      if (this.pipes.get(runId) === next) this.pipes.delete(runId);
-    };
-    next.then(forget, forget);
-  }
-
-  /** Waits until the run's posted events are appended; rejects if one of them could not be. */
-  private async flush(runId: string): Promise<void> {
-    await this.pipes.get(runId);
-  }
-
 }
