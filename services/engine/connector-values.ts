@@ -11,13 +11,12 @@ const DATA_CONNECTORS: Partial<Record<ConnectorId, ArtifactKind>> = {
 /** The artifact kind that carries a connector's values. */
 export function artifactKindOf(id: ConnectorId): ArtifactKind | null {
   if (id.startsWith('CUSTOM:')) return null;
-  const data = DATA_CONNECTORS[id];
-  if (data) return data;
+  if (isDataConnector(id)) return DATA_CONNECTORS[id]!;
   return id.toLowerCase() as ArtifactKind;
 }
 
 export function isDataConnector(id: ConnectorId): boolean {
-  return id in DATA_CONNECTORS;
+  return Object.hasOwn(DATA_CONNECTORS, id);
 }
 
 function describe(value: unknown): string {

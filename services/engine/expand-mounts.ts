@@ -113,8 +113,8 @@ function splice(workflow: Workflow, scope: Scope, lookup: MountedDefinitions, st
       if (!declared.has(key)) throw new MountProblem('mount_invalid', `node "${node.id}": "${address}" has no input "${key}"; its inputs are: ${[...declared].join(', ') || 'none'}`);
     }
     for (const input of (child.nodes ?? []).filter((n) => n.uses === 'input')) {
-      if (input.id in given) childInputs.set(input.id, translate(given[input.id], scope, `node "${node.id}" input "${input.id}"`));
-      else if (input.inputs && 'default' in input.inputs) childInputs.set(input.id, input.inputs.default);
+      if (Object.hasOwn(given, input.id)) childInputs.set(input.id, translate(given[input.id], scope, `node "${node.id}" input "${input.id}"`));
+      else if (input.inputs && Object.hasOwn(input.inputs, 'default')) childInputs.set(input.id, input.inputs.default);
       else throw new MountProblem('mount_invalid', `node "${node.id}": input "${input.id}" of "${address}" is required`);
     }
     const childScope: Scope = { prefix: `${scope.prefix}${node.id}${MOUNT_SEPARATOR}`, inputs: childInputs, mountPorts: new Map(), local: new Set() };

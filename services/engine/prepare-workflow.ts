@@ -1,7 +1,8 @@
 import type { ArtifactInput, Workflow } from '../contract';
 import { planWorkflow, type Plan } from './plan';
 import { checkRunInputs } from './run-inputs';
-import { validateWorkflow, type CheckedWorkflow, type SpecLookup, type ValidateOptions } from './validate-workflow';
+import { checkStartValues } from './start-values';
+import { summarizeProblems, validateWorkflow, type CheckedWorkflow, type SpecLookup, type ValidateOptions } from './validate-workflow';
 import { deriveInterface, type WorkflowInterface } from './workflow-interface';
 
 /** A workflow ready to run: checked, planned, its interface derived. */
@@ -17,7 +18,8 @@ export type PrepareResult =
 
 /**
  * Everything the engine checks before a run starts: the graph (nodes, references, connectors,
- * cycles) and the run's inputs against the derived interface. The API calls it to answer 400
+ * cycles), the run's inputs against the derived interface, and every value known at the start
+ * (run inputs, defaults, consts) against the ports it is wired to. The API calls it to answer 400
  * before the stream; workers call it again on the stored definition to rebuild the plan.
  */
 export function prepareWorkflow(definition: Workflow, specs: SpecLookup, inputs: Record<string, ArtifactInput>, options: ValidateOptions = {}): PrepareResult {
@@ -26,5 +28,7 @@ export function prepareWorkflow(definition: Workflow, specs: SpecLookup, inputs:
   const iface = deriveInterface(check.workflow);
   const checkedInputs = checkRunInputs(iface, inputs);
   if (!checkedInputs.ok) return { ok: false, message: checkedInputs.message, problems: checkedInputs.problems.map((message) => ({ path: 'inputs', message })) };
+  const values = checkStartValues(check.workflow, checkedInputs.inputs, inputs);
+  if (values.length > 0) return { ok: false, message: summarizeProblems(values), problems: values.map(({ path, message }) => ({ path: `workflow.${path}`, message })) };
   return { ok: true, prepared: { workflow: check.workflow, plan: planWorkflow(check.workflow), iface }, inputs: checkedInputs.inputs };
 }

@@ -22,7 +22,8 @@ export function checkRunInputs(iface: WorkflowInterface, given: Record<string, A
   }
   const resolved: Record<string, ArtifactInput> = {};
   for (const input of iface.inputs) {
-    const artifact = given[input.id];
+    // Own keys only: an input named "constructor" is not Object's constructor.
+    const artifact = Object.hasOwn(given, input.id) ? given[input.id] : undefined;
     const kind = artifactKindOf(input.connector)!;
     if (!artifact) {
       if (input.required) problems.push(`input "${input.id}" (${input.connector}) is required`);

@@ -115,9 +115,9 @@ function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecL
     for (const key of Object.keys(inputs)) {
       if (!allowed.includes(key)) problems.atNode(index, node.id, `inputs.${key}`, `${article(role)} node takes only ${allowed.map((k) => `inputs.${k}`).join(', ')}, not inputs.${key}`);
     }
-    if ((role === 'const' || role === 'output') && !('value' in inputs)) problems.atNode(index, node.id, 'inputs.value', `${article(role)} node needs inputs.value`);
+    if ((role === 'const' || role === 'output') && !Object.hasOwn(inputs, 'value')) problems.atNode(index, node.id, 'inputs.value', `${article(role)} node needs inputs.value`);
     const literalKey = role === 'input' ? 'default' : role === 'const' ? 'value' : null;
-    if (literalKey && literalKey in inputs) {
+    if (literalKey && Object.hasOwn(inputs, literalKey)) {
       if (parseReference(inputs[literalKey]) !== null) problems.atNode(index, node.id, `inputs.${literalKey}`, `inputs.${literalKey} must be a literal value, not a reference`);
       else if (checked.outputs?.[VALUE_PORT]) {
         const problem = checkLiteral(checked.outputs[VALUE_PORT], inputs[literalKey]);
@@ -142,7 +142,8 @@ function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecL
   checked.spec = spec;
   checked.outputs = outputConnectors(spec);
   for (const [key, value] of Object.entries(inputs)) {
-    const port = spec.inputs[key];
+    // Own ports only: "__proto__", "constructor" or "toString" are unknown inputs, not Object's members.
+    const port = Object.hasOwn(spec.inputs, key) ? spec.inputs[key] : undefined;
     if (!port) {
       problems.atNode(index, node.id, `inputs.${key}`, `"${spec.id}" has no input "${key}"; its inputs are: ${Object.keys(spec.inputs).join(', ') || 'none'}`);
       continue;
@@ -152,7 +153,7 @@ function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecL
     if (problem) problems.atNode(index, node.id, `inputs.${key}`, `input "${key}" ${problem}`);
   }
   for (const [name, port] of Object.entries(spec.inputs)) {
-    if (!(name in inputs) && !port.connector.isOptional && port.connector.defaultValue === undefined) {
+    if (!Object.hasOwn(inputs, name) && !port.connector.isOptional && port.connector.defaultValue === undefined) {
       problems.atNode(index, node.id, `inputs.${name}`, `input "${name}" (${port.connector.id}) is required`);
     }
   }
@@ -185,13 +186,14 @@ function checkReferences(nodes: Map<string, CheckedNode>, problems: ProblemList)
       }
       node.references.push({ input: key, ref });
       if (source.outputs === null) continue; // a mounted workflow: its ports are checked at run time
-      const sourceConnector = source.outputs[ref.port];
+      // Own ports only: a reference may name "constructor" or "toString".
+      const sourceConnector = Object.hasOwn(source.outputs, ref.port) ? source.outputs[ref.port] : undefined;
       if (!sourceConnector) {
         const ports = Object.keys(source.outputs);
         problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" refers to "${ref.nodeId}.${ref.port}", but "${ref.nodeId}" has no port "${ref.port}"; its ports are: ${ports.join(', ') || 'none'}`);
         continue;
       }
-      const targetConnector = node.spec?.inputs[key]?.connector;
+      const targetConnector = node.spec && Object.hasOwn(node.spec.inputs, key) ? node.spec.inputs[key]!.connector : undefined;
       if (targetConnector && !connectorsCompatible(sourceConnector, targetConnector)) {
         problems.atNode(node.index, node.id, `inputs.${key}`, `input "${key}" (${showConnector(targetConnector)}) cannot take "${ref.nodeId}.${ref.port}" (${showConnector(sourceConnector)})`);
       }

@@ -28,7 +28,7 @@ export function deriveInterface(workflow: CheckedWorkflow): WorkflowInterface {
   const outputs: InterfaceOutput[] = [];
   for (const node of workflow.list) {
     if (node.role === 'input') {
-      const hasDefault = 'default' in node.inputs;
+      const hasDefault = Object.hasOwn(node.inputs, 'default');
       inputs.push({
         id: node.id,
         connector: node.outputs![VALUE_PORT]!.id as BuiltinConnectorId,
@@ -39,7 +39,7 @@ export function deriveInterface(workflow: CheckedWorkflow): WorkflowInterface {
     } else if (node.role === 'output') {
       const ref = referenceOf(node, 'value');
       const source = ref ? workflow.nodes.get(ref.nodeId) : undefined;
-      const connector = ref && source?.outputs ? (source.outputs[ref.port]?.id ?? null) : null;
+      const connector = ref && source?.outputs && Object.hasOwn(source.outputs, ref.port) ? source.outputs[ref.port]!.id : null;
       outputs.push({ name: node.id, connector: ref ? connector : literalConnector(node.inputs.value), ...(node.label !== undefined ? { label: node.label } : {}) });
     }
   }
