@@ -22,7 +22,8 @@ import type { Config } from '../services/platform/config';
 import { Failpoints } from '../services/platform/failpoints';
 import type { Logger } from '../services/platform/logger';
 import type { Metrics } from '../services/platform/metrics';
-import { createRedisConnection, publishRunAbort, RateLimiter, RunEventBus, StepQueue, subscribeRunAborts } from '../services/queue';
+import { createRedisConnection, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RateLimiter, RunEventBus, StepQueue, subscribeRunAborts } from '../services/queue';
+import { MountTallyAppender } from '../services/queue/mount-tally-appender';
 import { InFlightSteps, presentingMountEvents, RunContexts, RunLifecycle, RunReaper, RunStarter, StepExecutor } from '../services/runs';
 import {
   ArtifactRepository,
@@ -138,8 +139,13 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
   const { catalog } = nodes;
   const findNode = nodes.find;
   const contexts = new RunContexts(runs, catalog);
-  // Steps of mounted workflows show as progress of the node that mounts them.
-  const runEvents = presentingMountEvents(bus);
+  // Steps of mounted workflows show as progress of the node that mounts them, framed by its own
+  // step.started and step.completed (tallied in Redis with the append, across workers).
+  const runEvents = presentingMountEvents({
+    events: bus,
+    tally: new MountTallyAppender({ redis, prefix: config.redisPrefix, logTtlSeconds: DEFAULT_LOG_TTL_SECONDS }),
+    stepsOf: async (runId) => (await contexts.get(runId))?.prepared.plan.steps ?? null,
+  });
   const blobs = await createBlobStoreFromConfig(config);
   const artifacts = new ArtifactRepository(prisma);
   const retentionSeconds = config.artifactRetentionDays * 86_400;

@@ -116,6 +116,5 @@ export async function publishDraft(tx: Tx, request: PublishRequest): Promise<Pub
     version,
     sequence: created.sequence,
     definition,
-    deleted: false,
   };
 }

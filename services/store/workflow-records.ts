@@ -49,8 +49,6 @@ export interface PublishedVersionRecord {
   version: Semver;
   sequence: number;
   definition: Workflow;
-  /** True when the workflow was deleted (found only by UUID, and only where deleted ones are asked for). */
-  deleted: boolean;
 }
 
 /** What a publish raises: the publisher's choice; the first publish may instead name its version. */

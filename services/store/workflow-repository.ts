@@ -141,8 +141,8 @@ export class WorkflowRepository {
   /**
    * Deletes the live workflow: it disappears from the editor and its address stops resolving; its
    * slug is retired in the organization for good. The row and its versions stay, so runs that ran
-   * it keep their records (and its UUID still finds them where deleted workflows are asked for).
-   * False when there is no such live workflow.
+   * it keep their records (`runs.workflow_id`, the definition they ran); no reference resolves
+   * to it any more, its UUID included. False when there is no such live workflow.
    */
   async delete(id: string, orgId: string): Promise<boolean> {
     if (!UUID.test(id)) return false;
@@ -159,10 +159,10 @@ export class WorkflowRepository {
 
   /**
    * The published version a reference names, for any caller (publishing is sharing; see
-   * docs/workflows.md). Deleted workflows are found only by UUID and only with `includeDeleted`.
+   * docs/workflows.md). A deleted workflow is found by no reference, its UUID included.
    */
-  findPublished(ref: WorkflowRef, options: { includeDeleted?: boolean } = {}): Promise<PublishedVersionRecord | null> {
-    return findPublishedVersion(this.db, ref, { includeDeleted: options.includeDeleted ?? false });
+  findPublished(ref: WorkflowRef): Promise<PublishedVersionRecord | null> {
+    return findPublishedVersion(this.db, ref);
   }
 
   /**
@@ -170,6 +170,6 @@ export class WorkflowRepository {
    * Any organization's published workflow runs; the run is charged to the caller's (`_orgId`).
    */
   resolve(ref: WorkflowRef, _orgId: string): Promise<PublishedVersionRecord | null> {
-    return findPublishedVersion(this.db, ref, { includeDeleted: false });
+    return findPublishedVersion(this.db, ref);
   }
 }

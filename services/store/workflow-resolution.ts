@@ -7,7 +7,6 @@ interface ResolvedRow {
   workflow_id: string;
   slug: string | null;
   org_slug: string;
-  deleted_at: Date | null;
   version_id: string;
   major: number;
   minor: number;
@@ -29,9 +28,10 @@ interface ResolvedRow {
  *   pointer's".
  *
  * A workflow never published has no pointer and resolves to nothing (drafts are the editor's).
- * A deleted workflow resolves only by UUID and only when `includeDeleted` (its address is retired).
+ * A deleted workflow resolves nowhere, by address or by UUID (docs/workflows.md, "The latest
+ * pointer, history and deletion"): `workflows.get` and runs agree.
  */
-export async function findPublishedVersion(db: Db, ref: WorkflowRef, options: { includeDeleted: boolean }): Promise<PublishedVersionRecord | null> {
+export async function findPublishedVersion(db: Db, ref: WorkflowRef): Promise<PublishedVersionRecord | null> {
   const params: unknown[] = [];
   const param = (value: unknown, type: string): string => {
     params.push(value);
@@ -40,8 +40,7 @@ export async function findPublishedVersion(db: Db, ref: WorkflowRef, options: { 
 
   let where: string;
   if (ref.id.kind === 'uuid') {
-    where = `w.id = ${param(ref.id.id, 'uuid')}`;
-    if (!options.includeDeleted) where += ' AND w.deleted_at IS NULL';
+    where = `w.id = ${param(ref.id.id, 'uuid')} AND w.deleted_at IS NULL`;
   } else {
     where = `o.slug = ${param(ref.id.org, 'text')} AND w.slug = ${param(ref.id.slug, 'text')} AND w.deleted_at IS NULL`;
   }
@@ -63,7 +62,7 @@ export async function findPublishedVersion(db: Db, ref: WorkflowRef, options: { 
 
   const rows = await queryRows<ResolvedRow>(
     db,
-    `SELECT w.id AS workflow_id, w.slug, o.slug AS org_slug, w.deleted_at,
+    `SELECT w.id AS workflow_id, w.slug, o.slug AS org_slug,
             v.id AS version_id, v.major, v.minor, v.patch, v.sequence, v.definition
        FROM workflows w
        JOIN organizations o ON o.id = w.org_id
@@ -87,6 +86,5 @@ export async function findPublishedVersion(db: Db, ref: WorkflowRef, options: { 
     version: { major: row.major, minor: row.minor, patch: row.patch },
     sequence: row.sequence,
     definition: row.definition,
-    deleted: row.deleted_at !== null,
   };
 }

@@ -75,6 +75,26 @@ describe('mounted workflows', () => {
     expect(record.steps.map((s) => s.nodeId).sort()).toEqual(['g__again', 'g__plus', 'g__twice', 'half']);
   });
 
+  it('frames the mount node with its own step.started and step.completed, usage being the mounted steps’ total', async () => {
+    const { events } = await run({
+      version: 2,
+      nodes: [
+        { id: 'g', uses: `${org}/grow`, inputs: { n: 1 } },
+        { id: 'out', uses: 'output', inputs: { value: '${g.result}' } },
+      ],
+    });
+    expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 4 } } });
+    const ofMount = events.filter((e) => 'nodeId' in e && e.nodeId === 'g');
+    expect(ofMount.filter((e) => e.type === 'step.started')).toEqual([{ type: 'step.started', nodeId: 'g' }]);
+    const completed = ofMount.filter((e) => e.type === 'step.completed');
+    expect(completed).toEqual([{ type: 'step.completed', nodeId: 'g', usage: { costUsd: 0.000003, ms: expect.any(Number) } }]);
+    // Started first, completed last: the inner steps are progress in between.
+    expect(ofMount[0]!.type).toBe('step.started');
+    expect(ofMount.at(-1)!.type).toBe('step.completed');
+    expect(ofMount.slice(1, -1).every((e) => e.type === 'step.progress')).toBe(true);
+    expect(ofMount.filter((e) => e.type === 'step.progress')).toHaveLength(6);
+  });
+
   it('counts the mounted workflow’s steps against the run’s cap', async () => {
     const { events } = await run(
       {

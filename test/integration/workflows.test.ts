@@ -397,7 +397,7 @@ describe('published workflows: the editor endpoints, workflows.get and runs by w
       expect((await call('PATCH', `/editor/workflows/${id}`, { name: 'Doomed!' }, member)).status).toBe(200);
     });
 
-    it('retires the slug for good, keeps the UUID for existing records, and refuses new runs', async () => {
+    it('retires the slug for good, keeps runs\' records, and resolves by no reference, its UUID included', async () => {
       const ran = await readSse(await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: bearer(owner.token), body: JSON.stringify({ workflowRef: `${orgSlug}/doomed` }) }));
       const runId = (JSON.parse(ran[0]!.data) as { runId: string }).runId;
 
@@ -407,8 +407,8 @@ describe('published workflows: the editor endpoints, workflows.get and runs by w
       expect((await call('GET', '/editor/workflows')).body.workflows.map((w: { id: string }) => w.id)).not.toContain(id);
 
       expect((await getWorkflow(`${orgSlug}%2Fdoomed`)).status).toBe(404);
-      const byUuid = await getWorkflow(`${id}@1.0.0`);
-      expect(byUuid.body).toMatchObject({ id, address: `${orgSlug}/doomed`, version: '1.0.0' });
+      // workflows.get and runs.create agree: a deleted workflow is withdrawn by every reference.
+      for (const ref of [id, `${id}@1.0.0`, `${id}@latest`]) expect([ref, (await getWorkflow(ref)).status]).toEqual([ref, 404]);
       const run = await service.prisma.run.findUniqueOrThrow({ where: { id: runId } });
       expect(run.workflowId).toBe(id);
 

@@ -46,7 +46,7 @@ interface Requirement {
   scope: Scope | null;
   /** Token kinds allowed (default all): minting tokens, for one, is not for personal access tokens. */
   kinds?: readonly AuthContext['kind'][];
-  /** true: a call without a token goes through with `res.locals.auth = null` (the node catalog). */
+  /** true: a call without a usable token goes through with `res.locals.auth = null` (the node catalog). */
   optional: boolean;
 }
 
@@ -86,6 +86,12 @@ function authenticateWith(requirement: Requirement, tokens: TokenLookup, clock: 
       try {
         auth = await authenticateBearer(header!, tokens, clock());
       } catch (err) {
+        // SPEC Errors: 401 applies to "all except the node catalog". There an unusable token
+        // (garbage, unknown, expired, revoked) is ignored and the call is served as anonymous.
+        if (optional && err instanceof AppError && err.code === 'unauthorized') {
+          res.locals.auth = null;
+          return next();
+        }
         res.set('WWW-Authenticate', 'Bearer error="invalid_token"');
         throw err;
       }
@@ -111,7 +117,7 @@ function authenticateWith(requirement: Requirement, tokens: TokenLookup, clock: 
 
 /**
  * Express middleware for one operation: sets `res.locals.auth`. Operations with `auth: 'optional'`
- * (the node catalog) work without a token, but a token that is sent must still be valid.
+ * (the node catalog) work without a token, and there an unusable token is ignored (served as anonymous).
  */
 export function authenticateFor(op: Operation, tokens: TokenLookup, clock: () => Date = () => new Date()) {
   return authenticateWith({ what: op.name, scope: op.scope, optional: op.auth === 'optional' }, tokens, clock);

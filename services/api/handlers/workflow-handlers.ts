@@ -14,8 +14,8 @@ export interface FoundPublishedVersion {
 
 /** Port: finds the published version a reference names (`WorkflowRepository` satisfies it). */
 export interface PublishedWorkflowReader {
-  /** Deleted workflows are found only by UUID, and only with `includeDeleted`. */
-  findPublished(ref: WorkflowRef, options: { includeDeleted?: boolean }): Promise<FoundPublishedVersion | null>;
+  /** A deleted workflow is found by no reference (docs/workflows.md). */
+  findPublished(ref: WorkflowRef): Promise<FoundPublishedVersion | null>;
 }
 
 export interface WorkflowHandlerDeps {
@@ -47,14 +47,14 @@ export function requestedRef(id: string, version: string | undefined): WorkflowR
 
 /**
  * `workflows.get`: a published version by address or UUID and selector, for any caller with the
- * `read` scope (publishing is sharing; docs/workflows.md). A deleted workflow still answers by
- * its UUID, so runs that ran it can be traced to what they ran; its address answers 404.
+ * `read` scope (publishing is sharing; docs/workflows.md). A deleted workflow answers 404 by its
+ * address and by its UUID alike, as `runs.create` does: deletion withdraws it everywhere.
  */
 export function workflowHandlers(deps: WorkflowHandlerDeps): { 'workflows.get': Handler<'workflows.get'> } {
   return {
     'workflows.get': async (input): Promise<PublishedWorkflow> => {
       const ref = requestedRef(input.id, input.version);
-      const found = await deps.published.findPublished(ref, { includeDeleted: true });
+      const found = await deps.published.findPublished(ref);
       if (!found) {
         throw new AppError({
           code: 'not_found',
