@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { Static, TSchema } from '@sinclair/typebox';
+import { ALL_ERRORS_VALUE_BUDGET, scanInput } from './input-limits';
 import { OPERATIONS, type OpInput, type OpName } from './registry';
 
 /** One problem found in a value, with where it is. */
@@ -13,24 +14,36 @@ export interface ValidationIssue {
 export type ValidationResult<T> = { ok: true; value: T } | { ok: false; issues: ValidationIssue[]; message: string };
 
 /**
- * The one ajv instance of a process. `allErrors` reports every problem at once; `verbose` keeps
- * the failing schema so messages can name allowed fields and values.
+ * The ajv instances of a process, compiled from the same schemas. `firstError` stops at the
+ * first problem: every value is checked with it, so a valid one costs the least and a huge
+ * invalid one (80,000 wrong-typed fields) is refused after its size keyword. `everyError` then
+ * lists every problem at once, but only for inputs under `ALL_ERRORS_VALUE_BUDGET` values: its
+ * work grows with the number of problems. `verbose` keeps the failing schema so messages can
+ * name allowed fields and values.
  */
-const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
-addFormats(ajv, ['uri', 'uuid', 'date-time', 'email']);
-// Annotation keyword: a schema's own wording for its oneOf/anyOf failure.
-ajv.addVocabulary(['x-error']);
+function createAjv(allErrors: boolean): Ajv {
+  const ajv = new Ajv({ allErrors, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
+  addFormats(ajv, ['uri', 'uuid', 'date-time', 'email']);
+  // Annotation keyword: a schema's own wording for its failures (see messageOf).
+  ajv.addVocabulary(['x-error']);
+  return ajv;
+}
 
-const compiled = new WeakMap<TSchema, ValidateFunction>();
+const firstError = { ajv: createAjv(false), compiled: new WeakMap<TSchema, ValidateFunction>() };
+const everyError = { ajv: createAjv(true), compiled: new WeakMap<TSchema, ValidateFunction>() };
 
-/** Compiles (once) and returns the validator of a schema. */
-export function validatorFor(schema: TSchema): ValidateFunction {
-  let fn = compiled.get(schema);
+function compiledIn(instance: typeof firstError, schema: TSchema): ValidateFunction {
+  let fn = instance.compiled.get(schema);
   if (!fn) {
-    fn = ajv.compile(schema);
-    compiled.set(schema, fn);
+    fn = instance.ajv.compile(schema);
+    instance.compiled.set(schema, fn);
   }
   return fn;
+}
+
+/** Compiles (once) and returns the validator of a schema that reports every problem. */
+export function validatorFor(schema: TSchema): ValidateFunction {
+  return compiledIn(everyError, schema);
 }
 
 function formatPath(instancePath: string, extra?: string): string {
@@ -48,6 +61,7 @@ function describeAllowed(values: unknown[]): string {
 function messageOf(err: ErrorObject): ValidationIssue {
   const where = formatPath(err.instancePath);
   const parent = (err.parentSchema ?? {}) as Record<string, unknown>;
+  if (typeof parent['x-error'] === 'string') return { path: where, message: `${where}: ${parent['x-error']}` };
   switch (err.keyword) {
     case 'additionalProperties': {
       const field = (err.params as { additionalProperty: string }).additionalProperty;
@@ -67,7 +81,6 @@ function messageOf(err: ErrorObject): ValidationIssue {
       return { path: where, message: `${where} must be one of ${describeAllowed((err.params as { allowedValues: unknown[] }).allowedValues)}` };
     case 'oneOf':
     case 'anyOf': {
-      if (typeof parent['x-error'] === 'string') return { path: where, message: `${where}: ${parent['x-error']}` };
       const branches = (parent[err.keyword] as Record<string, unknown>[] | undefined) ?? [];
       if (branches.length > 0 && branches.every((b) => 'const' in b)) {
         return { path: where, message: `${where} must be one of ${describeAllowed(branches.map((b) => b.const))}, got ${JSON.stringify(err.data)}` };
@@ -75,6 +88,12 @@ function messageOf(err: ErrorObject): ValidationIssue {
       const types = branches.map((b) => (typeof b.type === 'string' ? b.type : 'an object of the documented shape'));
       return { path: where, message: `${where} must be ${[...new Set(types)].join(' or ')}, got ${typeName(err.data)}` };
     }
+    case 'maxItems':
+      return { path: where, message: `${where} has ${(err.data as unknown[]).length} items; at most ${limitOf(err)} are allowed` };
+    case 'maxProperties':
+      return { path: where, message: `${where} has ${Object.keys(err.data as object).length} fields; at most ${limitOf(err)} are allowed` };
+    case 'maxLength':
+      return { path: where, message: `${where} is ${(err.data as string).length} characters long; at most ${limitOf(err)} are allowed` };
     case 'format':
       return { path: where, message: `${where} must be a valid ${(err.params as { format: string }).format}` };
     case 'pattern':
@@ -82,6 +101,10 @@ function messageOf(err: ErrorObject): ValidationIssue {
     default:
       return { path: where, message: `${where} ${err.message ?? 'is invalid'}` };
   }
+}
+
+function limitOf(err: ErrorObject): number {
+  return (err.params as { limit: number }).limit;
 }
 
 function typeName(value: unknown): string {
@@ -92,14 +115,21 @@ function typeName(value: unknown): string {
 
 /**
  * Turns ajv errors into caller-facing issues. Errors inside a failed oneOf/anyOf branch are
- * dropped in favour of the combinator's own message, which says what was expected.
+ * dropped in favour of the combinator's own message, which says what was expected. Linear in
+ * the number of errors: a map of many failing values repeats one combinator's schema path.
  */
 export function describeErrors(errors: readonly ErrorObject[]): ValidationIssue[] {
-  const combinators = errors.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => e.schemaPath + '/');
-  const kept = errors.filter((e) => !combinators.some((prefix) => e.schemaPath.startsWith(prefix)));
+  const combinators = new Set(errors.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => e.schemaPath));
+  const insideCombinator = (schemaPath: string): boolean => {
+    for (let cut = schemaPath.lastIndexOf('/'); cut > 0; cut = schemaPath.lastIndexOf('/', cut - 1)) {
+      if (combinators.has(schemaPath.slice(0, cut))) return true;
+    }
+    return false;
+  };
   const seen = new Set<string>();
   const issues: ValidationIssue[] = [];
-  for (const err of kept) {
+  for (const err of errors) {
+    if (insideCombinator(err.schemaPath)) continue;
     const issue = messageOf(err);
     if (seen.has(issue.message)) continue;
     seen.add(issue.message);
@@ -108,21 +138,34 @@ export function describeErrors(errors: readonly ErrorObject[]): ValidationIssue[
   return issues;
 }
 
-const MAX_LISTED = 10;
+/** Issues an error lists; the rest are counted ("and N more problems"). */
+export const MAX_LISTED = 10;
 
 /** Joins issues into one message; long lists are cut with a count of the rest. */
-export function summarizeIssues(issues: readonly ValidationIssue[]): string {
+export function summarizeIssues(issues: readonly ValidationIssue[], total = issues.length): string {
   const listed = issues.slice(0, MAX_LISTED).map((i) => i.message);
-  if (issues.length > MAX_LISTED) listed.push(`and ${issues.length - MAX_LISTED} more problems`);
+  if (total > listed.length) listed.push(`and ${total - listed.length} more problems`);
   return listed.join('; ');
 }
 
-/** Validates a value against a schema. */
+function failure<T>(issues: ValidationIssue[]): ValidationResult<T> {
+  return { ok: false, issues: issues.slice(0, MAX_LISTED), message: summarizeIssues(issues) };
+}
+
+/**
+ * Validates a value against a schema. First the limits no schema expresses (nesting depth, text
+ * Postgres cannot store), then the schema, stopping at the first problem; every problem is then
+ * listed only for inputs small enough for that to be cheap. At most `MAX_LISTED` issues return.
+ */
 export function validate<S extends TSchema>(schema: S, value: unknown): ValidationResult<Static<S>> {
-  const fn = validatorFor(schema);
-  if (fn(value)) return { ok: true, value: value as Static<S> };
-  const issues = describeErrors(fn.errors ?? []);
-  return { ok: false, issues, message: summarizeIssues(issues) };
+  const scan = scanInput(value);
+  if (scan.problem) return failure([scan.problem]);
+  const first = compiledIn(firstError, schema);
+  if (first(value)) return { ok: true, value: value as Static<S> };
+  if (scan.values > ALL_ERRORS_VALUE_BUDGET) return failure(describeErrors(first.errors ?? []));
+  const every = compiledIn(everyError, schema);
+  every(value);
+  return failure(describeErrors(every.errors ?? []));
 }
 
 /** Validates the input of an operation: every surface calls this. */

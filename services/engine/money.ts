@@ -67,8 +67,12 @@ export function sumMicros(amounts: readonly Micros[]): Micros {
 export const DEFAULT_CAP_MICROS: Micros = 500_000;
 export const MAX_CAP_MICROS: Micros = 1_000_000;
 
-/** cap = min(maxCostUsd ?? 0.50, 1.00), in micro-USD. */
+/**
+ * cap = min(maxCostUsd ?? 0.50, 1.00), in micro-USD. The ceiling is applied before converting:
+ * a cap of 1e10 USD is a valid request (lowered to 1.00), not a number too big for micro-USD.
+ */
 export function effectiveCapMicros(maxCostUsd: number | undefined): Micros {
   if (maxCostUsd === undefined) return DEFAULT_CAP_MICROS;
-  return Math.min(usdToMicrosFloor(maxCostUsd), MAX_CAP_MICROS);
+  if (maxCostUsd >= MAX_CAP_MICROS / MICROS_PER_USD) return MAX_CAP_MICROS;
+  return usdToMicrosFloor(maxCostUsd);
 }

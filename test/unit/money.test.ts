@@ -28,6 +28,11 @@ describe('money in integer micro-USD', () => {
     expect(effectiveCapMicros(25)).toBe(1_000_000);
   });
 
+  it('lowers caps too large for micro-USD to the ceiling instead of throwing', () => {
+    expect(effectiveCapMicros(1e10)).toBe(1_000_000);
+    expect(effectiveCapMicros(Number.MAX_VALUE)).toBe(1_000_000);
+  });
+
   it('refuses sums that would lose precision', () => {
     expect(sumMicros([1, 2, 3])).toBe(6);
     expect(() => sumMicros([Number.MAX_SAFE_INTEGER, 1])).toThrow(RangeError);

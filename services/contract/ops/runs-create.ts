@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import { MAX_MAP_ENTRIES } from '../input-limits';
 import { defineOperation } from '../operation';
 import { ArtifactInputSchema, OutputsSchema } from '../schemas/artifact';
+import { MaxCostUsdSchema } from '../schemas/max-cost';
 import { WorkflowSchema } from '../schemas/workflow';
 import { strictObject } from '../schemas/strict-object';
 
@@ -16,8 +18,8 @@ export const runsCreate = defineOperation({
     {
       workflow: Type.Optional(WorkflowSchema),
       workflowRef: Type.Optional(Type.String({ minLength: 1, maxLength: 400, description: '<id>@<version>; id is <org>/<slug> or a UUID' })),
-      inputs: Type.Optional(Type.Record(Type.String(), ArtifactInputSchema, { description: "Map from the workflow's input names to artifacts" })),
-      maxCostUsd: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap in USD (default 0.50, capped at 1.00)' })),
+      inputs: Type.Optional(Type.Record(Type.String(), ArtifactInputSchema, { maxProperties: MAX_MAP_ENTRIES, description: "Map from the workflow's input names to artifacts" })),
+      maxCostUsd: Type.Optional(MaxCostUsdSchema),
     },
     {
       oneOf: [{ required: ['workflow'] }, { required: ['workflowRef'] }],

@@ -1,6 +1,8 @@
 import { Type } from '@sinclair/typebox';
+import { MAX_MAP_ENTRIES } from '../input-limits';
 import { defineOperation } from '../operation';
 import { ArtifactInputSchema, OutputsSchema } from '../schemas/artifact';
+import { MaxCostUsdSchema } from '../schemas/max-cost';
 import { strictObject } from '../schemas/strict-object';
 
 /** `runs.node`: run one model or llm node without a graph; one JSON response. */
@@ -16,9 +18,9 @@ export const runsNode = defineOperation({
     inputs: Type.Record(
       Type.String(),
       Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null(), ArtifactInputSchema]),
-      { description: 'Value ports take bare scalars; data ports take artifacts' },
+      { maxProperties: MAX_MAP_ENTRIES, description: 'Value ports take bare scalars; data ports take artifacts' },
     ),
-    maxCostUsd: Type.Optional(Type.Number({ exclusiveMinimum: 0, description: 'Spend cap in USD (default 0.50, capped at 1.00)' })),
+    maxCostUsd: Type.Optional(MaxCostUsdSchema),
   }),
   output: strictObject({ outputs: OutputsSchema }),
   response: 'json',

@@ -1,4 +1,5 @@
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
+import { MAX_MAP_ENTRIES } from '../input-limits';
 import { strictObject } from './strict-object';
 
 /** Artifact kinds: every run input and output is one of these. */
@@ -14,9 +15,9 @@ const EXACTLY_VALUE_OR_REF = {
 
 const envelope = {
   value: Type.Optional(Type.Unknown({ description: 'Inline form, for small scalars, text and structured data' })),
-  ref: Type.Optional(Type.String({ format: 'uri', description: 'Reference form: fetch it to get the bytes' })),
-  mimeType: Type.Optional(Type.String({ minLength: 1 })),
-  metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'For example width and height' })),
+  ref: Type.Optional(Type.String({ format: 'uri', maxLength: 8192, description: 'Reference form: fetch it to get the bytes' })),
+  mimeType: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: MAX_MAP_ENTRIES, description: 'For example width and height' })),
 } satisfies TProperties;
 
 /** An artifact as the service returns it: `kind` is always present. */

@@ -10,7 +10,8 @@ const TokenKindSchema = Type.Union([Type.Literal('personal'), Type.Literal('sess
 /** `POST /v1/tokens`: a new personal access token. */
 export const TokenCreateInputSchema = strictObject({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'What the token is for, shown in listings (not blank)' }),
-  scopes: Type.Array(ScopeSchema, { minItems: 1, uniqueItems: true, description: 'read: the catalog and workflows; run: runs and run history' }),
+  // maxItems: every scope once; ajv checks it before uniqueItems, which compares every pair.
+  scopes: Type.Array(ScopeSchema, { minItems: 1, maxItems: 2, uniqueItems: true, description: 'read: the catalog and workflows; run: runs and run history' }),
   expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_TOKEN_DAYS, description: `Days until it expires, at most ${MAX_TOKEN_DAYS}; omit for no expiry` })),
 });
 export type TokenCreateInput = Static<typeof TokenCreateInputSchema>;

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { MAX_MAP_ENTRIES } from '../input-limits';
 import { BuiltinConnectorIdSchema } from './connector';
 import { strictObject } from './strict-object';
 
@@ -11,7 +12,7 @@ import { strictObject } from './strict-object';
 export const GraphNodeSchema = strictObject({
   id: Type.String({ minLength: 1, maxLength: 200 }),
   uses: Type.String({ minLength: 1, maxLength: 300 }),
-  inputs: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  inputs: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: MAX_MAP_ENTRIES })),
   outputType: Type.Optional(BuiltinConnectorIdSchema),
   label: Type.Optional(Type.String({ maxLength: 500 })),
 });

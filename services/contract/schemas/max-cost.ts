@@ -1,0 +1,12 @@
+import { Type } from '@sinclair/typebox';
+
+/**
+ * A run's requested spend cap in USD. Caps are held in whole micro-USD, rounded down, so the
+ * smallest useful cap is one micro-USD; anything above the 1.00 ceiling is lowered to it
+ * (SPEC: Limits), however large.
+ */
+export const MaxCostUsdSchema = Type.Number({
+  minimum: 0.000001,
+  description: 'Spend cap in USD, at least 0.000001 (one micro-USD); default 0.50, larger caps are lowered to 1.00',
+  'x-error': 'must be a number of USD, at least 0.000001 (one micro-USD, the smallest cap); caps above 1.00 are lowered to 1.00',
+});
