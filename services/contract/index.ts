@@ -85,7 +85,8 @@ export {
   type WorkflowVersionEntry,
   type WorkflowVersionList,
 } from './schemas/editor-workflow';
-export { describeErrors, summarizeIssues, validate, validateInput, validatorFor, type ValidationIssue, type ValidationResult } from './validator';
+export { describeErrors, MAX_LISTED, summarizeIssues, validate, validateInput, validatorFor, type ValidationIssue, type ValidationResult } from './validator';
+export { ALL_ERRORS_VALUE_BUDGET, MAX_INPUT_DEPTH, MAX_MAP_ENTRIES, scanInput, type InputScan } from './input-limits';
 export { buildOpenApiDocument } from './openapi';
 export {
   MAX_TOKEN_DAYS,

@@ -61,7 +61,6 @@ function describeAllowed(values: unknown[]): string {
 function messageOf(err: ErrorObject): ValidationIssue {
   const where = formatPath(err.instancePath);
   const parent = (err.parentSchema ?? {}) as Record<string, unknown>;
-  if (typeof parent['x-error'] === 'string') return { path: where, message: `${where}: ${parent['x-error']}` };
   switch (err.keyword) {
     case 'additionalProperties': {
       const field = (err.params as { additionalProperty: string }).additionalProperty;
@@ -81,12 +80,21 @@ function messageOf(err: ErrorObject): ValidationIssue {
       return { path: where, message: `${where} must be one of ${describeAllowed((err.params as { allowedValues: unknown[] }).allowedValues)}` };
     case 'oneOf':
     case 'anyOf': {
+      if (typeof parent['x-error'] === 'string') return { path: where, message: `${where}: ${parent['x-error']}` };
       const branches = (parent[err.keyword] as Record<string, unknown>[] | undefined) ?? [];
       if (branches.length > 0 && branches.every((b) => 'const' in b)) {
         return { path: where, message: `${where} must be one of ${describeAllowed(branches.map((b) => b.const))}, got ${JSON.stringify(err.data)}` };
       }
       const types = branches.map((b) => (typeof b.type === 'string' ? b.type : 'an object of the documented shape'));
       return { path: where, message: `${where} must be ${[...new Set(types)].join(' or ')}, got ${typeName(err.data)}` };
+    }
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum': {
+      const { comparison, limit } = err.params as { comparison: string; limit: number };
+      const about = typeof parent.description === 'string' ? ` (${parent.description})` : '';
+      return { path: where, message: `${where} must be ${comparison} ${limit}, got ${JSON.stringify(err.data)}${about}` };
     }
     case 'maxItems':
       return { path: where, message: `${where} has ${(err.data as unknown[]).length} items; at most ${limitOf(err)} are allowed` };

@@ -2,9 +2,14 @@ import net from 'node:net';
 
 /**
  * Which network addresses the service may fetch from on a caller's behalf (input URLs): only
- * public ones. Loopback, private, link-local, unique-local, carrier-grade NAT, multicast,
- * reserved and cloud metadata addresses are refused, unless an entry of the allow-list
- * (`FETCH_ALLOW_PRIVATE`, for development) admits them.
+ * ordinary public unicast ones. Every range of the IANA IPv4 and IPv6 Special-Purpose Address
+ * Registries is refused (loopback, private, link-local, unique-local, carrier-grade NAT,
+ * documentation, benchmarking, translation, anycast service and reserved ranges), and so are
+ * multicast, broadcast and cloud metadata addresses, unless an entry of the allow-list
+ * (`FETCH_ALLOW_PRIVATE`, for development) admits them. The few special-purpose ranges the
+ * registries call globally reachable (anycast PCP/TURN, AS112, AMT) are refused too: no input
+ * file lives there. IPv6 forms that carry an IPv4 address are judged by that address
+ * (`::ffff:a.b.c.d`, NAT64 `64:ff9b::a.b.c.d`) or refused outright (deprecated forms).
  */
 
 /** A blocked range: its network, prefix length, family, and the words that explain it. */
@@ -15,25 +20,50 @@ interface BlockedRange {
   what: string;
 }
 
+const v4 = (network: string, prefix: number, what: string): BlockedRange => ({ network, prefix, family: 'ipv4', what });
+const v6 = (network: string, prefix: number, what: string): BlockedRange => ({ network, prefix, family: 'ipv6', what });
+
+/** Checked in order: the first match names the reason, so narrower ranges come first. */
 const BLOCKED: BlockedRange[] = [
-  { network: '169.254.169.254', prefix: 32, family: 'ipv4', what: 'a cloud metadata address' },
-  { network: 'fd00:ec2::254', prefix: 128, family: 'ipv6', what: 'a cloud metadata address' },
-  { network: '0.0.0.0', prefix: 8, family: 'ipv4', what: 'a "this network" address' },
-  { network: '10.0.0.0', prefix: 8, family: 'ipv4', what: 'a private address' },
-  { network: '100.64.0.0', prefix: 10, family: 'ipv4', what: 'a carrier-grade NAT address' },
-  { network: '127.0.0.0', prefix: 8, family: 'ipv4', what: 'a loopback address' },
-  { network: '169.254.0.0', prefix: 16, family: 'ipv4', what: 'a link-local address' },
-  { network: '172.16.0.0', prefix: 12, family: 'ipv4', what: 'a private address' },
-  { network: '192.0.0.0', prefix: 24, family: 'ipv4', what: 'a reserved (IETF protocol) address' },
-  { network: '192.168.0.0', prefix: 16, family: 'ipv4', what: 'a private address' },
-  { network: '198.18.0.0', prefix: 15, family: 'ipv4', what: 'a benchmarking address' },
-  { network: '224.0.0.0', prefix: 4, family: 'ipv4', what: 'a multicast address' },
-  { network: '240.0.0.0', prefix: 4, family: 'ipv4', what: 'a reserved address' },
-  { network: '::', prefix: 128, family: 'ipv6', what: 'the unspecified address' },
-  { network: '::1', prefix: 128, family: 'ipv6', what: 'a loopback address' },
-  { network: 'fc00::', prefix: 7, family: 'ipv6', what: 'a unique-local (private) address' },
-  { network: 'fe80::', prefix: 10, family: 'ipv6', what: 'a link-local address' },
-  { network: 'ff00::', prefix: 8, family: 'ipv6', what: 'a multicast address' },
+  v4('169.254.169.254', 32, 'a cloud metadata address'),
+  v6('fd00:ec2::254', 128, 'a cloud metadata address'),
+  // IANA IPv4 Special-Purpose Address Registry.
+  v4('0.0.0.0', 8, 'a "this network" address'),
+  v4('10.0.0.0', 8, 'a private address'),
+  v4('100.64.0.0', 10, 'a carrier-grade NAT address'),
+  v4('127.0.0.0', 8, 'a loopback address'),
+  v4('169.254.0.0', 16, 'a link-local address'),
+  v4('172.16.0.0', 12, 'a private address'),
+  v4('192.0.0.0', 24, 'a reserved (IETF protocol) address'),
+  v4('192.0.2.0', 24, 'a documentation (TEST-NET-1) address'),
+  v4('192.31.196.0', 24, 'an AS112 (DNS sink) address'),
+  v4('192.52.193.0', 24, 'an AMT (multicast tunnelling) address'),
+  v4('192.88.99.0', 24, 'a 6to4 relay anycast address'),
+  v4('192.168.0.0', 16, 'a private address'),
+  v4('192.175.48.0', 24, 'an AS112 (DNS sink) address'),
+  v4('198.18.0.0', 15, 'a benchmarking address'),
+  v4('198.51.100.0', 24, 'a documentation (TEST-NET-2) address'),
+  v4('203.0.113.0', 24, 'a documentation (TEST-NET-3) address'),
+  v4('224.0.0.0', 4, 'a multicast address'),
+  v4('240.0.0.0', 4, 'a reserved address'),
+  // IANA IPv6 Special-Purpose Address Registry, and the deprecated forms beside it.
+  v6('::', 128, 'the unspecified address'),
+  v6('::1', 128, 'a loopback address'),
+  v6('::', 96, 'an IPv4-compatible address (deprecated)'),
+  v6('::ffff:0:0:0', 96, 'an IPv4-translated address'),
+  v6('64:ff9b:1::', 48, 'a local-use IPv4/IPv6 translation address'),
+  v6('100::', 64, 'a discard-only address'),
+  v6('100:0:0:1::', 64, 'a dummy IPv6 prefix address'),
+  v6('2001:db8::', 32, 'a documentation address'),
+  v6('2001::', 23, 'a reserved (IETF protocol) address'),
+  v6('2002::', 16, 'a 6to4 address'),
+  v6('2620:4f:8000::', 48, 'an AS112 (DNS sink) address'),
+  v6('3fff::', 20, 'a documentation address'),
+  v6('5f00::', 16, 'a segment routing (SRv6 SID) address'),
+  v6('fc00::', 7, 'a unique-local (private) address'),
+  v6('fe80::', 10, 'a link-local address'),
+  v6('fec0::', 10, 'a site-local address (deprecated)'),
+  v6('ff00::', 8, 'a multicast address'),
 ];
 
 const RANGES = BLOCKED.map((range) => {

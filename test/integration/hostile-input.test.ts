@@ -1,5 +1,7 @@
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
+import { safeFetch } from '../../services/nodes';
 import { issueToken } from '../../services/platform/access-token';
 import { TokenRepository } from '../../services/store';
 import { bearer, startTestService, type TestService } from '../support/service';
@@ -161,6 +163,41 @@ describe('hostile input: every malformed request is a 4xx that says what to fix,
       const res = await rawPost(`${service.url}/v1/runs/node`, { ...bearer(service.account.token), 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' }, bomb);
       expect(res.status).toBe(413);
       expect(res.body.error).toMatch(/compressed.*inflated.*limit/);
+    });
+  });
+
+  describe('input URLs in special-purpose address forms', () => {
+    let hits = 0;
+    let canary: http.Server;
+    let port = 0;
+
+    beforeAll(async () => {
+      canary = http.createServer((_req, res) => {
+        hits += 1;
+        res.end('canary');
+      });
+      // On every address: an IPv4-compatible or -translated form must not reach it by any route.
+      await new Promise<void>((resolve) => canary.listen(0, '::', resolve));
+      port = (canary.address() as AddressInfo).port;
+    });
+
+    afterAll(async () => {
+      canary.closeAllConnections();
+      await new Promise((resolve) => canary.close(resolve));
+    });
+
+    it.each([
+      ['[::127.0.0.1]', 'IPv4-compatible'],
+      ['[::ffff:0:127.0.0.1]', 'IPv4-translated'],
+      ['192.0.2.1', 'documentation'],
+      ['[2001:db8::1]', 'documentation'],
+    ])('refuses http://%s without connecting, naming it %s', async (host, words) => {
+      const err = await safeFetch(`http://${host}:${port}/x.png`, { maxBytes: 1024, timeoutMs: 2000 }).then(
+        () => null,
+        (e: unknown) => e as { code?: string; message?: string },
+      );
+      expect(err).toMatchObject({ code: 'validation_failed', message: expect.stringContaining(words) });
+      expect(hits).toBe(0);
     });
   });
 });

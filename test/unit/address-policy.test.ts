@@ -29,11 +29,40 @@ describe('the address rules of input fetching', () => {
     ['::ffff:a9fe:a9fe', 'a cloud metadata address'],
     ['64:ff9b::10.0.0.1', 'a private address'],
     ['not-an-ip', 'not an IP address'],
+    // Fuzzing found connections attempted to these (issue 11).
+    ['::7f00:1', 'an IPv4-compatible address (deprecated)'],
+    ['::8.8.8.8', 'an IPv4-compatible address (deprecated)'],
+    ['::ffff:0:7f00:1', 'an IPv4-translated address'],
+    ['::ffff:0:127.0.0.1', 'an IPv4-translated address'],
+    ['192.0.2.10', 'a documentation (TEST-NET-1) address'],
+    ['198.51.100.7', 'a documentation (TEST-NET-2) address'],
+    ['203.0.113.200', 'a documentation (TEST-NET-3) address'],
+    // The rest of the IANA special-purpose registries.
+    ['192.0.0.9', 'a reserved (IETF protocol) address'],
+    ['192.31.196.1', 'an AS112 (DNS sink) address'],
+    ['192.52.193.1', 'an AMT (multicast tunnelling) address'],
+    ['192.88.99.1', 'a 6to4 relay anycast address'],
+    ['192.175.48.6', 'an AS112 (DNS sink) address'],
+    ['198.18.0.1', 'a benchmarking address'],
+    ['64:ff9b:1::a00:1', 'a local-use IPv4/IPv6 translation address'],
+    ['100::1', 'a discard-only address'],
+    ['100:0:0:1::1', 'a dummy IPv6 prefix address'],
+    ['2001:db8::1', 'a documentation address'],
+    ['3fff::1', 'a documentation address'],
+    ['2001::1', 'a reserved (IETF protocol) address'],
+    ['2001:2::1', 'a reserved (IETF protocol) address'],
+    ['2001:20::1', 'a reserved (IETF protocol) address'],
+    ['2002:7f00:1::1', 'a 6to4 address'],
+    ['2620:4f:8000::1', 'an AS112 (DNS sink) address'],
+    ['5f00::1', 'a segment routing (SRv6 SID) address'],
+    ['fec0::1', 'a site-local address (deprecated)'],
+    ['::ffff:192.0.2.1', 'a documentation (TEST-NET-1) address'],
+    ['64:ff9b::203.0.113.1', 'a documentation (TEST-NET-3) address'],
   ])('refuses %s as %s', (address, reason) => {
     expect(blockedReason(address)).toBe(reason);
   });
 
-  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808'])('admits the public address %s', (address) => {
+  it.each(['8.8.8.8', '172.32.0.1', '100.128.0.1', '1.1.1.1', '192.0.3.1', '198.20.0.1', '2606:4700:4700::1111', '2001:200::1', '2001:4860::8888', '::ffff:8.8.8.8', '64:ff9b::808:808'])('admits the public address %s', (address) => {
     expect(blockedReason(address)).toBeNull();
   });
 

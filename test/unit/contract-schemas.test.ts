@@ -124,7 +124,7 @@ describe('contract schemas reject what they must', () => {
     const cases: [string, unknown, string][] = [
       ['runs.create', { workflowRef: 7 }, 'workflowRef must be string, got number'],
       ['runs.create', { workflowRef: 'a/b', maxCostUsd: '0.5' }, 'maxCostUsd must be number, got string'],
-      ['runs.create', { workflowRef: 'a/b', maxCostUsd: 0 }, 'maxCostUsd must be > 0'],
+      ['runs.create', { workflowRef: 'a/b', maxCostUsd: 0 }, 'maxCostUsd must be >= 0.000001'],
       ['runs.create', { workflow: { version: 1, nodes: [] } }, 'workflow.version must be 2'],
       ['runs.create', { workflow: { version: 2, nodes: {} } }, 'workflow.nodes must be array, got object'],
       ['runs.create', { workflow: { version: 2, nodes: [{ id: 'x', uses: 'input', outputType: 'PICTURE' }] } }, 'workflow.nodes[0].outputType must be one of'],

@@ -7,6 +7,5 @@ import { Type } from '@sinclair/typebox';
  */
 export const MaxCostUsdSchema = Type.Number({
   minimum: 0.000001,
-  description: 'Spend cap in USD, at least 0.000001 (one micro-USD); default 0.50, larger caps are lowered to 1.00',
-  'x-error': 'must be a number of USD, at least 0.000001 (one micro-USD, the smallest cap); caps above 1.00 are lowered to 1.00',
+  description: 'spend cap in USD: at least 0.000001, one micro-USD, the smallest cap; default 0.50; larger caps are lowered to 1.00',
 });
