@@ -80,7 +80,7 @@ describe('checks before the run', () => {
   });
 
   it('refuses a const node’s value outside the options of the port it feeds', async () => {
-    const nodes = defaults().map((n) => (n.id === 'fmt' ? { id: 'fmt', uses: 'const', outputType: 'TEXT', inputs: { value: 'flac' } } : n));
+    const nodes = defaults().map((n) => (n.id === 'fmt' ? ({ id: 'fmt', uses: 'const', outputType: 'TEXT', inputs: { value: 'flac' } }) as const : n));
     expect(await refusedBeforeTheRun('/v1/runs', { workflow: speech(nodes) })).toContain('"convert": input "format" (from const node "fmt") must be one of');
   });
 
