@@ -27,6 +27,22 @@ export class MissingValueError extends Error {
   }
 }
 
+/**
+ * Thrown when a completed step did not produce the port a reference reads and the port has no
+ * `defaultValue`: a deterministic failure (code `missing_output`), never retried.
+ */
+export class MissingOutputError extends Error {
+  readonly code = 'missing_output';
+
+  constructor(readonly ref: Reference) {
+    super(`node "${ref.nodeId}" completed without its output "${ref.port}", and the port has no default value; \${${ref.nodeId}.${ref.port}} cannot be read`);
+    this.name = 'MissingOutputError';
+  }
+}
+
+/** An optional output its node did not produce, with no default: an optional input reading it is omitted, a run output absent. */
+const ABSENT: unique symbol = Symbol('absent output');
+
 /** The value a reference reads: run input, const literal, or a completed step's output. */
 function referencedValue(values: RunValues, ref: Reference): unknown {
   const source = values.workflow.nodes.get(ref.nodeId);
@@ -79,6 +95,11 @@ export function resolveStepInputs(node: CheckedNode, values: RunValues): Record<
     }
     const value = referencedValue(values, ref);
     const connector = node.spec?.inputs[key]?.connector;
+    if (value === ABSENT) {
+      // An optional input is omitted (the node fills its own default); a required one cannot run.
+      if (connector?.isOptional) continue;
+      throw new MissingOutputError(ref);
+    }
     resolved[key] = connector ? coerceToConnector(value, connector) : value;
   }
   return resolved;
@@ -109,7 +130,8 @@ export function outputSources(workflow: CheckedWorkflow): string[] {
 
 /**
  * The run's outputs: one Artifact per output node, named by its id. A list of files becomes a
- * `structured` artifact holding the list of ref artifacts.
+ * `structured` artifact holding the list of ref artifacts. An output node reading an optional
+ * port its node did not produce (and without a default) is absent from the map.
  */
 export function collectRunOutputs(values: RunValues): Record<string, Artifact> {
   const outputs: Record<string, Artifact> = {};
@@ -122,6 +144,7 @@ export function collectRunOutputs(values: RunValues): Record<string, Artifact> {
       continue;
     }
     const value = referencedValue(values, ref);
+    if (value === ABSENT) continue;
     const source = values.workflow.nodes.get(ref.nodeId)!;
     const connector = source.outputs?.[ref.port] ?? null;
     outputs[node.id] = connector?.isArray ? { kind: 'structured', value } : asArtifact(value, connector?.id ?? null);

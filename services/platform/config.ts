@@ -45,6 +45,8 @@ export interface Config {
   shutdownGraceMs: number;
   redisPrefix: string;
   stepRetryAttempts: number;
+  /** Attempts of one step in all: in-step retries and redeliveries of its job after a lost worker together. */
+  stepMaxAttempts: number;
   stepRetryBaseMs: number;
   stepLockMs: number;
   reaperIntervalSeconds: number;
@@ -249,6 +251,7 @@ export const SETTINGS = {
     },
   },
   stepRetryAttempts: { env: 'STEP_RETRY_ATTEMPTS', description: 'Attempts of a step whose provider fails transiently (timeout, 429, 5xx), the first included', default: '3', parse: int(1, 10) },
+  stepMaxAttempts: { env: 'STEP_MAX_ATTEMPTS', description: 'Attempts of one step in all (in-step retries and redeliveries after a lost worker together); then the step fails with step_attempts_exhausted', default: '5', parse: int(1, 20) },
   stepRetryBaseMs: { env: 'STEP_RETRY_BASE_MS', description: 'Delay before the first retry of a step; doubled for each further one', default: '500', parse: int(0, 60000) },
   stepLockMs: { env: 'STEP_LOCK_MS', description: 'Lock of a running step job; a worker silent this long is presumed dead and its step redelivered', default: '30000', parse: int(1000, 600000) },
   reaperIntervalSeconds: { env: 'REAPER_INTERVAL_SECONDS', description: 'Seconds between sweeps of the stuck-run reaper (lost jobs, unfinished runs)', default: '30', parse: int(1, 3600) },
@@ -405,6 +408,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceMs: v.shutdownGraceMs,
     redisPrefix: v.redisPrefix,
     stepRetryAttempts: v.stepRetryAttempts,
+    stepMaxAttempts: Math.max(v.stepMaxAttempts, v.stepRetryAttempts),
     stepRetryBaseMs: v.stepRetryBaseMs,
     stepLockMs: v.stepLockMs,
     reaperIntervalSeconds: v.reaperIntervalSeconds,

@@ -1,4 +1,5 @@
 import type { RunError } from '../contract';
+import { MissingOutputError } from '../engine';
 import { AppError } from '../platform/app-error';
 
 /** Error codes of `step.failed` and `run.failed` events that the service itself produces (docs/runs.md). */
@@ -6,23 +7,64 @@ export const RUN_ERROR_CODES = {
   spendCapExceeded: 'spend_cap_exceeded',
   aborted: 'aborted',
   lost: 'step_lost',
+  missingOutput: 'missing_output',
+  attemptsExhausted: 'step_attempts_exhausted',
+  insufficientCredit: 'insufficient_credit',
   internal: 'internal',
 } as const;
+
+/** The run stopped (another step failed, or it timed out) while this attempt ran: its call was aborted. */
+export class AbortedByRun extends Error {
+  constructor() {
+    super('the run stopped');
+    this.name = 'AbortedByRun';
+  }
+}
+
+/**
+ * A node call that returned, but whose result cannot be used (an output the run needs is
+ * missing, the result cannot be priced or read): the call was made, so it is paid (`costMicros`),
+ * and the failure is deterministic, so it is not retried.
+ */
+export class FailedAfterCall extends Error {
+  constructor(
+    readonly reason: unknown,
+    readonly costMicros: number,
+  ) {
+    super(reason instanceof Error ? reason.message : String(reason));
+    this.name = 'FailedAfterCall';
+  }
+}
 
 /**
  * Whether a failure may go away if the same call is made again: provider timeouts, 429 and 5xx.
  * Providers raise `AppError` with `unavailable` / `rate_limited`, or errors marked `transient`.
  */
 export function isTransient(err: unknown): boolean {
+  if (err instanceof FailedAfterCall) return false;
   if (err instanceof AppError) return err.code === 'unavailable' || err.code === 'rate_limited';
   if (err instanceof Error && (err as { transient?: unknown }).transient === true) return true;
   return err instanceof Error && err.name === 'TimeoutError';
 }
 
-/** What a failed attempt cost, when the provider says (they bill some failed calls); else 0. */
-export function costOfFailure(err: unknown): number {
+/**
+ * Whether a failed call may have been carried out (and billed) by the provider without our knowing
+ * its cost: it was aborted, or timed out, after the request went out.
+ */
+function outcomeUnknown(err: unknown): boolean {
+  if (err instanceof AbortedByRun) return true;
+  if (err instanceof Error && err.name === 'TimeoutError') return true;
+  return (err as { outcomeUnknown?: unknown } | null)?.outcomeUnknown === true;
+}
+
+/**
+ * What a failed attempt is charged: what the provider says it cost (they bill some failed calls),
+ * else `lostCharge` (the estimate of a node that calls out) when the outcome is unknown, else 0.
+ */
+export function costOfFailure(err: unknown, lostCharge: number): number {
   const cost = (err as { costMicros?: unknown } | null)?.costMicros;
-  return typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0 ? cost : 0;
+  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0) return cost;
+  return outcomeUnknown(err) ? lostCharge : 0;
 }
 
 /**
@@ -31,6 +73,8 @@ export function costOfFailure(err: unknown): number {
  * reported without internals (the log has them).
  */
 export function stepError(err: unknown, nodeId: string): RunError {
+  if (err instanceof FailedAfterCall) return stepError(err.reason, nodeId);
+  if (err instanceof MissingOutputError) return { code: RUN_ERROR_CODES.missingOutput, message: err.message };
   if (err instanceof AppError && err.code !== 'internal') return { code: err.code, message: err.message };
   if (err instanceof AppError) return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed: ${err.message}` };
   return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed unexpectedly; the failure was logged` };

@@ -12,12 +12,14 @@ import type { RunLifecycle } from './run-lifecycle';
 import type { RunEventAppender, StepQueuePort } from './ports';
 import { RunEventPipe } from './run-event-pipe';
 import { committedEvents, committedSteps, fitsBatch, openBatch, type Batch, type FinishedStep, type Lane } from './step-batch';
-import { costOfFailure, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
+import { AbortedByRun, costOfFailure, FailedAfterCall, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
 
 /** How transient provider failures are retried inside a step. */
 export interface RetryPolicy {
-  /** Attempts in all, the first included (1 = no retry). */
+  /** Attempts in all, the first included (1 = no retry), of one delivery of the step's job. */
   attempts: number;
+  /** Attempts of the step in all, in-step retries and redeliveries together (default: `attempts` + 2). */
+  maxAttempts?: number;
   /** Delay before the first retry; doubled each time, with ±25 % jitter. */
   baseDelayMs: number;
 }
@@ -80,6 +82,20 @@ function capExceeded(nodeId: string, estimate: number): RunError {
   };
 }
 
+function creditExhausted(nodeId: string, estimate: number): RunError {
+  return {
+    code: RUN_ERROR_CODES.insufficientCredit,
+    message: `node "${nodeId}" may cost up to $${microsToUsd(estimate)}, more than what is left of the organization's balance held for this run; it was not started (add credit)`,
+  };
+}
+
+/** Why an attempt of `nodeId` could not start, as the run's error. */
+function refusal(reason: 'cap_exceeded' | 'insufficient_credit' | 'attempts_exhausted', nodeId: string, estimate: number, maxAttempts: number): RunError {
+  if (reason === 'cap_exceeded') return capExceeded(nodeId, estimate);
+  if (reason === 'insufficient_credit') return creditExhausted(nodeId, estimate);
+  return { code: RUN_ERROR_CODES.attemptsExhausted, message: `node "${nodeId}" was started ${maxAttempts} times without finishing (its workers were lost); it is not started again` };
+}
+
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
 const MAX_INLINE_STEPS = 256;
 
@@ -96,6 +112,10 @@ interface DoneStep {
   inputs: Record<string, unknown>;
   estimate: number;
   outputs: Record<string, unknown>;
+  /** What the attempt cost (the node's price of its result). */
+  costMicros: number;
+  /** The run's outputs, when this step's outputs are all they read. */
+  runOutputs: Record<string, unknown> | undefined;
   attemptToken: string;
   ms: number;
   dependents: readonly string[];
@@ -103,13 +123,6 @@ interface DoneStep {
 
 /** One attempt's outcome. */
 type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { ok: false; err: unknown };
-
-class AbortedByRun extends Error {
-  constructor() {
-    super('the run stopped');
-    this.name = 'AbortedByRun';
-  }
-}
 
 /**
  * Executes one step of a run (the `step.execute` job), following DESIGN.md "Execution, step by
@@ -206,11 +219,16 @@ export class StepExecutor {
       return null;
     }
 
-    const reserved = step.reservedWith ? { ok: true as const, attemptToken: step.reservedWith } : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate });
+    const reserved = step.reservedWith
+      ? { ok: true as const, attemptToken: step.reservedWith }
+      : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: this.lostCharge(definition!, estimate), maxAttempts: this.maxAttempts });
     if (!reserved.ok) {
       await this.pipe.flush(runId);
-      if (reserved.reason === 'cap_exceeded') {
-        await this.deps.lifecycle.fail(runId, capExceeded(nodeId, estimate), nodeId);
+      if (reserved.reason === 'cap_exceeded' || reserved.reason === 'insufficient_credit' || reserved.reason === 'attempts_exhausted') {
+        const error = refusal(reserved.reason, nodeId, estimate, this.maxAttempts);
+        // A lost attempt taken over: the step is ours, holding nothing; failing it settles what the lost attempt is charged.
+        if (reserved.attemptToken !== undefined) await this.failStep(runId, nodeId, reserved.attemptToken, 0, null, error);
+        else await this.deps.lifecycle.fail(runId, error, nodeId);
       } else if (reserved.reason === 'step_not_runnable' && redelivered) {
         await this.deps.queue.requeue(runId, planned.dependents);
       }
@@ -235,10 +253,15 @@ export class StepExecutor {
   ): Promise<Continuation | null> {
     const { runId } = context;
     const started = performance.now();
+    const lostCharge = this.lostCharge(definition, estimate);
     for (let attempt = 1; ; attempt++) {
-      const outcome = await this.attempt(runId, nodeId, definition, inputs, lane.virtual ? lane.batch : undefined);
+      let outcome = await this.attempt(runId, nodeId, definition, inputs, lane.virtual ? lane.batch : undefined);
       const ms = performance.now() - started;
-      if (outcome.ok) return this.settle(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs, attemptToken, ms, dependents }, lane);
+      if (outcome.ok) {
+        const checked = this.checkResult(context, nodeId, definition, inputs, estimate, outcome.outputs);
+        if (checked.ok) return this.settle(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs, attemptToken, ms, dependents, ...checked }, lane);
+        outcome = checked;
+      }
       const { err } = outcome;
       if (lane.virtual) {
         // A step run inside a lease failed: what ran before it is committed, and it gets a
@@ -250,13 +273,21 @@ export class StepExecutor {
       lane = { virtual: false, mayDefer: lane.mayDefer };
       if (err instanceof AbortedByRun) {
         // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
-        await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
+        await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err, lostCharge), error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
         this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
         return null;
       }
       if (isTransient(err) && attempt < this.deps.retry.attempts) {
         // The retry holds the estimate alone: a lease this attempt had is given back.
-        const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), estimateMicros: estimate });
+        const retry = await this.deps.steps.retryAttempt({
+          runId,
+          nodeId,
+          attemptToken,
+          costMicros: costOfFailure(err, lostCharge),
+          estimateMicros: estimate,
+          lostChargeMicros: lostCharge,
+          maxAttempts: this.maxAttempts,
+        });
         if (retry.ok) {
           this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
           this.pipe.post(runId, [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }]);
@@ -264,16 +295,21 @@ export class StepExecutor {
           await sleep(delay);
           continue;
         }
-        if (retry.reason !== 'cap_exceeded') return null; // the run stopped or the step was taken over
-        await this.failStep(runId, nodeId, attemptToken, err, ms, {
-          code: RUN_ERROR_CODES.spendCapExceeded,
-          message: `node "${nodeId}" failed transiently (${stepError(err, nodeId).message}) and another attempt would exceed the run's spend cap`,
+        if (retry.reason === 'run_not_running' || retry.reason === 'not_owner') return null; // the run stopped or the step was taken over
+        const why = {
+          cap_exceeded: { code: RUN_ERROR_CODES.spendCapExceeded, text: "another attempt would exceed the run's spend cap" },
+          insufficient_credit: { code: RUN_ERROR_CODES.insufficientCredit, text: "another attempt would exceed the organization's balance held for the run" },
+          attempts_exhausted: { code: stepError(err, nodeId).code, text: `the step has had its ${this.maxAttempts} attempts` },
+        }[retry.reason];
+        await this.failStep(runId, nodeId, attemptToken, costOfFailure(err, lostCharge), ms, {
+          code: why.code,
+          message: `node "${nodeId}" failed transiently (${stepError(err, nodeId).message}) and ${why.text}`,
         });
         this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
         return null;
       }
-      if (!(err instanceof AppError)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
-      await this.failStep(runId, nodeId, attemptToken, err, ms, stepError(err, nodeId));
+      if (!(err instanceof AppError) && !(err instanceof FailedAfterCall)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
+      await this.failStep(runId, nodeId, attemptToken, costOfFailure(err, lostCharge), ms, stepError(err, nodeId));
       this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
       return null;
     }
@@ -306,20 +342,17 @@ export class StepExecutor {
 
   private async settle(context: RunContext, done: DoneStep, lane: Lane): Promise<Continuation | null> {
     const { runId } = context;
-    const { nodeId, definition, inputs, outputs, dependents } = done;
+    const { nodeId, definition, outputs, dependents, runOutputs } = done;
     const known = new Map([[nodeId, outputs]]);
     const finished: FinishedStep = {
       nodeId,
       specId: definition.spec.id,
-      costMicros: definition.price(inputs, outputs),
+      costMicros: done.costMicros,
       estimateMicros: done.estimate,
       output: outputs,
       ms: done.ms,
       dependents,
     };
-    // Outputs that need a file fetched first (a foreign input wired to an output) complete the run the slow way.
-    const inHand = outputsFrom(context, known);
-    const runOutputs = inHand && !this.deps.lifecycle.hasForeignRefs(inHand) ? inHand : undefined;
     const candidate = this.nextCandidate(context, dependents, known);
     await this.deps.failpoints?.hit('step.beforeSettle', nodeId);
 
@@ -359,10 +392,10 @@ export class StepExecutor {
     }
 
     if (candidate && result.next && !result.next.ok) {
-      // The dependent this job meant to run next does not fit in the cap: the run stops here.
+      // The dependent this job meant to run next does not fit in the cap (or the run's hold): the run stops here.
       if (completed.length > 0) this.pipe.post(runId, completed);
       await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, capExceeded(candidate.nodeId, candidate.estimate), candidate.nodeId);
+      await this.deps.lifecycle.fail(runId, refusal(result.next.reason, candidate.nodeId, candidate.estimate, this.maxAttempts), candidate.nodeId);
       return null;
     }
     const reserved = candidate && result.next?.ok ? result.next : undefined;
@@ -387,6 +420,46 @@ export class StepExecutor {
     if (inline === undefined) return null;
     const leased = reserved && reserved.leaseMicros > 0 ? openBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
     return { nodeId: inline, known, started, batch: leased };
+  }
+
+  /** Attempts a step may have in all. */
+  private get maxAttempts(): number {
+    return Math.max(this.deps.retry.maxAttempts ?? this.deps.retry.attempts + 2, this.deps.retry.attempts);
+  }
+
+  /**
+   * What an attempt is charged when it is lost or stopped with its cost unknown: the estimate of
+   * a node that calls out of the process (a provider may have carried the call out and billed
+   * it), nothing for a local node (its work is ours and is simply done again).
+   */
+  private lostCharge(definition: NodeDefinition, estimate: number): number {
+    return this.deps.mayRunInline(definition.spec.id) ? 0 : estimate;
+  }
+
+  /**
+   * What a successful call's result costs and, when they read only this step, the run's outputs.
+   * Anything that goes wrong here happens after the call was made: the step fails at once (no
+   * retry: the same result would fail the same way), charged the price of the result, or its
+   * estimate when the result cannot even be priced.
+   */
+  private checkResult(
+    context: RunContext,
+    nodeId: string,
+    definition: NodeDefinition,
+    inputs: Record<string, unknown>,
+    estimate: number,
+    outputs: Record<string, unknown>,
+  ): { ok: true; costMicros: number; runOutputs: Record<string, unknown> | undefined } | { ok: false; err: FailedAfterCall } {
+    let costMicros = estimate;
+    try {
+      costMicros = definition.price(inputs, outputs);
+      const inHand = outputsFrom(context, new Map([[nodeId, outputs]]));
+      // Outputs that need a file fetched first (a foreign input wired to an output) complete the run the slow way.
+      const runOutputs = inHand && !this.deps.lifecycle.hasForeignRefs(inHand) ? inHand : undefined;
+      return { ok: true, costMicros, runOutputs };
+    } catch (err) {
+      return { ok: false, err: new FailedAfterCall(err, costMicros) };
+    }
   }
 
   /** The steps a commit committed, each told to metrics. */
@@ -427,7 +500,7 @@ export class StepExecutor {
     if (result.next?.ok) return result.next.attemptToken;
     if (result.next) {
       await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, capExceeded(next.nodeId, next.estimate), next.nodeId);
+      await this.deps.lifecycle.fail(runId, refusal(result.next.reason, next.nodeId, next.estimate, this.maxAttempts), next.nodeId);
     }
     return null;
   }
@@ -457,8 +530,8 @@ export class StepExecutor {
     return undefined;
   }
 
-  private async failStep(runId: string, nodeId: string, attemptToken: string, err: unknown, ms: number, error: { code: string; message: string }): Promise<void> {
-    const result = await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err), error, ms });
+  private async failStep(runId: string, nodeId: string, attemptToken: string, costMicros: number, ms: number | null, error: { code: string; message: string }): Promise<void> {
+    const result = await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error, ms });
     if (!result.committed) return;
     await this.pipe.flush(runId);
     if (result.runFailed) await this.deps.lifecycle.announceFailure(runId, error, nodeId);

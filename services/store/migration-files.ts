@@ -47,3 +47,31 @@ export async function readMigrationFiles(dir: string = DEFAULT_MIGRATIONS_DIR): 
   }
   return migrations;
 }
+
+/** One repeatable SQL file of `prisma/functions/` (functions re-created whenever the file changes). */
+export interface RepeatableFile {
+  /** The file name, e.g. `step-transitions.sql`. */
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+/** `prisma/functions` of this checkout: SQL functions kept in repeatable files, not in migrations. */
+export const DEFAULT_FUNCTIONS_DIR = path.resolve(__dirname, '..', '..', 'prisma', 'functions');
+
+/** Reads every `*.sql` of the repeatable folder in name order; none when the folder does not exist. */
+export async function readRepeatableFiles(dir: string = DEFAULT_FUNCTIONS_DIR): Promise<RepeatableFile[]> {
+  let entries: string[];
+  try {
+    entries = await readdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  const files: RepeatableFile[] = [];
+  for (const name of entries.filter((n) => n.endsWith('.sql')).sort()) {
+    const bytes = await readFile(path.join(dir, name));
+    files.push({ name, sql: bytes.toString('utf8'), checksum: migrationChecksum(bytes) });
+  }
+  return files;
+}

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { DEFAULT_MIGRATIONS_DIR, readMigrationFiles, type MigrationFile } from './migration-files';
+import { DEFAULT_FUNCTIONS_DIR, DEFAULT_MIGRATIONS_DIR, readMigrationFiles, readRepeatableFiles, type MigrationFile, type RepeatableFile } from './migration-files';
 
 /**
  * Applies `prisma/migrations` without Prisma's schema engine (which cannot be downloaded on
@@ -15,6 +15,8 @@ export interface ApplyMigrationsOptions {
   connectionString: string;
   /** Folder of migration folders; defaults to this checkout's `prisma/migrations`. */
   migrationsDir?: string;
+  /** Folder of repeatable SQL files, applied after the migrations when changed; defaults to `prisma/functions` (none when absent). */
+  functionsDir?: string;
   /** Receives one line per notable event (waiting for the lock, each migration applied). */
   log?: (message: string) => void;
   /** How long to wait for another migrator to finish; default 60 s. */
@@ -25,6 +27,8 @@ export interface ApplyMigrationsOptions {
 export interface ApplyMigrationsResult {
   /** Names of the migrations applied by this call, in order; empty when the database was up to date. */
   applied: string[];
+  /** Repeatable SQL files (re-)applied by this call because they were new or changed. */
+  repeatable: string[];
 }
 
 /** Why migrating was refused or failed. */
@@ -117,6 +121,43 @@ function checkHistory(history: HistoryRow[], files: MigrationFile[]): void {
   }
 }
 
+const CREATE_REPEATABLE_TABLE = `CREATE TABLE IF NOT EXISTS _svc_repeatable_sql (
+    name        TEXT PRIMARY KEY NOT NULL,
+    checksum    VARCHAR(64) NOT NULL,
+    applied_at  TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP
+)`;
+
+/**
+ * Applies the repeatable files whose checksum differs from the one recorded (each in its own
+ * transaction with its record): functions change in place, while migrations stay immutable.
+ */
+async function applyRepeatable(client: pg.Client, files: RepeatableFile[], log: (m: string) => void): Promise<string[]> {
+  if (files.length === 0) return [];
+  await client.query(CREATE_REPEATABLE_TABLE);
+  const { rows } = await client.query<{ name: string; checksum: string }>('SELECT name, checksum FROM _svc_repeatable_sql');
+  const recorded = new Map(rows.map((row) => [row.name, row.checksum]));
+  const applied: string[] = [];
+  for (const file of files.filter((f) => recorded.get(f.name) !== f.checksum)) {
+    try {
+      await client.query('BEGIN');
+      await client.query(file.sql);
+      await client.query(
+        `INSERT INTO _svc_repeatable_sql (name, checksum) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = now()`,
+        [file.name, file.checksum],
+      );
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new MigrationError({ code: 'migration_failed', migration: file.name, message: `repeatable SQL file ${file.name} failed and was rolled back: ${reason}`, cause: err });
+    }
+    applied.push(file.name);
+    log(`applied repeatable ${file.name}`);
+  }
+  return applied;
+}
+
 async function applyOne(client: pg.Client, migration: MigrationFile): Promise<void> {
   const id = randomUUID();
   const startedAt = new Date();
@@ -179,7 +220,8 @@ export async function applyMigrations(options: ApplyMigrationsOptions): Promise<
         applied.push(migration.name);
         log(`applied ${migration.name} in ${Date.now() - started} ms`);
       }
-      return { applied };
+      const repeatable = await applyRepeatable(client, await readRepeatableFiles(options.functionsDir ?? DEFAULT_FUNCTIONS_DIR), log);
+      return { applied, repeatable };
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [PRISMA_ADVISORY_LOCK_KEY]).catch(() => undefined);
     }

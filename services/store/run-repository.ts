@@ -1,28 +1,26 @@
 import type { RunError } from '../contract/schemas/run';
 import { AppError } from '../platform/app-error';
-import type { Run as RunRow, Step as StepRow } from './prisma-generated';
-import { LedgerRepository } from './ledger-repository';
 import { queryRows, type Db } from './prisma-client';
-import { withRunLock } from './run-lock';
-import { listRunSummaries, type RunListOptions, type RunListPage } from './run-history';
+import { listRunSummaries, readRunRecord, type RunListOptions, type RunListPage } from './run-history';
 import {
   assertMicros,
   isUuid,
   jsonParam,
   micros,
-  parseRunError,
   parseRunStatus,
-  parseStepStatus,
   type NewRun,
   type RunContextRecord,
   type RunRecord,
-  type RunStepRecord,
 } from './run-records';
 
-/** `createRun` with `requireCredit` refused: the organization's balance is not positive. */
+/**
+ * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
+ * less what its unfinished runs hold) is not positive, or does not cover the first step reserved
+ * with the run.
+ */
 export class InsufficientCreditError extends Error {
   constructor(readonly balanceMicros: number) {
-    super(`the organization's balance is ${balanceMicros} micro-USD`);
+    super(`the organization's available balance is ${balanceMicros} micro-USD`);
     this.name = 'InsufficientCreditError';
   }
 }
@@ -40,49 +38,11 @@ export interface FailRunResult {
 }
 
 interface FailRunRow {
-  released: bigint;
-  cancelled: string[] | null;
-  skipped: string[] | null;
-}
-
-const UNFINISHED_RUN = ['pending', 'running'];
-
-function toStep(runId: string, row: StepRow): RunStepRecord {
-  return {
-    nodeId: row.nodeId,
-    status: parseStepStatus(row.status, `${runId}/${row.nodeId}`),
-    attempt: row.attempt,
-    pendingDeps: row.pendingDeps,
-    costMicros: micros(row.costMicros),
-    reservedMicros: micros(row.reservedMicros),
-    ms: row.ms,
-    error: parseRunError(row.error),
-    startedAt: row.startedAt,
-    finishedAt: row.finishedAt,
-  };
-}
-
-function toRun(row: RunRow & { steps: StepRow[] }): RunRecord {
-  return {
-    id: row.id,
-    orgId: row.orgId,
-    userId: row.userId,
-    tokenId: row.tokenId,
-    workflowId: row.workflowId,
-    workflowVersionId: row.workflowVersionId,
-    status: parseRunStatus(row.status, row.id),
-    definition: row.definition,
-    inputs: row.inputs,
-    outputs: (row.outputs ?? null) as Record<string, unknown> | null,
-    error: parseRunError(row.error),
-    capMicros: micros(row.capMicros),
-    spentMicros: micros(row.spentMicros),
-    reservedMicros: micros(row.reservedMicros),
-    createdAt: row.createdAt,
-    startedAt: row.startedAt,
-    finishedAt: row.finishedAt,
-    steps: row.steps.map((step) => toStep(row.id, step)),
-  };
+  out_found: boolean;
+  out_failed: boolean;
+  out_released: bigint | string;
+  out_cancelled: string[] | null;
+  out_skipped: string[] | null;
 }
 
 /**
@@ -112,14 +72,26 @@ export class RunRepository {
     if (reservedTotal > input.capMicros) throw new RangeError('createRun: the reservations exceed the cap');
     const tokens = input.steps.map((s) => s.reservation?.attemptToken ?? null);
     if (input.id !== undefined && !isUuid(input.id)) throw new RangeError('createRun: id must be a UUID');
-    // The balance condition and the insert read one snapshot: the refusal reports the balance that caused it.
-    const rows = await queryRows<{ id: string | null; balance: bigint | string | null }>(
+    // The hold and the insert are one statement: the organization row is locked, what is
+    // available (balance less what other unfinished runs hold) is read, and the run holds up to
+    // its cap of it (docs/money.md, Holds). The refusal reports the available balance that caused it.
+    const rows = await queryRows<{ id: string | null; available: bigint | string | null }>(
       this.db,
-      `WITH run AS (
-         INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros)
-         SELECT COALESCE($16::uuid, gen_random_uuid()), o.id, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text, CASE WHEN $9::text = 'running' THEN now() END, $15::bigint
-         FROM organizations o
-         WHERE o.id = $1::uuid AND (NOT $10::boolean OR o.balance_micros > 0)
+      `WITH org AS (
+         SELECT id, balance_micros - held_micros AS available FROM organizations WHERE id = $1::uuid FOR UPDATE
+       ), hold AS (
+         -- Without requireCredit (internal callers) the run holds nothing and is capped by its cap alone.
+         SELECT id, CASE WHEN $10::boolean THEN LEAST($8::bigint, available) ELSE 0 END AS amount FROM org
+         WHERE NOT $10::boolean OR (org.available > 0 AND LEAST($8::bigint, org.available) >= $15::bigint)
+       ), held AS (
+         UPDATE organizations o SET held_micros = o.held_micros + hold.amount FROM hold WHERE o.id = hold.id
+         RETURNING hold.amount
+       ), run AS (
+         INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros,
+                           authorized_micros, held_micros)
+         SELECT COALESCE($16::uuid, gen_random_uuid()), $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text,
+                CASE WHEN $9::text = 'running' THEN now() END, $15::bigint, CASE WHEN $10::boolean THEN held.amount END, held.amount
+         FROM held
          RETURNING id
        ), steps AS (
          -- A reserved step is running under its token but not started by a worker yet (started_at null: see RunRecoveryRepository.listRunnable).
@@ -128,7 +100,7 @@ export class RunRepository {
                 CASE WHEN node.token IS NULL THEN 'pending' ELSE 'running' END, CASE WHEN node.token IS NULL THEN 0 ELSE 1 END, node.token, node.reserved
          FROM run CROSS JOIN unnest($11::text[], $12::int[], $13::text[], $14::bigint[]) AS node(node_id, pending_deps, token, reserved)
        )
-       SELECT (SELECT id FROM run) AS id, (SELECT balance_micros FROM organizations WHERE id = $1::uuid) AS balance`,
+       SELECT (SELECT id FROM run) AS id, (SELECT available FROM org) AS available`,
       [
         input.orgId,
         input.userId,
@@ -150,8 +122,8 @@ export class RunRepository {
     );
     const row = rows[0]!;
     if (row.id !== null) return row.id;
-    if (row.balance === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
-    throw new InsufficientCreditError(micros(row.balance));
+    if (row.available === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
+    throw new InsufficientCreditError(micros(row.available));
   }
 
 
@@ -169,67 +141,28 @@ export class RunRepository {
    */
   async completeRun(runId: string, outputs: Record<string, unknown>): Promise<boolean> {
     if (!isUuid(runId)) return false;
-    const count = await this.db.$executeRaw`
-      UPDATE runs SET status = 'completed', outputs = ${jsonParam(outputs, 'outputs')}::jsonb, finished_at = now()
-      WHERE id = ${runId}::uuid AND status = 'running'`;
-    return count === 1;
+    const rows = await queryRows<{ completed: boolean }>(this.db, 'SELECT svc_complete_run($1::uuid, $2::jsonb) AS completed', [runId, jsonParam(outputs, 'outputs')]);
+    return rows[0]!.completed;
   }
 
   /**
    * Fails a run for a reason of its own (cap exceeded before a step started, a lost job, ...):
    * pending/running → failed with `error`. Whatever the run's status, every unfinished step is
    * stopped and its reservation released: running attempts become `cancelled` (their late commits
-   * are no-ops, so they charge nothing), pending/queued steps `skipped`. Calling it again on a
-   * failed run is harmless, and is how a reaper releases a leftover reservation. `nodeId` names
+   * are no-ops) and are charged their lost charge (a node that calls out may have been paid for),
+   * pending/queued steps `skipped`. Calling it again on a failed run is harmless, and is how a reaper releases a leftover reservation. `nodeId` names
    * the step the run failed on before it started: it becomes `failed` with `error`.
    */
   async failRun(runId: string, error: RunError, options: { nodeId?: string } = {}): Promise<FailRunResult> {
+    if (!isUuid(runId)) return { failed: false, releasedMicros: 0, cancelled: [], skipped: [] };
     const errorJson = jsonParam({ code: error.code, message: error.message }, 'error');
-    const culprit = options.nodeId ?? null;
-    return withRunLock(this.db, runId, async (tx, run) => {
-      if (!run) return { failed: false, releasedMicros: 0, cancelled: [], skipped: [] };
-      const rows = await tx.$queryRaw<FailRunRow[]>`
-        WITH held AS (
-          SELECT id, node_id, status, reserved_micros FROM steps
-          WHERE run_id = ${runId}::uuid AND status IN ('pending', 'queued', 'running')
-          FOR UPDATE
-        ), stopped AS (
-          -- The step the run failed on (it never started: the cap had no room, its inputs were unusable) carries the error.
-          UPDATE steps s
-          SET status = CASE WHEN held.status = 'running' THEN 'cancelled' WHEN held.node_id = ${culprit}::text THEN 'failed' ELSE 'skipped' END,
-              error = CASE WHEN held.status <> 'running' AND held.node_id = ${culprit}::text THEN ${errorJson}::jsonb ELSE s.error END,
-              reserved_micros = 0, finished_at = now()
-          FROM held WHERE s.id = held.id
-          RETURNING s.node_id, s.status
-        ), run_update AS (
-          UPDATE runs r
-          SET reserved_micros = r.reserved_micros - (SELECT COALESCE(sum(reserved_micros), 0) FROM held)::bigint,
-              status = CASE WHEN r.status IN ('pending', 'running') THEN 'failed' ELSE r.status END,
-              error = CASE WHEN r.status IN ('pending', 'running') THEN ${errorJson}::jsonb ELSE r.error END,
-              finished_at = CASE WHEN r.status IN ('pending', 'running') THEN now() ELSE r.finished_at END
-          WHERE r.id = ${runId}::uuid
-          RETURNING r.id
-        )
-        SELECT (SELECT COALESCE(sum(reserved_micros), 0) FROM held)::bigint AS released,
-               (SELECT array_agg(node_id ORDER BY node_id) FROM stopped WHERE status = 'cancelled') AS cancelled,
-               (SELECT array_agg(node_id ORDER BY node_id) FROM stopped WHERE status = 'skipped') AS skipped
-        FROM run_update`;
-      const row = rows[0]!;
-      // Attempts retried before the run stopped already spent money; the ledger gets it now
-      // (once per step: a repeated failRun posts nothing new).
-      const spent = await tx.$queryRaw<{ id: string; node_id: string; cost_micros: bigint }[]>`
-        SELECT id, node_id, cost_micros FROM steps WHERE run_id = ${runId}::uuid AND status = 'cancelled' AND cost_micros > 0`;
-      const ledger = new LedgerRepository(tx);
-      for (const step of spent) {
-        await ledger.post({ orgId: run.orgId, amountMicros: -micros(step.cost_micros), kind: 'run_charge', runId, stepId: step.id, note: `step ${step.node_id}` });
-      }
-      return {
-        failed: UNFINISHED_RUN.includes(run.status),
-        releasedMicros: micros(row.released),
-        cancelled: row.cancelled ?? [],
-        skipped: row.skipped ?? [],
-      };
-    });
+    const rows = await queryRows<FailRunRow>(
+      this.db,
+      'SELECT out_found, out_failed, out_released, out_cancelled, out_skipped FROM svc_fail_run($1::uuid, $2::jsonb, $3::text)',
+      [runId, errorJson, options.nodeId ?? null],
+    );
+    const row = rows[0]!;
+    return { failed: row.out_failed, releasedMicros: micros(row.out_released), cancelled: row.out_cancelled ?? [], skipped: row.out_skipped ?? [] };
   }
 
   /** What a step executor needs of a run (no steps): null when there is no such run. */
@@ -244,16 +177,8 @@ export class RunRepository {
    * With `orgId`, another organization's run is null too: the caller answers 404 either way.
    */
   async getRun(runId: string, orgId?: string): Promise<RunRecord | null> {
-    if (!isUuid(runId) || (orgId !== undefined && !isUuid(orgId))) return null;
-    const read = (db: Db) =>
-      db.run.findFirst({
-        where: { id: runId, ...(orgId === undefined ? {} : { orgId }) },
-        include: { steps: { orderBy: [{ startedAt: { sort: 'asc', nulls: 'last' } }, { nodeId: 'asc' }] } },
-      });
-    // Prisma reads the run and its steps with two statements: one snapshot for both, so the run's
-    // reserved and spent amounts always agree with its steps, even while they settle.
-    const row = '$transaction' in this.db ? await this.db.$transaction((tx) => read(tx), { isolationLevel: 'RepeatableRead' }) : await read(this.db);
-    return row ? toRun(row) : null;
+    // One statement, one snapshot, no interactive transaction (see run-history.ts).
+    return readRunRecord(this.db, runId, orgId);
   }
 
   /**

@@ -14,11 +14,16 @@ import type {
   RetryAttemptResult,
 } from './step-transitions';
 
+/** Attempts of a step in all when the caller does not say (the default of `STEP_MAX_ATTEMPTS`). */
+const DEFAULT_MAX_ATTEMPTS = 5;
+
 const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, ready: [], chargedMicros: 0, clamped: false, remaining: -1, runCompleted: false, followerCharges: [] };
 
 interface VerdictRow {
   out_verdict: 'ok' | ReserveRefusal | 'not_owner' | 'run_not_running';
   out_attempt: number | null;
+  /** reserve only: the caller owns the step (a refused takeover of a lost attempt). */
+  out_owned?: boolean;
 }
 
 interface CompletedRow {
@@ -30,7 +35,7 @@ interface CompletedRow {
   out_ready: string[] | null;
   out_remaining: number;
   out_run_completed: boolean;
-  out_next_verdict: 'ok' | 'cap_exceeded' | null;
+  out_next_verdict: 'ok' | 'cap_exceeded' | 'insufficient_credit' | null;
   out_next_attempt: number | null;
   out_next_lease: bigint | string | null;
   out_follower_totals: (bigint | string)[] | null;
@@ -45,13 +50,15 @@ interface FailedRow {
 }
 
 /**
- * The money-moving step transitions. Each is one call of a Postgres function (migration
- * `step_transition_functions`): one round trip, one transaction, taking the run's lock first as
+ * The money-moving step transitions. Each is one call of a Postgres function (the repeatable
+ * file `prisma/functions/step-transitions.sql`): one round trip, one transaction, taking the run's lock first as
  * run-lock.ts describes, so the invariants below hold at every commit:
  *
  * - `0 <= runs.reserved_micros = sum(steps.reserved_micros)`, a step holding money only while `running`;
- * - `runs.spent_micros + runs.reserved_micros <= runs.cap_micros` (reserve checks it in the
- *   conditional update of the run row; settling moves at most the held amount from reserved to spent);
+ * - `runs.spent_micros + runs.reserved_micros <= min(runs.cap_micros, runs.authorized_micros)` (reserve
+ *   checks it under the run's lock; settling moves at most the held amount from reserved to spent);
+ * - `organizations.held_micros = sum(runs.held_micros)` and `0 <= organizations.balance_micros` (CHECK):
+ *   a run's charges come out of the hold it took on the balance when it was stored (docs/money.md);
  * - `runs.spent_micros = sum(steps.cost_micros)` and `-sum(run_charge entries of the run)`;
  * - only the attempt holding the step's current token can settle it, and only once.
  */
@@ -68,24 +75,27 @@ export class StepRepository {
   /**
    * Starts an attempt: holds `estimateMicros` against the run's cap and makes the caller the step's
    * owner. Refused when the run is not running, the step is not ready (finished, waiting for
-   * inputs, or running under a live attempt), or the cap has no room. Taking over a step left
-   * `running` by a crashed attempt releases that attempt's reservation first.
+   * inputs, or running under a live attempt), the step has had `maxAttempts` attempts, or the
+   * cap or the run's hold on the balance has no room. Taking over a step left `running` by a lost
+   * attempt first charges that attempt its lost charge and releases the rest of its reservation.
    */
   async reserve(input: ReserveInput): Promise<ReserveResult> {
     assertMicros(input.estimateMicros, 'estimateMicros');
+    const lostCharge = input.lostChargeMicros ?? 0;
+    assertMicros(lostCharge, 'lostChargeMicros');
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
     const staleAfterMs = Math.max(0, Math.floor(input.staleAfterMs ?? 0));
     const token = randomUUID();
-    const rows = await queryRows<VerdictRow>(this.db, 'SELECT out_verdict, out_attempt FROM svc_reserve_step($1::uuid, $2::text, $3::bigint, $4::int, $5::text)', [
-      input.runId,
-      input.nodeId,
-      input.estimateMicros,
-      staleAfterMs,
-      token,
-    ]);
+    const rows = await queryRows<VerdictRow>(
+      this.db,
+      'SELECT out_verdict, out_attempt, out_owned FROM svc_reserve_step($1::uuid, $2::text, $3::bigint, $4::int, $5::text, $6::bigint, $7::int)',
+      [input.runId, input.nodeId, input.estimateMicros, staleAfterMs, token, lostCharge, input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS],
+    );
     const row = rows[0]!;
-    if (row.out_verdict !== 'ok' || row.out_attempt === null) return { ok: false, reason: row.out_verdict as ReserveRefusal };
-    return { ok: true, attempt: row.out_attempt, attemptToken: token };
+    if (row.out_verdict === 'ok' && row.out_attempt !== null) return { ok: true, attempt: row.out_attempt, attemptToken: token };
+    const reason = row.out_verdict as ReserveRefusal;
+    if (row.out_owned && (reason === 'cap_exceeded' || reason === 'insufficient_credit' || reason === 'attempts_exhausted')) return { ok: false, reason, attemptToken: token };
+    return { ok: false, reason };
   }
 
   /**
@@ -100,15 +110,19 @@ export class StepRepository {
     assertMicros(input.costMicros, 'costMicros');
     assertMicros(input.estimateMicros, 'estimateMicros');
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
-    const rows = await queryRows<VerdictRow>(this.db, 'SELECT out_verdict, out_attempt FROM svc_retry_step($1::uuid, $2::text, $3::text, $4::bigint, $5::bigint)', [
+    const lostCharge = input.lostChargeMicros ?? 0;
+    assertMicros(lostCharge, 'lostChargeMicros');
+    const rows = await queryRows<VerdictRow>(this.db, 'SELECT out_verdict, out_attempt FROM svc_retry_step($1::uuid, $2::text, $3::text, $4::bigint, $5::bigint, $6::bigint, $7::int)', [
       input.runId,
       input.nodeId,
       input.attemptToken,
       input.costMicros,
       input.estimateMicros,
+      lostCharge,
+      input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     ]);
     const row = rows[0]!;
-    if (row.out_verdict !== 'ok' || row.out_attempt === null) return { ok: false, reason: row.out_verdict as 'cap_exceeded' | 'run_not_running' | 'not_owner' };
+    if (row.out_verdict !== 'ok' || row.out_attempt === null) return { ok: false, reason: row.out_verdict as Exclude<RetryAttemptResult, { ok: true }>['reason'] };
     return { ok: true, attempt: row.out_attempt };
   }
 
@@ -172,8 +186,8 @@ export class StepRepository {
       next:
         row.out_next_verdict === 'ok' && row.out_next_attempt !== null && nextToken !== null
           ? { ok: true, attempt: row.out_next_attempt, attemptToken: nextToken, leaseMicros: micros(row.out_next_lease ?? 0) }
-          : row.out_next_verdict === 'cap_exceeded'
-            ? { ok: false, reason: 'cap_exceeded' }
+          : row.out_next_verdict === 'cap_exceeded' || row.out_next_verdict === 'insufficient_credit'
+            ? { ok: false, reason: row.out_next_verdict }
             : undefined,
     };
   }

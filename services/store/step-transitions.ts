@@ -18,13 +18,30 @@ export interface ReserveInput {
    * must not make a redelivered step look younger than its dead attempt.
    */
   staleAfterMs?: number;
+  /**
+   * What this attempt is charged if it is lost (its worker dies) or stopped while its cost is
+   * unknown: its estimate for a node that calls out of the process, 0 for local nodes. Default 0.
+   */
+  lostChargeMicros?: number;
+  /** Attempts a step may have in all, in-step retries and redeliveries together (default 5, as `STEP_MAX_ATTEMPTS`). */
+  maxAttempts?: number;
 }
 
-/** Why a reservation was refused. */
-export type ReserveRefusal = 'cap_exceeded' | 'run_not_running' | 'step_not_runnable';
+/** Why an attempt could not start: the room of the cap or of the run's hold on the balance, or the attempts, ran out. */
+export type AttemptRefusal = 'cap_exceeded' | 'insufficient_credit' | 'attempts_exhausted';
 
-/** The outcome of `StepRepository.reserve`: the new attempt and its owner token, or why not. */
-export type ReserveResult = { ok: true; attempt: number; attemptToken: string } | { ok: false; reason: ReserveRefusal };
+/** Why a reservation was refused. */
+export type ReserveRefusal = AttemptRefusal | 'run_not_running' | 'step_not_runnable';
+
+/**
+ * The outcome of `StepRepository.reserve`: the new attempt and its owner token, or why not. A
+ * refused takeover of a lost attempt still makes the caller the step's owner (`attemptToken`),
+ * holding nothing: the caller fails the step under it, which charges the lost attempt.
+ */
+export type ReserveResult =
+  | { ok: true; attempt: number; attemptToken: string }
+  | { ok: false; reason: AttemptRefusal; attemptToken: string }
+  | { ok: false; reason: ReserveRefusal; attemptToken?: undefined };
 
 /** A finished attempt's result. */
 export interface CompleteStepInput {
@@ -91,7 +108,7 @@ export interface CompleteStepResult {
    * it), `cap_exceeded` (nothing held; it is still in `ready`), or undefined when it did not
    * become ready or none was asked for.
    */
-  next?: { ok: true; attempt: number; attemptToken: string; leaseMicros: number } | { ok: false; reason: 'cap_exceeded' };
+  next?: { ok: true; attempt: number; attemptToken: string; leaseMicros: number } | { ok: false; reason: 'cap_exceeded' | 'insufficient_credit' };
   /** What each follower committed was charged, in order; shorter than `followers` when the run stopped meanwhile (the rest were dropped). */
   followerCharges: number[];
 }
@@ -128,6 +145,10 @@ export interface RetryAttemptInput {
   costMicros: number;
   /** The next attempt's worst case, held against the cap. */
   estimateMicros: number;
+  /** The next attempt's lost charge (see `ReserveInput.lostChargeMicros`). */
+  lostChargeMicros?: number;
+  /** Attempts a step may have in all (default 5). */
+  maxAttempts?: number;
 }
 
-export type RetryAttemptResult = { ok: true; attempt: number } | { ok: false; reason: 'cap_exceeded' | 'run_not_running' | 'not_owner' };
+export type RetryAttemptResult = { ok: true; attempt: number } | { ok: false; reason: AttemptRefusal | 'run_not_running' | 'not_owner' };

@@ -95,7 +95,7 @@ describe('migration runner', () => {
     await applyMigrations({ connectionString: db.url });
     const before = await history(db.url);
 
-    await expect(applyMigrations({ connectionString: db.url })).resolves.toEqual({ applied: [] });
+    await expect(applyMigrations({ connectionString: db.url })).resolves.toEqual({ applied: [], repeatable: [] });
     expect(await history(db.url)).toEqual(before);
   });
 
@@ -106,9 +106,22 @@ describe('migration runner', () => {
     await mkdir(path.join(dir, '29991231000000_add_note'));
     await writeFile(path.join(dir, '29991231000000_add_note', 'migration.sql'), 'ALTER TABLE "organizations" ADD COLUMN "note" TEXT;\n');
 
-    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).resolves.toEqual({ applied: ['29991231000000_add_note'] });
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).resolves.toEqual({ applied: ['29991231000000_add_note'], repeatable: [] });
     const columns = await query(db.url, "SELECT 1 FROM information_schema.columns WHERE table_name = 'organizations' AND column_name = 'note'");
     expect(columns).toHaveLength(1);
+  });
+
+  it('re-applies a repeatable SQL file when it changes, and only then', async () => {
+    const db = await emptyDatabase();
+    const functions = await mkdtemp(path.join(tmpdir(), 'svc-functions-'));
+    temps.push(functions);
+    await writeFile(path.join(functions, 'answer.sql'), 'CREATE OR REPLACE FUNCTION svc_answer() RETURNS int LANGUAGE sql AS $$ SELECT 41 $$;\n');
+    await expect(applyMigrations({ connectionString: db.url, functionsDir: functions })).resolves.toMatchObject({ repeatable: ['answer.sql'] });
+    await expect(applyMigrations({ connectionString: db.url, functionsDir: functions })).resolves.toMatchObject({ repeatable: [] });
+    await writeFile(path.join(functions, 'answer.sql'), 'CREATE OR REPLACE FUNCTION svc_answer() RETURNS int LANGUAGE sql AS $$ SELECT 42 $$;\n');
+
+    await expect(applyMigrations({ connectionString: db.url, functionsDir: functions })).resolves.toMatchObject({ applied: [], repeatable: ['answer.sql'] });
+    expect(await query<{ n: number }>(db.url, 'SELECT svc_answer() AS n')).toEqual([{ n: 42 }]);
   });
 
   it('refuses to migrate when an applied migration no longer matches its recorded checksum', async () => {
@@ -154,7 +167,7 @@ describe('migration runner', () => {
 
     // What `prisma migrate resolve --rolled-back` does; then the fixed migration and the next one apply.
     await query(db.url, "UPDATE _prisma_migrations SET rolled_back_at = now() WHERE migration_name = '29991231000000_broken'");
-    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).resolves.toEqual({ applied: ['29991231000000_broken', '29991231000001_after'] });
+    await expect(applyMigrations({ connectionString: db.url, migrationsDir: dir })).resolves.toMatchObject({ applied: ['29991231000000_broken', '29991231000001_after'] });
   });
 
   it('applies each migration once when several replicas migrate at the same time', async () => {

@@ -100,7 +100,8 @@ export async function providerFetch(request: ProviderRequest): Promise<Response>
         await sleep(baseDelay * 2 ** attempt * (0.75 + Math.random() * 0.5), undefined, { signal: request.signal });
         continue;
       }
-      throw new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` });
+      // A request that timed out may still have been carried out (and billed) by the provider.
+      throw Object.assign(new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` }), { outcomeUnknown: timeout.aborted });
     }
     if (response.ok) return response;
     const text = redact(await response.text().catch(() => ''), request.headers);
