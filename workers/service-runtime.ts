@@ -17,6 +17,7 @@ import { createWorkflowEditorRouter } from '../services/api/routes/workflow-edit
 import { createSessionRouter } from '../services/api/routes/session-routes';
 import { TokenUsageRecorder } from '../services/api/auth/token-usage';
 import { BlobArtifactStore, createInputFetcher, createNodeRegistry } from '../services/nodes';
+import { WorkflowAssets } from '../services/nodes/workflow-assets';
 import { configuredNodes, type ConfiguredNodeSettings } from './configured-nodes';
 import type { Config } from '../services/platform/config';
 import { Failpoints } from '../services/platform/failpoints';
@@ -255,10 +256,19 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
       publicBaseUrl: config.publicBaseUrl,
       heartbeatMs: options.heartbeatMs,
       extraRoutes: [
-        createBlobRouter({ store: blobs.store, signer: blobs.signer }),
+        createBlobRouter({ store: blobs.store, signer: blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
         createRunRouter({ runs, events: bus, tokens, recordCheckMs: config.streamRecordCheckMs, heartbeatMs: options.heartbeatMs ?? 15000, openStreams: metrics.openStreams, streamSlots: limits.streamSlots }),
         createTokenRouter({ tokens, bodyLimitBytes: config.bodyLimitBytes }),
-        createWorkflowEditorRouter({ workflows, memberships: new MembershipRepository(prisma), tokens, specs: catalog, bodyLimitBytes: config.bodyLimitBytes }),
+        createWorkflowEditorRouter({
+          workflows,
+          memberships: new MembershipRepository(prisma),
+          tokens,
+          specs: catalog,
+          bodyLimitBytes: config.bodyLimitBytes,
+          // Recipe assets: no run, no expiry (docs/workflows.md, "Recipe assets").
+          assets: new WorkflowAssets({ store: blobs.store, signer: blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: artifacts.recorderFor(null), fetchRemote: fetchInput, maxBytes: config.fetch.maxBytes }),
+          assetMaxBytes: config.fetch.maxBytes,
+        }),
         createMeRouter(accountReaders),
         deviceLogin,
         createSessionRouter({

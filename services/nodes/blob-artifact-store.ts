@@ -22,6 +22,12 @@ export interface BlobArtifactStoreOptions {
    * whole life. Absent: the artifact never expires (recipe assets) and URLs live `urlTtlSeconds`.
    */
   retentionSeconds?: number;
+  /**
+   * When the signed URLs of what it stores expire, if not by `retentionSeconds` or `urlTtlSeconds`:
+   * recipe assets get a far-future instant, since they live as long as their workflow (the blob
+   * route refuses them once the workflow is deleted).
+   */
+  urlExpiresAt?: Date;
   /** Told about every stored blob, after it is stored; a failure fails the `put` and removes the blob. */
   recorder?: ArtifactRecorder;
   /** Largest blob `read` loads into memory. */
@@ -85,7 +91,7 @@ export class BlobArtifactStore implements ArtifactStore {
         throw err;
       }
     }
-    const ref = this.options.signer.sign(key, expiresAt ?? new Date(now + this.options.urlTtlSeconds * 1000));
+    const ref = this.options.signer.sign(key, expiresAt ?? this.options.urlExpiresAt ?? new Date(now + this.options.urlTtlSeconds * 1000));
     return { kind: dataKindOfMimeType(mimeType), ref, mimeType, ...(options.metadata ? { metadata: options.metadata } : {}) };
   }
 
@@ -138,6 +144,20 @@ export class BlobArtifactStore implements ArtifactStore {
     if (!this.options.fetchRemote) throw new AppError({ code: 'validation_failed', message: 'this service does not fetch files from other hosts' });
     const { stored } = await this.rehost(artifact.ref);
     return { ...stored, kind: artifact.kind, metadata: { ...artifact.metadata, ...stored.metadata } };
+  }
+
+  /**
+   * The artifact as one stored under this store's prefix: inline values and refs already under it
+   * as they are; the service's other refs (a run's output) read, after checking their signature,
+   * and copied; foreign refs fetched as `adopt` does. Recipe assets are made this way at publish.
+   */
+  async adoptCopy(artifact: Artifact): Promise<Artifact> {
+    if (typeof artifact.ref !== 'string') return artifact;
+    if (!artifact.ref.startsWith(this.ownPrefix)) return this.adopt(artifact);
+    if (this.ownKey(artifact.ref).startsWith(`${this.options.keyPrefix}/`)) return artifact;
+    const { bytes, mimeType } = await this.read(artifact);
+    const stored = await this.put(bytes, { mimeType, ...(artifact.metadata ? { metadata: artifact.metadata } : {}) });
+    return { ...stored, kind: artifact.kind ?? stored.kind };
   }
 
   private rehost(ref: string): Promise<{ bytes: Buffer; mimeType: string; stored: Artifact }> {

@@ -75,8 +75,9 @@ export async function publishDraft(tx: Tx, request: PublishRequest): Promise<Pub
   if (workflow.draft === null) {
     throw new AppError({ code: 'conflict', message: 'the workflow has no draft to publish; save a definition first (PATCH /editor/workflows/:id)' });
   }
-  const definition = workflow.draft as unknown as Workflow;
-  request.check(definition);
+  const draft = workflow.draft as unknown as Workflow;
+  request.check(draft);
+  const definition = request.rewrite(draft);
 
   const versions = await tx.workflowVersion.findMany({ where: { workflowId }, select: { major: true, minor: true, patch: true, sequence: true } });
   let highest: Semver | null = null;
@@ -105,7 +106,9 @@ export async function publishDraft(tx: Tx, request: PublishRequest): Promise<Pub
     data: { workflowId, ...version, sequence: lastSequence + 1, definition: definition as unknown as Prisma.InputJsonValue, publishedById: request.userId },
     select: { id: true, sequence: true },
   });
-  await tx.workflow.update({ where: { id: workflowId }, data: { latestVersionId: created.id } });
+  // The draft follows the refs to the assets: a run artifact it named may expire before the next publish.
+  const rewritten = JSON.stringify(definition) !== JSON.stringify(draft);
+  await tx.workflow.update({ where: { id: workflowId }, data: { latestVersionId: created.id, ...(rewritten ? { draft: definition as unknown as Prisma.InputJsonValue } : {}) } });
   // Once it namespaces a published workflow, the organization's slug never changes.
   await tx.organization.updateMany({ where: { id: orgId, slugFrozen: false }, data: { slugFrozen: true } });
 

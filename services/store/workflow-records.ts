@@ -67,4 +67,9 @@ export interface PublishRequest {
    * throws to refuse. Called inside the publish transaction, on the draft it publishes.
    */
   check(definition: Workflow): void;
+  /**
+   * The definition as it is published (and kept as the draft): its refs pointing at the
+   * workflow's recipe assets (docs/workflows.md, "Recipe assets"); throws to refuse.
+   */
+  rewrite(definition: Workflow): Workflow;
 }

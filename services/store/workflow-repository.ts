@@ -151,10 +151,21 @@ export class WorkflowRepository {
         SELECT slug FROM workflows WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid AND deleted_at IS NULL FOR UPDATE`;
       if (locked.length === 0) return false;
       await tx.workflow.update({ where: { id }, data: { deletedAt: new Date() } });
+      // Its recipe assets (nodes' workflowAssetPrefix) expire now: the retention sweeper deletes
+      // their blobs; the blob route refuses them from this commit on.
+      await tx.$executeRaw`
+        UPDATE artifacts SET expires_at = now()
+         WHERE run_id IS NULL AND expires_at IS NULL AND deleted_at IS NULL AND blob_key LIKE ${`workflows/${id}/assets/%`}`;
       const slug = locked[0]!.slug;
       if (slug !== null) await tx.retiredSlug.createMany({ data: [{ orgId, slug }], skipDuplicates: true });
       return true;
     });
+  }
+
+  /** Whether a live (not deleted) workflow has this id, in any organization: its assets are served while it is. */
+  async isLive(id: string): Promise<boolean> {
+    if (!UUID.test(id)) return false;
+    return (await this.db.workflow.count({ where: { id, deletedAt: null } })) > 0;
   }
 
   /**

@@ -18,7 +18,7 @@ describe('GET /blobs/* — the service’s own signed blob URLs', () => {
   beforeAll(async () => {
     store = new FsBlobStore(path.join(stack().tmpDir, uniqueName('route-blobs')));
     app = express();
-    app.use(createBlobRouter({ store, signer }));
+    app.use(createBlobRouter({ store, signer, workflowLive: async () => true }));
     app.use(errorHandler(createLogger({ level: 'silent' })));
     await store.put('runs/r9/image.png', Buffer.from('PNGDATA'), { contentType: 'image/png' });
   });

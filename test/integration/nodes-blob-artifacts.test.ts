@@ -36,7 +36,7 @@ describe.each(drivers)('image nodes over the %s blob store', (_name, make) => {
     store = await make();
     artifacts = new BlobArtifactStore({ store, signer, publicBaseUrl: BASE, keyPrefix: 'runs/test-run', urlTtlSeconds: 600 });
     app = express();
-    app.use(createBlobRouter({ store, signer }));
+    app.use(createBlobRouter({ store, signer, workflowLive: async () => true }));
     app.use(errorHandler(createLogger({ level: 'silent' })));
   });
 

@@ -1,6 +1,7 @@
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
 import { BlobNotFoundError, type BlobInfo, type BlobObject, type BlobStore, type BlobUrlSigner, type SignatureCheck } from '../../blobs';
+import { assetWorkflowOf } from '../../nodes/workflow-assets';
 import { AppError } from '../../platform/app-error';
 
 type Refusal = Extract<SignatureCheck, { ok: false }>['reason'];
@@ -23,6 +24,8 @@ const MAX_CACHE_SECONDS = 86_400;
 export interface BlobRouteDeps {
   store: BlobStore;
   signer: BlobUrlSigner;
+  /** Whether a workflow is live: its recipe assets are served only while it is (their URLs expire far in the future). */
+  workflowLive(workflowId: string): Promise<boolean>;
   /** The clock expiry is checked against (tests pass a fixed one). */
   now?: () => Date;
 }
@@ -60,6 +63,10 @@ export function createBlobRouter(deps: BlobRouteDeps): Router {
     if (!check.ok) throw new AppError({ code: 'forbidden', message: REFUSALS[check.reason] });
 
     const missing = () => new AppError({ code: 'not_found', message: 'the blob at this URL no longer exists' });
+    const assetOf = assetWorkflowOf(key);
+    if (assetOf !== null && !(await deps.workflowLive(assetOf))) {
+      throw new AppError({ code: 'not_found', message: 'this recipe asset belonged to a workflow that was deleted' });
+    }
     if (req.method === 'HEAD') {
       const info = await deps.store.stat(key);
       if (!info) throw missing();

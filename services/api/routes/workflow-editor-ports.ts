@@ -1,4 +1,4 @@
-import type { EditorWorkflow, EditorWorkflowSummary, Workflow, WorkflowVersionEntry } from '../../contract';
+import type { Artifact, EditorWorkflow, EditorWorkflowSummary, Workflow, WorkflowVersionEntry } from '../../contract';
 import { formatSemver, type Semver } from '../../engine';
 import type { FoundPublishedVersion } from '../handlers/workflow-handlers';
 
@@ -36,6 +36,16 @@ export interface PublishCommand {
   initialVersion?: Semver;
   slug?: string;
   check(definition: Workflow): void;
+  /** The checked draft as published: its refs pointing at the workflow's assets; throws to refuse. */
+  rewrite(definition: Workflow): Workflow;
+}
+
+/** Port: a workflow's recipe assets (the nodes' `WorkflowAssets` satisfies it). */
+export interface WorkflowAssetHost {
+  /** Stores an uploaded file as an asset of the workflow; answers a ref artifact for its definition. */
+  upload(workflowId: string, bytes: Buffer, mimeType: string): Promise<Artifact>;
+  /** Copies every ref of `definition` into the workflow's assets; maps each ref to its copy. */
+  host(workflowId: string, definition: Workflow): Promise<Map<string, Artifact>>;
 }
 
 /** Port: the organization's workflows. Lookups find only live (not deleted) workflows of `orgId`. */

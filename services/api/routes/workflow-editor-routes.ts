@@ -16,6 +16,7 @@ import { AppError } from '../../platform/app-error';
 import type { AuthContext, TokenLookup } from '../auth/auth-context';
 import { authenticateScope } from '../auth/authenticate';
 import { allowOnly } from './route-marks';
+import { withHostedRefs } from '../../nodes/workflow-assets';
 import { publishedBody } from '../handlers/workflow-handlers';
 import {
   summaryBody,
@@ -23,6 +24,7 @@ import {
   workflowBody,
   type EditorWorkflowStore,
   type MemberRoles,
+  type WorkflowAssetHost,
 } from './workflow-editor-ports';
 
 export interface WorkflowEditorRouteDeps {
@@ -32,7 +34,14 @@ export interface WorkflowEditorRouteDeps {
   /** The node catalog drafts are validated against. */
   specs: SpecLookup;
   bodyLimitBytes: number;
+  /** Recipe assets: uploads, and copies of a draft's refs at publish. */
+  assets: WorkflowAssetHost;
+  /** Largest asset upload, bytes (`FETCH_MAX_BYTES`: no run would read a larger input file). */
+  assetMaxBytes: number;
 }
+
+/** Media types an asset may have: those the nodes read (images, audio, video, text, JSON, PDF). */
+const ASSET_TYPES = /^(image\/(png|jpeg|webp|gif|avif)|audio\/(mpeg|wav|ogg)|video\/(mp4|webm)|text\/plain|application\/(json|pdf))$/;
 
 type Role = 'owner' | 'admin' | 'member';
 
@@ -92,14 +101,18 @@ export function createWorkflowEditorRouter(deps: WorkflowEditorRouteDeps): Route
   const router = Router();
   const json = express.json({ limit: deps.bodyLimitBytes, type: () => true, strict: true });
 
-  /** Label, body parser (changes), authentication with the scope, membership (and role). */
-  const guard = (method: string, path: string, scope: Scope, roles?: readonly Role[]) => {
+  /**
+   * Label, body parser (JSON changes; `rawBody` routes parse their own, after authentication),
+   * authentication with the scope, membership (and role).
+   */
+  const guard = (method: string, path: string, scope: Scope, options: { roles?: readonly Role[]; rawBody?: boolean } = {}) => {
+    const { roles, rawBody = false } = options;
     const what = `${method} ${path}`;
     const label = (_req: Request, res: Response, next: NextFunction): void => {
       res.locals.route = path;
       next();
     };
-    const parsers = method === 'POST' || method === 'PATCH' ? [json] : [];
+    const parsers = (method === 'POST' || method === 'PATCH') && !rawBody ? [json] : [];
     return [label, ...parsers, authenticateScope(scope, what, deps.tokens), memberOnly(deps, what, roles)];
   };
 
@@ -137,7 +150,7 @@ export function createWorkflowEditorRouter(deps: WorkflowEditorRouteDeps): Route
     res.json(workflowBody(updated));
   });
 
-  router.delete('/editor/workflows/:id', ...guard('DELETE', '/editor/workflows/:id', 'run', DELETE_ROLES), async (req: Request<{ id: string }>, res: Response) => {
+  router.delete('/editor/workflows/:id', ...guard('DELETE', '/editor/workflows/:id', 'run', { roles: DELETE_ROLES }), async (req: Request<{ id: string }>, res: Response) => {
     if (!(await deps.workflows.delete(req.params.id, authOf(res).orgId))) throw noSuchWorkflow(req.params.id);
     res.status(204).end();
   });
@@ -156,6 +169,11 @@ export function createWorkflowEditorRouter(deps: WorkflowEditorRouteDeps): Route
       if (!slug.ok) throw invalid(slug.message, [{ path: 'slug', message: slug.message }]);
     }
     const auth = authOf(res);
+    // Recipe assets are copied before the publish transaction (copies and fetches take time);
+    // the transaction then swaps the refs of the draft it publishes for the copies.
+    const current = await deps.workflows.findForOrg(req.params.id, auth.orgId);
+    if (!current) throw noSuchWorkflow(req.params.id);
+    const hosted = current.draft ? await deps.assets.host(req.params.id, current.draft) : new Map();
     const published = await deps.workflows.publish({
       workflowId: req.params.id,
       orgId: auth.orgId,
@@ -165,10 +183,29 @@ export function createWorkflowEditorRouter(deps: WorkflowEditorRouteDeps): Route
       slug: input.slug,
       // The catalog may have changed since the draft was saved: what is published must run.
       check: (definition) => checkDefinition(definition, 'draft'),
+      rewrite: (definition) => {
+        const rewritten = withHostedRefs(definition, hosted);
+        if (!rewritten) throw new AppError({ code: 'conflict', message: 'the draft changed while it was being published; publish again' });
+        return rewritten;
+      },
     });
     res.status(201).json(publishedBody(published));
   });
   allowOnly(router, '/editor/workflows/:id/publish', ['POST']);
+
+  // The body is the file itself, its Content-Type its media type.
+  const raw = express.raw({ limit: deps.assetMaxBytes, type: () => true });
+  router.post('/editor/workflows/:id/assets', ...guard('POST', '/editor/workflows/:id/assets', 'run', { rawBody: true }), raw, async (req: Request<{ id: string }>, res: Response) => {
+    const mimeType = (req.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
+    if (!ASSET_TYPES.test(mimeType)) {
+      throw new AppError({ code: 'unsupported_media_type', message: `an asset's Content-Type must be one of image/png, image/jpeg, image/webp, image/gif, image/avif, audio/mpeg, audio/wav, audio/ogg, video/mp4, video/webm, text/plain, application/json, application/pdf; got "${mimeType}"` });
+    }
+    const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    if (bytes.length === 0) throw new AppError({ code: 'bad_request', message: 'the asset is empty: send the file as the request body' });
+    if (!(await deps.workflows.findForOrg(req.params.id, authOf(res).orgId))) throw noSuchWorkflow(req.params.id);
+    res.status(201).json(await deps.assets.upload(req.params.id, bytes, mimeType));
+  });
+  allowOnly(router, '/editor/workflows/:id/assets', ['POST']);
 
   router.get('/editor/workflows/:id/versions', ...guard('GET', '/editor/workflows/:id/versions', 'read'), async (req: Request<{ id: string }>, res: Response) => {
     const versions = await deps.workflows.listVersions(req.params.id, authOf(res).orgId);
