@@ -56,7 +56,8 @@ async function forEachLimited<T>(items: readonly T[], limit: number, work: (item
  * batch holds its rows with `FOR UPDATE SKIP LOCKED`, so two sweepers never delete the same
  * artifact and never wait for each other. A blob that is already missing counts as deleted; a
  * deletion that fails (the S3 server is down) is logged and counted, and its row is retried by
- * the next sweep. Artifacts without an expiry (recipe assets) and run records are never touched.
+ * the next sweep. Artifacts without an expiry (recipe assets of live workflows) and run records are
+ * never touched; deleting a workflow gives its assets an expiry of now, so they are swept next.
  */
 export function createRetentionSweeper(options: RetentionSweeperOptions): RetentionSweeper {
   const { artifacts, blobs, log, batchSize, intervalMs } = options;
