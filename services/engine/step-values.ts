@@ -56,8 +56,13 @@ function referencedValue(values: RunValues, ref: Reference): unknown {
   }
   if (source.role === 'const') return source.inputs.value;
   const outputs = values.stepOutputs.get(ref.nodeId);
-  if (!outputs || !(ref.port in outputs)) throw new MissingValueError(ref);
-  return outputs[ref.port];
+  if (!outputs) throw new MissingValueError(ref);
+  if (Object.hasOwn(outputs, ref.port)) return outputs[ref.port];
+  // The step completed without this port: its default stands in; an optional port without one is absent.
+  const connector = source.outputs?.[ref.port];
+  if (connector?.defaultValue !== undefined) return connector.defaultValue;
+  if (connector?.isOptional) return ABSENT;
+  throw new MissingOutputError(ref);
 }
 
 function coerceOne(value: unknown, target: Connector['id']): unknown {
