@@ -23,7 +23,7 @@ import type { Config } from '../services/platform/config';
 import { Failpoints } from '../services/platform/failpoints';
 import type { Logger } from '../services/platform/logger';
 import type { Metrics } from '../services/platform/metrics';
-import { createRedisConnection, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RateLimiter, RunEventBus, StepQueue, subscribeRunAborts } from '../services/queue';
+import { createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RateLimiter, RunEventBus, StepQueue, subscribeRunAborts } from '../services/queue';
 import { MountTallyAppender } from '../services/queue/mount-tally-appender';
 import { InFlightSteps, presentingMountEvents, RunContexts, RunLifecycle, RunReaper, RunStarter, StepExecutor } from '../services/runs';
 import {
@@ -123,7 +123,7 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
 
   const runsApi = config.role === 'all' || config.role === 'api';
   const runsWorker = config.role === 'all' || config.role === 'worker';
-  const subscriber = runsApi ? createRedisConnection(config.redisUrl) : undefined;
+  const subscriber = runsApi ? createRedisSubscriber(config.redisUrl) : undefined;
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
   closers.unshift(async () => {
     await bus.close();
@@ -293,7 +293,7 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
   let sweeper: RetentionSweeper | undefined;
   if (runsWorker) {
     const inFlight = new InFlightSteps();
-    const abortSubscriber = createRedisConnection(config.redisUrl);
+    const abortSubscriber = createRedisSubscriber(config.redisUrl);
     const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
       inFlight.abortRun(runId, new Error('the run stopped'));
     });

@@ -53,7 +53,7 @@ export function createApp(deps: AppDeps): Express {
   if (deps.rateLimits) app.use(rateLimits(deps.rateLimits));
 
   const api = express.Router();
-  api.use(healthRoutes(deps.probes));
+  api.use(healthRoutes(deps.probes, (probe, err) => deps.log.warn({ err, probe }, 'readiness probe failed')));
   api.use(metricsRoute(deps.metrics.registry));
   const openapi = buildOpenApiDocument({ serverUrl: deps.publicBaseUrl, version: '1' });
   api.get('/v1/openapi.json', (_req, res) => {

@@ -1,6 +1,6 @@
 export { JOB_QUEUES, stepJobId, type JobCatalog, type JobName, type JobPayload } from './job-catalog';
 export { QUEUE_NAMES, type QueueName } from './queue-names';
-export { createRedisConnection } from './redis-connection';
+export { createRedisConnection, createRedisSubscriber } from './redis-connection';
 export { RunEventBus } from './run-event-bus';
 export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
@@ -11,3 +11,4 @@ export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-abor
 export { RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
 export { RedisScript } from './redis-script';
 export { StreamLeases, type StreamLease, type StreamLeasesOptions } from './stream-leases';
+export { isRedisUnavailable } from './redis-outage';

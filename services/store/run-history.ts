@@ -1,9 +1,10 @@
 import type { RunError, RunStatus } from '../contract/schemas/run';
-import type { Db } from './prisma-client';
-import { isUuid, micros, parseRunError, parseRunStatus } from './run-records';
+import { queryRows, type Db } from './prisma-client';
+import { isUuid, micros, parseRunError, parseRunStatus, parseStepStatus, type RunRecord, type RunStepRecord } from './run-records';
 
 /**
- * Run history: an organization's runs, newest first, a page at a time. Pages are cut by keyset
+ * Run reads: one run with its steps (`readRunRecord`), and the run history, an organization's
+ * runs, newest first, a page at a time. Pages are cut by keyset
  * over (created_at DESC, id DESC), served by the index runs(org_id, created_at DESC): a page
  * starts strictly after the last run of the previous one, so rows inserted meanwhile (newer, at
  * the front) never shift later pages into duplicates or gaps.
@@ -75,4 +76,100 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
   );
   const last = runs[runs.length - 1];
   return { runs, next: rows.length > limit && last ? { createdAt: last.createdAt, id: last.id } : null };
+}
+
+interface RunRecordRow {
+  id: string;
+  org_id: string;
+  user_id: string;
+  token_id: string | null;
+  workflow_id: string | null;
+  workflow_version_id: string | null;
+  status: string;
+  definition: unknown;
+  inputs: unknown;
+  outputs: Record<string, unknown> | null;
+  error: unknown;
+  cap_micros: bigint | string;
+  spent_micros: bigint | string;
+  reserved_micros: bigint | string;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  /** json_agg of the steps; money as text, times as ISO text (JSON has neither bigint nor dates). */
+  steps: {
+    nodeId: string;
+    status: string;
+    attempt: number;
+    pendingDeps: number;
+    costMicros: string;
+    reservedMicros: string;
+    ms: number | null;
+    error: unknown;
+    startedAt: string | null;
+    finishedAt: string | null;
+  }[];
+}
+
+// One statement, so one snapshot: the run's spent and reserved amounts agree with its steps
+// even while they settle, without an interactive transaction. A read path must not hold a
+// pooled connection across round trips (or wait for Prisma's transaction slot, which gives up
+// after 2 s under a burst of streams).
+const RUN_RECORD_SQL = `
+SELECT r.id, r.org_id, r.user_id, r.token_id, r.workflow_id, r.workflow_version_id, r.status,
+       r.definition, r.inputs, r.outputs, r.error, r.cap_micros, r.spent_micros, r.reserved_micros,
+       r.created_at, r.started_at, r.finished_at,
+       COALESCE((
+         SELECT json_agg(json_build_object(
+                  'nodeId', s.node_id, 'status', s.status, 'attempt', s.attempt, 'pendingDeps', s.pending_deps,
+                  'costMicros', s.cost_micros::text, 'reservedMicros', s.reserved_micros::text, 'ms', s.ms,
+                  'error', s.error, 'startedAt', s.started_at, 'finishedAt', s.finished_at)
+                ORDER BY s.started_at ASC NULLS LAST, s.node_id ASC)
+           FROM steps s WHERE s.run_id = r.id), '[]'::json) AS steps
+  FROM runs r
+ WHERE r.id = $1::uuid AND ($2::uuid IS NULL OR r.org_id = $2::uuid)`;
+
+const dateOrNull = (value: string | null): Date | null => (value === null ? null : new Date(value));
+
+/**
+ * The run with its steps (ordered by start, unstarted ones last), or null when there is none.
+ * With `orgId`, another organization's run is null too: the caller answers 404 either way.
+ */
+export async function readRunRecord(db: Db, runId: string, orgId?: string): Promise<RunRecord | null> {
+  if (!isUuid(runId) || (orgId !== undefined && !isUuid(orgId))) return null;
+  const [row] = await queryRows<RunRecordRow>(db, RUN_RECORD_SQL, [runId, orgId ?? null]);
+  if (!row) return null;
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    userId: row.user_id,
+    tokenId: row.token_id,
+    workflowId: row.workflow_id,
+    workflowVersionId: row.workflow_version_id,
+    status: parseRunStatus(row.status, row.id),
+    definition: row.definition,
+    inputs: row.inputs,
+    outputs: row.outputs ?? null,
+    error: parseRunError(row.error),
+    capMicros: micros(row.cap_micros),
+    spentMicros: micros(row.spent_micros),
+    reservedMicros: micros(row.reserved_micros),
+    createdAt: row.created_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    steps: row.steps.map(
+      (step): RunStepRecord => ({
+        nodeId: step.nodeId,
+        status: parseStepStatus(step.status, `${row.id}/${step.nodeId}`),
+        attempt: step.attempt,
+        pendingDeps: step.pendingDeps,
+        costMicros: micros(step.costMicros),
+        reservedMicros: micros(step.reservedMicros),
+        ms: step.ms,
+        error: parseRunError(step.error),
+        startedAt: dateOrNull(step.startedAt),
+        finishedAt: dateOrNull(step.finishedAt),
+      }),
+    ),
+  };
 }

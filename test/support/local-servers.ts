@@ -72,3 +72,8 @@ export async function stopServers(s: Pick<Stack, 'tmpDir' | 'redisUrl' | 'postgr
   ]);
   return results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : []));
 }
+
+/** Redis with its AOF on, as `make run` has it, so that a restart reloads the data (tests of Redis restarts). */
+export const startPersistentRedis = (tmpDir: string, port: number) => script('redis.sh', ['start', serverDir.redis(tmpDir), String(port)], { REDIS_PERSIST: 'yes' });
+/** Postgres with fsync and synchronous commits on, as `make run` has it, so that a crash loses no acknowledged commit (tests of Postgres crashes). */
+export const startDurablePostgres = (tmpDir: string, port: number) => script('postgres.sh', ['start', serverDir.postgres(tmpDir), String(port)], { PG_FAST: 'no' });

@@ -5,7 +5,7 @@ import { createLogger } from '../../services/platform/logger';
 import { createMetrics, type Metrics } from '../../services/platform/metrics';
 import { createPrismaClient, type PrismaClient } from '../../services/store';
 import { createServiceRuntime, type ServiceRuntime } from '../../workers/service-runtime';
-import { createTestDatabase, type TestDatabase } from './database';
+import { createTestDatabase, type PostgresServer, type TestDatabase } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
 import { stack, uniqueName } from './stack';
 
@@ -34,11 +34,13 @@ export interface TestServiceOptions {
   env?: Record<string, string>;
   blobs?: 'fs' | 's3';
   balanceMicros?: number;
+  /** A Postgres server of the test's own (with the template database) instead of the stack's. */
+  postgres?: PostgresServer;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
   const s = stack();
-  const db = await createTestDatabase(s.postgres);
+  const db = await createTestDatabase(options.postgres ?? s.postgres);
   const prefix = uniqueName('svc');
   const env: Record<string, string> = {
     DATABASE_URL: db.url,

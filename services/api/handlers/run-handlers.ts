@@ -63,13 +63,14 @@ export interface RunHandlerDeps {
  * it (the bus waits for a run's first event either way). A refused run gives the subscription
  * back before its error is thrown.
  */
-async function startFollowed(deps: RunHandlerDeps, orgId: string, signal: AbortSignal, start: (runId: string) => Promise<string>): Promise<{ runId: string; events: EventStream }> {
+async function startFollowed(deps: RunHandlerDeps, ctx: OpContext, orgId: string, start: (runId: string) => Promise<string>): Promise<{ runId: string; events: EventStream }> {
+  const { signal } = ctx;
   const runId = randomUUID();
   const controller = new AbortController();
   const stop = () => controller.abort();
   signal.addEventListener('abort', stop, { once: true });
   if (signal.aborted) controller.abort();
-  const iterator = followRun(deps, runId, orgId, controller.signal)[Symbol.asyncIterator]();
+  const iterator = followRun(deps, runId, orgId, ctx, controller.signal)[Symbol.asyncIterator]();
   // The first next() subscribes; what it resolves to is the stream's first event.
   const first = iterator.next();
   first.catch(() => undefined);
@@ -83,13 +84,25 @@ async function startFollowed(deps: RunHandlerDeps, orgId: string, signal: AbortS
     release();
     throw err;
   }
-  return { runId, events: continued(iterator, first, release) };
+  return { runId, events: announced(runId, iterator, first, release) };
 }
 
-/** The rest of an iteration whose first `next()` is under way. */
-async function* continued<T>(iterator: AsyncIterator<T>, first: Promise<IteratorResult<T>>, done: () => void): AsyncGenerator<T> {
+/**
+ * A stored run's stream: its `run.started` first, at once, then the rest of an iteration whose
+ * first `next()` is under way. The starter appended `run.started` as seq 1 before it returned,
+ * so sending it without waiting for the log is sending the log's first event; a client whose
+ * response has begun therefore always learns the run id, whatever Redis does next.
+ */
+async function* announced(runId: string, iterator: AsyncIterator<SequencedEvent>, first: Promise<IteratorResult<SequencedEvent>>, done: () => void): AsyncGenerator<SequencedEvent> {
   try {
-    for (let step = await first; !step.done; step = await iterator.next()) yield step.value;
+    yield { seq: 1, event: { type: 'run.started', runId } };
+    for (let step = await first; !step.done; step = await iterator.next()) {
+      const { seq, event } = step.value;
+      if (seq === 1 && event.type === 'run.started') continue;
+      // Only a terminal event from the run's record can come at seq 1 (the log lost every event);
+      // 2 keeps the ids the client sees increasing.
+      yield seq > 1 ? step.value : { seq: 2, event };
+    }
   } finally {
     done();
     await iterator.return?.(undefined);
@@ -97,10 +110,17 @@ async function* continued<T>(iterator: AsyncIterator<T>, first: Promise<Iterator
 }
 
 /** A started run's events, from its first, to its terminal one (from its record if the log lacks it). */
-function followRun(deps: RunHandlerDeps, runId: string, orgId: string, signal: AbortSignal): EventStream {
+function followRun(deps: RunHandlerDeps, runId: string, orgId: string, ctx: OpContext, signal: AbortSignal): EventStream {
   const { records } = deps;
   if (!records) return deps.events.events(runId, { signal });
-  return followRunEvents(deps.events, () => records.getRun(runId, orgId), { runId, afterSeq: 0, signal, checkMs: deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS });
+  return followRunEvents(deps.events, () => records.getRun(runId, orgId), {
+    runId,
+    afterSeq: 0,
+    signal,
+    checkMs: deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS,
+    // The stream rides these out (Redis or Postgres blinking); worth a line, not an error.
+    onTrouble: (err, what) => ctx.log.warn({ err, runId }, what === 'log' ? 'run event stream broke; reopening it' : 'run record not read; checking again later'),
+  });
 }
 
 function callerOf(ctx: OpContext): AuthContext {
@@ -220,7 +240,7 @@ export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'run
       const { definition, resolved } = await resolveDefinition(input, auth.orgId, deps.resolver);
       // The stream replays the run's log from its first event, so nothing appended before the
       // subscription is missed; a client that goes away ends the stream, never the run.
-      const { runId, events } = await startFollowed(deps, auth.orgId, ctx.signal, (id) => startRun(deps, auth, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id));
+      const { runId, events } = await startFollowed(deps, ctx, auth.orgId, (id) => startRun(deps, auth, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id));
       ctx.log.info({ runId }, 'run started');
       return events;
     },
@@ -239,7 +259,7 @@ export function runHandlers(deps: RunHandlerDeps): { 'runs.create': Handler<'run
       }
       // The answer waits for the run, not for the client: a client that goes away stops waiting,
       // the run still completes and is recorded.
-      const { runId, events } = await startFollowed(deps, auth.orgId, ctx.signal, (id) => startRun(deps, auth, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd, undefined, id));
+      const { runId, events } = await startFollowed(deps, ctx, auth.orgId, (id) => startRun(deps, auth, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd, undefined, id));
       for await (const { event } of events) {
         if (event.type === 'run.completed') return { outputs: event.outputs as Outputs };
         if (event.type === 'run.failed') throw runFailedError(runId, event.error);

@@ -8,16 +8,24 @@ export interface ReadinessProbe {
 
 const PROBE_TIMEOUT_MS = 2000;
 
-async function runProbe(probe: ReadinessProbe): Promise<string> {
+const TIMED_OUT = Symbol('timed out');
+
+/**
+ * `ok`, or why not in words that carry nothing of the deployment: the dependency's own error
+ * names its host and port (`Can't reach database server at 10.0.3.7:5432`), and `/readyz` needs
+ * no token. The error itself goes to `onFailure` (the log).
+ */
+async function runProbe(probe: ReadinessProbe, onFailure?: (name: string, err: unknown) => void): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)), PROBE_TIMEOUT_MS);
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), PROBE_TIMEOUT_MS);
   });
   try {
-    await Promise.race([probe.check(), timeout]);
+    if ((await Promise.race([probe.check(), timeout])) === TIMED_OUT) return `failing: no answer within ${PROBE_TIMEOUT_MS} ms`;
     return 'ok';
   } catch (err) {
-    return `failing: ${err instanceof Error ? err.message : String(err)}`;
+    onFailure?.(probe.name, err);
+    return 'failing: not reachable or refusing queries';
   } finally {
     clearTimeout(timer);
   }
@@ -27,7 +35,7 @@ async function runProbe(probe: ReadinessProbe): Promise<string> {
  * `/healthz`: the process is alive (no dependency checks, so a Redis outage does not make an
  * orchestrator restart every replica). `/readyz`: every dependency answers; 503 otherwise.
  */
-export function healthRoutes(probes: readonly ReadinessProbe[]): Router {
+export function healthRoutes(probes: readonly ReadinessProbe[], onFailure?: (name: string, err: unknown) => void): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.locals.route = '/healthz';
@@ -35,7 +43,7 @@ export function healthRoutes(probes: readonly ReadinessProbe[]): Router {
   });
   router.get('/readyz', async (_req, res) => {
     res.locals.route = '/readyz';
-    const results = await Promise.all(probes.map(async (p) => [p.name, await runProbe(p)] as const));
+    const results = await Promise.all(probes.map(async (p) => [p.name, await runProbe(p, onFailure)] as const));
     const checks = Object.fromEntries(results);
     const ready = results.every(([, result]) => result === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not_ready', checks });

@@ -21,6 +21,8 @@ export interface FollowOptions {
   checkMs: number;
   /** The run's record, when the caller read it already and it is finished. */
   finished?: StoredRun;
+  /** Told about each failure the stream rides out (a log stream or a record read); for logging. */
+  onTrouble?: (err: unknown, what: 'log' | 'record') => void;
 }
 
 export interface ReplayOptions {
@@ -62,11 +64,33 @@ async function* recordedEnding(run: StoredRun, afterSeq: number): AsyncGenerator
   if (event) yield { seq: afterSeq + 1, event };
 }
 
+/** First pause before a broken log stream (Redis restarting, unreachable) is opened again. */
+const RETRY_FIRST_MS = 100;
+/** Longest such pause; heartbeats go on meanwhile, and the record checks too. */
+const RETRY_MAX_MS = 2_000;
+
+type Wake =
+  | { kind: 'step'; step: IteratorResult<SequencedRunEvent> }
+  | { kind: 'logFailed'; err: unknown }
+  | { kind: 'record'; run: StoredRun | null }
+  | { kind: 'recordFailed'; err: unknown }
+  | { kind: 'timer' }
+  | { kind: 'aborted' };
+
+const NEVER = new Promise<Wake>(() => undefined);
+
+const settle = <T>(promise: Promise<T>, ok: (value: T) => Wake, failed: (err: unknown) => Wake): Promise<Wake> => promise.then(ok, failed);
+
 /**
- * The run's events after `afterSeq`, from its log and then live, to its terminal event. Each time
- * the stream is silent for `checkMs`, the run's record is read; once the record is finished and a
- * further `checkMs` passes with no event at all, the record's terminal event ends the stream, with
- * the seq after the last one sent. Two silent checks, not a clock comparison: a writer that
+ * The run's events after `afterSeq`, from its log and then live, to its terminal event.
+ *
+ * Nothing but the terminal event (or the client going away) ends it: a failed log stream (Redis
+ * restarting or unreachable) is opened again from the last seq sent, after a pause that doubles
+ * up to {@link RETRY_MAX_MS}; a failed record read (Postgres down, its pool busy) is a check that
+ * found nothing. Each time the stream is silent for `checkMs`, the run's record is read (the
+ * read runs beside the log, so a slow one delays no event); once the record is finished and a
+ * further `checkMs` passes with no event at all, the record's terminal event ends the stream,
+ * with the seq after the last one sent. Two silent checks, not a clock comparison: a writer that
  * finished the run and is about to append its event is never overtaken.
  */
 export async function* followRunEvents(
@@ -79,39 +103,89 @@ export async function* followRunEvents(
   const stop = () => inner.abort();
   options.signal.addEventListener('abort', stop, { once: true });
   if (options.signal.aborted) inner.abort();
-  const iterator = source.events(options.runId, { afterSeq: options.afterSeq, signal: inner.signal })[Symbol.asyncIterator]();
+  const aborted = new Promise<Wake>((resolve) => {
+    if (inner.signal.aborted) resolve({ kind: 'aborted' });
+    else inner.signal.addEventListener('abort', () => resolve({ kind: 'aborted' }), { once: true });
+  });
+  let iterator: AsyncIterator<SequencedRunEvent> | undefined;
+  // Pending reads survive a wake-up by something else: they are raced again, never lost.
+  let next: Promise<Wake> | undefined;
+  let check: Promise<Wake> | undefined;
   let finished = options.finished;
   let last = options.afterSeq;
-  let next: Promise<IteratorResult<SequencedRunEvent>> | undefined;
+  let failures = 0;
+  let retryAt = 0;
+  let quietUntil = Date.now() + options.checkMs;
   try {
     for (;;) {
-      let timer: NodeJS.Timeout | undefined;
-      const idle = new Promise<'idle'>((resolve) => (timer = setTimeout(() => resolve('idle'), options.checkMs)));
-      // A next() still pending from a check that found the run unfinished is raced again, not lost.
-      next ??= iterator.next();
-      // Left pending when the timer wins; whatever it settles to then is of no interest.
-      next.catch(() => undefined);
-      const step = await Promise.race([next, idle]).finally(() => clearTimeout(timer));
-      if (step === 'idle') {
-        if (options.signal.aborted) return;
-        if (finished) {
-          const event = terminalEventOf(finished);
-          if (event) yield { seq: last + 1, event };
-          return;
-        }
-        const run = await loadRun();
-        if (run && isFinished(run)) finished = run;
-        continue;
+      if (inner.signal.aborted) return;
+      if (!next && Date.now() >= retryAt) {
+        iterator = openLog(source, options.runId, last, inner.signal);
+        next = settle(iterator.next(), (step) => ({ kind: 'step', step }), (err) => ({ kind: 'logFailed', err }));
       }
-      next = undefined;
-      if (step.done) return;
-      last = step.value.seq;
-      yield step.value;
+      // While a record read is under way, silence is not measured; while the log is down, its retry is due.
+      const quietAt = check ? Infinity : quietUntil;
+      const wakeAt = next ? quietAt : Math.min(quietAt, retryAt);
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = wakeAt === Infinity ? NEVER : new Promise<Wake>((resolve) => (timer = setTimeout(() => resolve({ kind: 'timer' }), Math.max(0, wakeAt - Date.now()))));
+      const wake = await Promise.race([next ?? NEVER, check ?? NEVER, timeout, aborted]).finally(() => clearTimeout(timer));
+      switch (wake.kind) {
+        case 'aborted':
+          return;
+        case 'step':
+          next = undefined;
+          if (wake.step.done) return;
+          failures = 0;
+          last = wake.step.value.seq;
+          quietUntil = Date.now() + options.checkMs;
+          yield wake.step.value;
+          break;
+        case 'logFailed':
+          // The failed stream has already released its subscription (its own finally ran).
+          next = undefined;
+          iterator = undefined;
+          failures++;
+          retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+          options.onTrouble?.(wake.err, 'log');
+          break;
+        case 'record':
+          check = undefined;
+          if (wake.run && isFinished(wake.run)) finished = wake.run;
+          quietUntil = Date.now() + options.checkMs;
+          break;
+        case 'recordFailed':
+          check = undefined;
+          quietUntil = Date.now() + options.checkMs;
+          options.onTrouble?.(wake.err, 'record');
+          break;
+        case 'timer':
+          if (Date.now() < quietUntil) break;
+          if (finished) {
+            const event = terminalEventOf(finished);
+            if (event) yield { seq: last + 1, event };
+            return;
+          }
+          check = settle(
+            Promise.resolve().then(loadRun),
+            (run) => ({ kind: 'record', run }),
+            (err) => ({ kind: 'recordFailed', err }),
+          );
+          break;
+      }
     }
   } finally {
     options.signal.removeEventListener('abort', stop);
-    // Aborting first settles a next() still pending after the race; return() then releases the subscription.
+    // Aborting first settles a next() still pending; return() then releases the subscription.
     inner.abort();
-    await iterator.return?.(undefined);
+    await iterator?.return?.(undefined).catch(() => undefined);
+  }
+}
+
+/** The log's stream from `afterSeq`; a source that throws as it is called fails like one whose first read fails. */
+function openLog(source: Pick<RunEventSource, 'events'>, runId: string, afterSeq: number, signal: AbortSignal): AsyncIterator<SequencedRunEvent> {
+  try {
+    return source.events(runId, { afterSeq, signal })[Symbol.asyncIterator]();
+  } catch (err) {
+    return { next: () => Promise.reject(err) };
   }
 }

@@ -1,0 +1,165 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { TERMINAL_EVENT_TYPES, type RunEvent } from '../../services/contract';
+import { startPrivateServers, type PrivateServers } from '../support/private-servers';
+import { bearer, startTestService, type TestService } from '../support/service';
+import { readSse, type SseMessage } from '../support/sse';
+
+/**
+ * Issue 11: every run event stream ends with its terminal event and `[DONE]`, or stays open
+ * until it can. Redis restarting and Postgres stopping are tried on servers of this file's own
+ * (the stack's are shared with every other test file); a step that sleeps (a failpoint) keeps
+ * the streams open across the outage.
+ */
+
+const oneStep = {
+  version: 2,
+  nodes: [
+    { id: 'a', uses: 'math-add', inputs: { a: 2, b: 3 } },
+    { id: 'sum', uses: 'output', inputs: { value: '${a.result}' } },
+  ],
+};
+
+interface OpenedStream {
+  status: number;
+  /** Every message to the end of the response (resolves however the response ends). */
+  messages: Promise<SseMessage[]>;
+}
+
+async function openStream(service: TestService): Promise<OpenedStream> {
+  const res = await fetch(`${service.url}/v1/runs`, {
+    method: 'POST',
+    headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
+    body: JSON.stringify({ workflow: oneStep }),
+  });
+  // A response cut short rejects the body read; what arrived until then is what the test judges.
+  const messages = res.status === 200 ? readSse(res).catch(() => [] as SseMessage[]) : res.text().then(() => []);
+  return { status: res.status, messages };
+}
+
+/** What is wrong with a stream's messages, or null: run.started first, then ..., a terminal event, [DONE]. */
+function streamProblem(messages: SseMessage[]): string | null {
+  if (messages.length === 0) return 'no event at all';
+  const first = JSON.parse(messages[0]!.data) as RunEvent;
+  if (first.type !== 'run.started' || typeof first.runId !== 'string') return `first event is ${messages[0]!.data}`;
+  const last = messages[messages.length - 1]!;
+  if (last.data !== '[DONE]') return `ends with ${last.data}, not [DONE] (${messages.length} messages)`;
+  const terminal = messages[messages.length - 2];
+  const event = terminal && terminal.data !== '[DONE]' ? (JSON.parse(terminal.data) as RunEvent) : undefined;
+  if (!event || !TERMINAL_EVENT_TYPES.includes(event.type)) return `the event before [DONE] is ${terminal?.data}`;
+  return null;
+}
+
+async function expectAllEnded(streams: OpenedStream[]): Promise<void> {
+  expect(streams.map((s) => s.status)).toEqual(streams.map(() => 200));
+  const problems = (await Promise.all(streams.map((s) => s.messages))).map(streamProblem).filter((p) => p !== null);
+  expect(problems).toEqual([]);
+}
+
+describe('streams across a Redis restart', () => {
+  let servers: PrivateServers;
+  let service: TestService;
+
+  beforeAll(async () => {
+    servers = await startPrivateServers();
+    service = await startTestService({
+      postgres: servers.postgres,
+      env: { REDIS_URL: servers.redisUrl, SVC_FAILPOINTS: 'step.afterReserve=sleep(1000)', STREAM_RECORD_CHECK_MS: '300', WORKER_CONCURRENCY: '64' },
+    });
+    // Enough data that the restarted Redis answers LOADING for a while, as a production one does.
+    const filler = new Redis(servers.redisUrl);
+    for (let batch = 0; batch < 60; batch++) {
+      const pipeline = filler.pipeline();
+      for (let i = 0; i < 10_000; i++) pipeline.set(`filler:${batch}:${i}`, 'x'.repeat(64));
+      await pipeline.exec();
+    }
+    await filler.quit();
+  }, 120_000);
+
+  afterAll(async () => {
+    await service?.close();
+    await servers?.close();
+  }, 60_000);
+
+  it('gives every stream, open or opened during the restart, run.started first and its terminal event and [DONE] last', async () => {
+    const before = await Promise.all(Array.from({ length: 10 }, () => openStream(service)));
+    const restart = servers.restartRedis();
+    let restarted = false;
+    void restart.then(() => (restarted = true));
+    // New runs while Redis stops, loads its data and comes back: their subscriptions meet the LOADING window.
+    const during: Promise<OpenedStream>[] = [];
+    for (let i = 0; i < 40 && (!restarted || i < 20); i++) {
+      during.push(openStream(service));
+      await sleep(50);
+    }
+    await restart;
+    await expectAllEnded([...before, ...(await Promise.all(during))]);
+  }, 90_000);
+});
+
+describe('streams across a Postgres outage', () => {
+  let servers: PrivateServers;
+  let service: TestService;
+
+  beforeAll(async () => {
+    servers = await startPrivateServers();
+    service = await startTestService({
+      postgres: servers.postgres,
+      // The step sleeps past the outage, so the runs themselves never meet it; their streams do.
+      env: { SVC_FAILPOINTS: 'step.afterReserve=sleep(6000)', STREAM_RECORD_CHECK_MS: '200' },
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await service?.close();
+    await servers?.close();
+  }, 60_000);
+
+  it('keeps streams open through it, answers new requests 503 with Retry-After, and /readyz names no address', async () => {
+    const streams = await Promise.all(Array.from({ length: 12 }, () => openStream(service)));
+    await sleep(300);
+    await servers.crashPostgres();
+    // Several record checks fail while it is down.
+    await sleep(1000);
+
+    const refused = await fetch(`${service.url}/v1/runs`, {
+      method: 'POST',
+      headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workflow: oneStep }),
+    });
+    const body = (await refused.json()) as { error?: string; code?: string };
+    expect(refused.status).toBe(503);
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(body.code).toBe('unavailable');
+    expect(body.error).toMatch(/database/);
+
+    const ready = await fetch(`${service.url}/readyz`);
+    const readyText = await ready.text();
+    expect(ready.status).toBe(503);
+    expect(readyText).not.toContain(String(servers.postgres.port));
+    expect(readyText).not.toContain(servers.postgres.host);
+
+    await sleep(1000);
+    await servers.startPostgres();
+    await expectAllEnded(streams);
+  }, 90_000);
+});
+
+describe('a burst of streams on a small pool', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startTestService({
+      env: { SVC_FAILPOINTS: 'step.afterReserve=sleep(3000)', STREAM_RECORD_CHECK_MS: '100', WORKER_CONCURRENCY: '250' },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await service?.close();
+  }, 60_000);
+
+  it('cuts none of 200 concurrent streams whose record checks share the pool of 10', async () => {
+    const streams = await Promise.all(Array.from({ length: 200 }, () => openStream(service)));
+    await expectAllEnded(streams);
+  }, 90_000);
+});
