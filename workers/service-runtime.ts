@@ -65,6 +65,7 @@ export type RuntimeConfig = Pick<
   | 'trustProxy'
   | 'workerConcurrency'
   | 'stepRetryAttempts'
+  | 'stepMaxAttempts'
   | 'stepRetryBaseMs'
   | 'stepLockMs'
   | 'reaperIntervalSeconds'
@@ -308,7 +309,7 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
       findNode,
       mayRunInline: nodes.mayRunInline,
       artifactsFor: (runId, signal) => runArtifacts(runId, signal),
-      retry: { attempts: config.stepRetryAttempts, baseDelayMs: config.stepRetryBaseMs },
+      retry: { attempts: config.stepRetryAttempts, maxAttempts: config.stepMaxAttempts, baseDelayMs: config.stepRetryBaseMs },
       log,
       failpoints: new Failpoints(config.failpoints),
       observer: {
