@@ -25,7 +25,7 @@ function createAjv(allErrors: boolean): Ajv {
   const ajv = new Ajv({ allErrors, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
   addFormats(ajv, ['uri', 'uuid', 'date-time', 'email']);
   // Annotation keyword: a schema's own wording for its failures (see messageOf).
-  ajv.addVocabulary(['x-error']);
+  ajv.addVocabulary(['x-error', 'x-object-hint']);
   return ajv;
 }
 
@@ -128,22 +128,49 @@ function typeName(value: unknown): string {
  */
 export function describeErrors(errors: readonly ErrorObject[]): ValidationIssue[] {
   const combinators = new Set(errors.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => e.schemaPath));
+  // A union given an object, with one object branch: that branch's own errors say what to fix
+  // ("ref must be a valid uri"), where "must be string or … object, got object" would not.
+  const objectBranches = new Map<string, string>();
+  for (const err of errors) {
+    if (!combinators.has(err.schemaPath) || objectBranches.has(err.schemaPath)) continue;
+    const branch = objectBranchOf(err);
+    if (branch !== undefined) objectBranches.set(err.schemaPath, `${err.schemaPath}/${branch}`);
+  }
   const insideCombinator = (schemaPath: string): boolean => {
     for (let cut = schemaPath.lastIndexOf('/'); cut > 0; cut = schemaPath.lastIndexOf('/', cut - 1)) {
-      if (combinators.has(schemaPath.slice(0, cut))) return true;
+      const prefix = schemaPath.slice(0, cut);
+      if (!combinators.has(prefix)) continue;
+      const kept = objectBranches.get(prefix);
+      if (kept === undefined || !(schemaPath === kept || schemaPath.startsWith(`${kept}/`))) return true;
     }
     return false;
   };
   const seen = new Set<string>();
   const issues: ValidationIssue[] = [];
-  for (const err of errors) {
-    if (insideCombinator(err.schemaPath)) continue;
-    const issue = messageOf(err);
-    if (seen.has(issue.message)) continue;
+  const add = (issue: ValidationIssue) => {
+    if (seen.has(issue.message)) return;
     seen.add(issue.message);
     issues.push(issue);
+  };
+  for (const err of errors) {
+    if (insideCombinator(err.schemaPath)) continue;
+    const hint = objectBranches.has(err.schemaPath) ? (err.parentSchema as Record<string, unknown> | undefined)?.['x-object-hint'] : undefined;
+    if (objectBranches.has(err.schemaPath)) {
+      // Said once, however many inputs it concerns.
+      if (typeof hint === 'string') add({ path: formatPath(err.instancePath), message: hint });
+      continue;
+    }
+    add(messageOf(err));
   }
   return issues;
+}
+
+/** The index of the only object branch of a failed union whose value is a plain object; else undefined. */
+function objectBranchOf(err: ErrorObject): number | undefined {
+  if (err.data === null || typeof err.data !== 'object' || Array.isArray(err.data)) return undefined;
+  const branches = ((err.parentSchema as Record<string, unknown> | undefined)?.[err.keyword] as Record<string, unknown>[] | undefined) ?? [];
+  const objects = branches.flatMap((b, i) => (b.type === 'object' ? [i] : []));
+  return objects.length === 1 ? objects[0] : undefined;
 }
 
 /** Issues an error lists; the rest are counted ("and N more problems"). */

@@ -87,7 +87,8 @@ describe('hostile input: every malformed request is a 4xx that says what to fix,
       const inputs: Record<string, unknown> = {};
       for (let i = 0; i < 200; i += 1) inputs[`k${i}`] = { wrong: [i] };
       const res = await post('/v1/runs/node', JSON.stringify({ node: 'text-regex-replace', inputs }));
-      const body = await expect4xx(res, 400, /and 190 more problems/);
+      // Two problems an input (not an artifact: neither value nor ref, and an unknown field) and the hint on what an artifact is, once.
+      const body = await expect4xx(res, 400, /and 391 more problems/);
       expect(JSON.stringify(body).length).toBeLessThan(4096);
       expect(body.issues).toHaveLength(10);
     });
@@ -142,6 +143,27 @@ describe('hostile input: every malformed request is a 4xx that says what to fix,
     await expect4xx(res, 400, /nested.*64/);
     const inWorkflow = await post('/v1/runs', `{"workflow":{"version":2,"nodes":[{"id":"a","uses":"json-stringify","inputs":{"value":${nested(6000)}}}]}}`);
     await expect4xx(inWorkflow, 400, /nested.*64/);
+  });
+
+  describe('runs.node inputs given the wrong object', () => {
+    it('names the bad ref of an artifact, and says what an artifact looks like', async () => {
+      const res = await post('/v1/runs/node', JSON.stringify({ node: 'image-resize', inputs: { image: { kind: 'image', ref: 'not a url' }, width: 10 } }));
+      const body = await expect4xx(res, 400, /inputs\.image\.ref must be a valid uri/);
+      expect(body.error).toContain('{"kind":"image","ref":"https://…"}');
+      expect(body.error).not.toContain('got object');
+    });
+
+    it('tells a caller who gives a STRUCTURED port a bare object to wrap it as {"kind":"structured","value":…}', async () => {
+      const res = await post('/v1/runs/node', JSON.stringify({ node: 'json-extract', inputs: { data: { a: 1 }, path: 'a' } }));
+      const body = await expect4xx(res, 400, /\{"kind":"structured","value":…\}/);
+      expect(body.error).toContain('unknown field "a" in inputs.data');
+    });
+
+    it('hands a STRUCTURED port the value inside {"kind":"structured","value":…}, not the envelope', async () => {
+      const res = await post('/v1/runs/node', JSON.stringify({ node: 'json-extract', inputs: { data: { kind: 'structured', value: { a: { b: 7 } } }, path: 'a.b' } }));
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ outputs: { value: { kind: 'structured', value: 7 } } });
+    });
   });
 
   describe('bodies that are not JSON objects', () => {

@@ -3,6 +3,7 @@ import type { ArtifactInput, OpInput, Outputs, RunError, Workflow } from '../../
 import {
   effectiveCapMicros,
   expandMounts,
+  isDataConnector,
   looksLikeBrokenReference,
   microsToUsd,
   mountedAddresses,
@@ -226,10 +227,22 @@ function runFailedError(runId: string, error: RunError): AppError {
   });
 }
 
-/** The one-node workflow `runs.node` runs: the node, and an output per output port. */
+/**
+ * The one-node workflow `runs.node` runs: the node, and an output per output port. An inline
+ * artifact given to a value port (`{"kind":"structured","value":…}` for STRUCTURED, the only way
+ * the contract lets an object reach one) is its value there, as a run input's would be.
+ */
 function singleNodeWorkflow(node: NodeDefinition, inputs: Record<string, unknown>): Workflow {
+  // fromEntries defines own keys: an input named "__proto__" stays an input (and is refused as unknown), not a prototype.
+  const literals = Object.fromEntries(
+    Object.entries(inputs).map(([port, value]) => {
+      const connector = Object.hasOwn(node.spec.inputs, port) ? node.spec.inputs[port]!.connector : undefined;
+      const inline = value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, 'value');
+      return [port, connector && inline && !isDataConnector(connector.id) ? (value as { value: unknown }).value : value];
+    }),
+  );
   const outputs = Object.keys(node.spec.outputs).map((port) => ({ id: port, uses: 'output', inputs: { value: `\${node.${port}}` } }));
-  return { version: 2, nodes: [{ id: 'node', uses: node.spec.id, inputs }, ...outputs] };
+  return { version: 2, nodes: [{ id: 'node', uses: node.spec.id, inputs: literals }, ...outputs] };
 }
 
 /** `runs.create` (a stream of events) and `runs.node` (one node, one JSON answer). */

@@ -17,7 +17,10 @@ export const runsNode = defineOperation({
     node: Type.String({ minLength: 1, maxLength: 300, description: 'Node id' }),
     inputs: Type.Record(
       Type.String(),
-      Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null(), ArtifactInputSchema]),
+      Type.Union([Type.String(), Type.Number(), Type.Boolean(), Type.Null(), ArtifactInputSchema], {
+        // Said after the artifact branch's own errors when an object input is not a valid artifact.
+        'x-object-hint': 'an object input is an artifact: {"kind":"image","ref":"https://…"} for a file port, {"kind":"structured","value":…} for a STRUCTURED port',
+      }),
       { maxProperties: MAX_MAP_ENTRIES, description: 'Value ports take bare scalars; data ports take artifacts' },
     ),
     maxCostUsd: Type.Optional(MaxCostUsdSchema),
