@@ -119,10 +119,8 @@ export async function* followRunEvents(
   try {
     for (;;) {
       if (inner.signal.aborted) return;
-      if (!next && Date.now() >= retryAt) {
-        iterator = openLog(source, options.runId, last, inner.signal);
-        next = settle(iterator.next(), (step) => ({ kind: 'step', step }), (err) => ({ kind: 'logFailed', err }));
-      }
+      if (!iterator && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, inner.signal);
+      if (iterator && !next) next = settle(iterator.next(), (step) => ({ kind: 'step', step }), (err) => ({ kind: 'logFailed', err }));
       // While a record read is under way, silence is not measured; while the log is down, its retry is due.
       const quietAt = check ? Infinity : quietUntil;
       const wakeAt = next ? quietAt : Math.min(quietAt, retryAt);
