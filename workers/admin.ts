@@ -33,8 +33,11 @@ async function passwordFromStdin(): Promise<string> {
   return (await readStdin()).replace(/\r?\n$/, '');
 }
 
+/** Exact to the micro-USD (money is exact), with at least cents: 25.10, 0.002, 25.100001. */
 function usd(micros: number): string {
-  return `${microsToUsd(micros).toFixed(2)} USD`;
+  const exact = String(microsToUsd(micros));
+  const [whole, fraction = ''] = exact.split('.');
+  return `${whole}.${fraction.padEnd(2, '0')} USD`;
 }
 
 /** The command tree; `run` gets the admin operations over an open database and prints. */

@@ -112,7 +112,7 @@ describe('the admin command (npm run admin)', () => {
     const first = await json<{ creditMicros: number; balanceUsd: number }>(['credit', 'add', 'credit-org', '25.10', '--note', 'invoice 1042']);
     expect(first).toMatchObject({ creditMicros: 25_100_000, balanceUsd: 25.1 });
     const plain = await admin(['credit', 'add', 'credit-org', '0.000001', '--note', 'one micro']);
-    expect(plain).toEqual({ code: 0, stdout: 'credited credit-org with 0.000001 USD; balance 25.10 USD\n', stderr: '' });
+    expect(plain).toEqual({ code: 0, stdout: 'credited credit-org with 0.000001 USD; balance 25.100001 USD\n', stderr: '' });
 
     const org = await new OrganizationRepository(prisma).findBySlug('credit-org');
     const ledger = new LedgerRepository(prisma);

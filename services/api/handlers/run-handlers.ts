@@ -203,16 +203,17 @@ async function startRun(
   return withCredit(() => deps.starter.start({ ...request, definition: graph, prepared: prepared.prepared, inputs: prepared.inputs }));
 }
 
-/** Runs a start that checks the balance as it stores the run; a balance that is not positive is 402. */
+/** Runs a start that takes the run's hold on the balance as it stores the run; nothing available is 402. */
 async function withCredit(start: () => Promise<string>): Promise<string> {
   try {
     return await start();
   } catch (err) {
     if (!(err instanceof InsufficientCreditError)) throw err;
-    const balanceUsd = microsToUsd(err.balanceMicros);
+    // What may still be spent: the balance less what unfinished runs hold (docs/money.md, Holds); never shown below zero.
+    const balanceUsd = microsToUsd(Math.max(0, err.balanceMicros));
     throw new AppError({
       code: 'insufficient_credit',
-      message: `your organization's balance is $${balanceUsd}; add credit before running workflows`,
+      message: `your organization's available balance is $${balanceUsd} (its balance less what its unfinished runs hold); add credit, or wait for those runs to finish`,
       details: { balanceUsd },
     });
   }
