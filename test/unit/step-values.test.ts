@@ -1,6 +1,7 @@
-import type { Workflow } from '../../services/contract';
-import { coerceToConnector, collectRunOutputs, MissingValueError, outputSources, prepareWorkflow, resolveStepInputs } from '../../services/engine';
+import type { NodeSpec, Workflow } from '../../services/contract';
+import { coerceToConnector, collectRunOutputs, MissingOutputError, MissingValueError, outputSources, prepareWorkflow, resolveStepInputs, type SpecLookup } from '../../services/engine';
 import { createNodeCatalog } from '../../services/nodes';
+import { connector, ports } from '../../services/nodes/spec-builders';
 
 const catalog = createNodeCatalog();
 
@@ -70,5 +71,59 @@ describe('values flowing through a run', () => {
       same: { kind: 'image', ref: 'https://svc.test/blobs/x.png' },
       note: { kind: 'text', value: 'fixed' },
     });
+  });
+});
+
+describe('optional outputs a node did not produce', () => {
+  // A node with an optional output without a default ("extra"), one with a default ("mode"), a required one ("main").
+  const maker: NodeSpec = {
+    id: 'maker',
+    kind: 'model',
+    title: 'Maker',
+    category: 'test',
+    description: 'test node',
+    inputs: ports({}),
+    outputs: ports({ main: connector('TEXT'), extra: connector('STRUCTURED', { isOptional: true }), mode: connector('TEXT', { defaultValue: 'plain' }) }),
+  };
+  const lookup: SpecLookup = { get: (id) => (id === 'maker' ? maker : catalog.get(id)) };
+  function run(nodes: Workflow['nodes']) {
+    const result = prepareWorkflow({ version: 2, nodes }, lookup, {});
+    if (!result.ok) throw new Error(result.message);
+    return { workflow: result.prepared.workflow, inputs: result.inputs, stepOutputs: new Map([['m', { main: 'hello' }]]) };
+  }
+
+  it('leaves a run output absent, and reads a port default where there is one', () => {
+    const values = run([
+      { id: 'm', uses: 'maker' },
+      { id: 'main', uses: 'output', inputs: { value: '${m.main}' } },
+      { id: 'extra', uses: 'output', inputs: { value: '${m.extra}' } },
+      { id: 'mode', uses: 'output', inputs: { value: '${m.mode}' } },
+    ]);
+    expect(collectRunOutputs(values)).toEqual({ main: { kind: 'text', value: 'hello' }, mode: { kind: 'text', value: 'plain' } });
+  });
+
+  it('omits an optional input that reads it, and fails a required one with missing_output naming node and port', () => {
+    const values = run([
+      { id: 'm', uses: 'maker' },
+      { id: 'x', uses: 'json-extract', inputs: { data: '${m.extra}', path: 'a', fallback: '${m.extra}' } },
+      { id: 'o', uses: 'output', inputs: { value: '${x.value}' } },
+    ]);
+    const x = values.workflow.nodes.get('x')!;
+    expect(() => resolveStepInputs(x, values)).toThrow(MissingOutputError);
+    expect(() => resolveStepInputs(x, values)).toThrow('node "m" completed without its output "extra"');
+    const optionalOnly = run([
+      { id: 'm', uses: 'maker' },
+      { id: 'x', uses: 'json-extract', inputs: { data: { a: 1 }, path: 'a', fallback: '${m.extra}' } },
+      { id: 'o', uses: 'output', inputs: { value: '${x.value}' } },
+    ]);
+    expect(resolveStepInputs(optionalOnly.workflow.nodes.get('x')!, optionalOnly)).toEqual({ data: { a: 1 }, path: 'a' });
+  });
+
+  it('fails a run output reading a required port the node did not produce', () => {
+    const values = run([
+      { id: 'm', uses: 'maker' },
+      { id: 'o', uses: 'output', inputs: { value: '${m.main}' } },
+    ]);
+    expect(() => collectRunOutputs({ ...values, stepOutputs: new Map([['m', {}]]) })).toThrow(MissingOutputError);
   });
 });
