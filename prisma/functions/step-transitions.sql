@@ -26,12 +26,15 @@ DROP FUNCTION IF EXISTS svc_fail_step(uuid, text, text, bigint, jsonb, int);
 DROP FUNCTION IF EXISTS svc_fail_run(uuid, jsonb, text);
 DROP FUNCTION IF EXISTS svc_complete_run(uuid, jsonb);
 
--- Charges a step's total cost to its organization once: one `run_charge` entry per step, the
--- organization's running balance and the run's charged total moved by the same amount.
+-- Charges a step's total cost to its organization once: one `run_charge` entry per step; the
+-- organization's balance, the run's charged total and the hold they share moved in one update each
+-- (the run row is locked by the caller; svc_sync_hold, called last, settles any status change).
 CREATE FUNCTION svc_charge_step(p_org uuid, p_run uuid, p_step uuid, p_note text, p_cost bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   charged bigint;
+  r record;
+  new_hold bigint;
 BEGIN
   IF p_cost <= 0 THEN
     RETURN;
@@ -40,10 +43,15 @@ BEGIN
   VALUES (p_org, -p_cost, 'run_charge', p_run, p_step, p_note)
   ON CONFLICT (step_id, kind) DO NOTHING
   RETURNING amount_micros INTO charged;
-  IF FOUND THEN
-    UPDATE organizations SET balance_micros = balance_micros + charged WHERE id = p_org;
-    UPDATE runs SET charged_micros = charged_micros - charged WHERE id = p_run;
+  IF NOT FOUND THEN
+    RETURN;
   END IF;
+  SELECT status, authorized_micros, held_micros, spent_micros, reserved_micros, charged_micros INTO r FROM runs WHERE id = p_run;
+  new_hold := CASE WHEN r.authorized_micros IS NULL THEN r.held_micros
+                   ELSE GREATEST(0, CASE WHEN r.status IN ('pending', 'running') THEN r.authorized_micros ELSE r.reserved_micros + r.spent_micros END
+                                    - (r.charged_micros - charged)) END;
+  UPDATE runs SET charged_micros = charged_micros - charged, held_micros = new_hold WHERE id = p_run;
+  UPDATE organizations SET balance_micros = balance_micros + charged, held_micros = held_micros + (new_hold - r.held_micros) WHERE id = p_org;
 END $$;
 
 -- Brings the run's share of its organization's held_micros up to date (call last, the run locked):
