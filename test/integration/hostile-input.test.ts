@@ -2,8 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import zlib from 'node:zlib';
 import { safeFetch } from '../../services/nodes';
-import { issueToken } from '../../services/platform/access-token';
-import { TokenRepository } from '../../services/store';
+import { issueSessionToken } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 
 /** A raw request (fetch cannot send a lying Content-Encoding), answered as status and parsed body. */
@@ -31,18 +30,7 @@ describe('hostile input: every malformed request is a 4xx that says what to fix,
 
   beforeAll(async () => {
     service = await startTestService();
-    const token = issueToken('session');
-    await new TokenRepository(service.prisma).create({
-      userId: service.account.userId,
-      orgId: service.account.orgId,
-      name: 'svc login',
-      hash: token.hash,
-      displayPrefix: token.displayPrefix,
-      scopes: ['read', 'run'],
-      kind: 'session',
-      expiresAt: new Date(Date.now() + 86_400_000),
-    });
-    session = token.value;
+    session = await issueSessionToken(service.prisma, service.account);
   });
 
   afterAll(async () => {

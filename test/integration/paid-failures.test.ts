@@ -1,10 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import type { RunEvent } from '../../services/contract';
 import { openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
+import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
  * Issue 11, part 1: a provider call, once made, is paid; deterministic failures are not retried;
@@ -12,27 +11,11 @@ import { readSse } from '../support/sse';
  * counts the fake provider's calls and compares the ledger with the run's spending.
  */
 
-const ROOT = path.resolve(__dirname, '../..');
 const KEY = 'sk-test-openai-0123456789abcdef';
 // fake-model: 1.25 / 5.00 USD per million tokens = 1.25 / 5 micro-USD per token.
 const PRICES = 'fake-model=1.25/5.00';
 const REPLY_USAGE = { prompt: 10, completion: 5 };
 const REPLY_COST = Math.ceil(10 * 1.25 + 5 * 5); // 38 micro-USD
-
-function workerProcess(service: TestService, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'workers/serve.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, ...service.env, ROLE: 'worker', PORT: '0', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  child.stderr!.on('data', (chunk: Buffer) => process.env.TEST_LOG_LEVEL && process.stderr.write(chunk));
-  return child;
-}
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
 
 async function post(service: TestService, route: string, body: unknown, token: string): Promise<Response> {
   return fetch(`${service.url}${route}`, { method: 'POST', headers: { ...bearer(token), 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -154,7 +137,7 @@ describe('paid failures: every provider call is settled, failures end, balances 
   it('a step whose settlement keeps failing after the provider answered is attempted a bounded number of times, each call paid', async () => {
     const { api, who } = await apiOnly();
     // Our own infrastructure failing after every call (the commit throws): BullMQ redelivers the job, each delivery takes the step over.
-    const worker = workerProcess(api, { SVC_FAILPOINTS: 'step.beforeSettle=throw(database gone)', STEP_MAX_ATTEMPTS: '3' });
+    const worker = startWorkerProcess(api, { SVC_FAILPOINTS: 'step.beforeSettle=throw(database gone)', STEP_MAX_ATTEMPTS: '3' });
     try {
       const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
       const res = await post(api, '/v1/runs', { workflow }, who.token);
@@ -180,7 +163,7 @@ describe('paid failures: every provider call is settled, failures end, balances 
 
   it('a worker that dies after the call: the lost call is charged its estimate, the step runs again, the ledger matches', async () => {
     const { api, who } = await apiOnly();
-    const doomed = workerProcess(api, { SVC_FAILPOINTS: 'step.beforeSettle=exit(137)', STEP_LOCK_MS: '1500' });
+    const doomed = startWorkerProcess(api, { SVC_FAILPOINTS: 'step.beforeSettle=exit(137)', STEP_LOCK_MS: '1500' });
     try {
       const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
       const res = await post(api, '/v1/runs', { workflow }, who.token);

@@ -1,29 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunEvent } from '../../services/contract';
 import { Prisma, RunRepository } from '../../services/store';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
-
-const ROOT = path.resolve(__dirname, '../..');
-
-/** A real worker process (`workers/serve.ts`, ROLE=worker) on the test service's database and Redis. */
-function startWorkerProcess(service: TestService, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'workers/serve.ts')], {
-    cwd: ROOT,
-    env: { ...process.env, ...service.env, ROLE: 'worker', PORT: '0', ...env },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  child.stderr!.on('data', (chunk: Buffer) => process.env.TEST_LOG_LEVEL && process.stderr.write(chunk));
-  return child;
-}
-
-/** Resolves when the child has exited (at once if it already has: its 'exit' event is then gone). */
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
+import { exited, startWorkerProcess } from '../support/worker-process';
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -2,8 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { TokenListSchema, TokenCreatedSchema, validate } from '../../services/contract';
 import { issueToken } from '../../services/platform/access-token';
-import { TokenRepository } from '../../services/store';
-import { seedAccount } from '../support/fixtures';
+import { issueSessionToken, seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { stack } from '../support/stack';
 
@@ -17,18 +16,7 @@ describe('personal access tokens: create, list, revoke, and what a refused token
 
   beforeAll(async () => {
     service = await startTestService({ env: { TOKEN_USAGE_FLUSH_SECONDS: '1' } });
-    const token = issueToken('session');
-    await new TokenRepository(service.prisma).create({
-      userId: service.account.userId,
-      orgId: service.account.orgId,
-      name: 'svc login',
-      hash: token.hash,
-      displayPrefix: token.displayPrefix,
-      scopes: ['read', 'run'],
-      kind: 'session',
-      expiresAt: new Date(Date.now() + 86_400_000),
-    });
-    session = token.value;
+    session = await issueSessionToken(service.prisma, service.account);
     issued.push(session, service.account.token);
   });
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { issueToken } from '../../services/platform/access-token';
-import type { PrismaClient } from '../../services/store';
+import { TokenRepository, type PrismaClient } from '../../services/store';
 
 export interface SeededAccount {
   orgId: string;
@@ -45,4 +45,20 @@ export async function seedAccount(prisma: PrismaClient, options: SeedOptions): P
     },
   });
   return { orgId: org.id, userId: user.id, tokenId: token.id, token: issued.value };
+}
+
+/** A device-login session token (`svcs_`) of the account's user, valid a day: what `POST /v1/tokens` needs. */
+export async function issueSessionToken(prisma: PrismaClient, account: SeededAccount): Promise<string> {
+  const token = issueToken('session');
+  await new TokenRepository(prisma).create({
+    userId: account.userId,
+    orgId: account.orgId,
+    name: 'svc login',
+    hash: token.hash,
+    displayPrefix: token.displayPrefix,
+    scopes: ['read', 'run'],
+    kind: 'session',
+    expiresAt: new Date(Date.now() + 86_400_000),
+  });
+  return token.value;
 }
