@@ -124,6 +124,36 @@ describe('migration runner', () => {
     expect(await query<{ n: number }>(db.url, 'SELECT svc_answer() AS n')).toEqual([{ n: 42 }]);
   });
 
+  it('migrates a database from before balance holds forward: overdrafts written off, unfinished runs holding what they may still spend', async () => {
+    const db = await emptyDatabase();
+    const before = await migrationsCopy();
+    await rm(path.join(before, '20261124210000_money_holds'), { recursive: true });
+    const noFunctions = await mkdtemp(path.join(tmpdir(), 'svc-functions-'));
+    temps.push(noFunctions);
+    await applyMigrations({ connectionString: db.url, migrationsDir: before, functionsDir: noFunctions });
+    // What the old admission allowed: an organization overdrawn by concurrent runs, one of them still running and partly charged.
+    const [org] = await query<{ id: string }>(db.url, "INSERT INTO organizations (slug, name, balance_micros) VALUES ('old', 'Old', -137) RETURNING id");
+    const [user] = await query<{ id: string }>(db.url, "INSERT INTO users (email, name) VALUES ('old@example.test', 'Old') RETURNING id");
+    const [running] = await query<{ id: string }>(
+      db.url,
+      "INSERT INTO runs (org_id, user_id, definition, inputs, cap_micros, status, spent_micros) VALUES ($1, $2, '{}', '{}', 500000, 'running', 2137) RETURNING id",
+      [org!.id, user!.id],
+    );
+    await query(db.url, "INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, note) VALUES ($1, -2137, 'run_charge', $2, 'step a')", [org!.id, running!.id]);
+
+    await expect(applyMigrations({ connectionString: db.url })).resolves.toMatchObject({ applied: ['20261124210000_money_holds'] });
+    const [after] = await query<{ balance_micros: string; held_micros: string }>(db.url, 'SELECT balance_micros, held_micros FROM organizations WHERE id = $1', [org!.id]);
+    expect(after).toEqual({ balance_micros: '0', held_micros: String(500000 - 2137) });
+    const [run] = await query<{ authorized_micros: string; charged_micros: string; held_micros: string }>(
+      db.url,
+      'SELECT authorized_micros, charged_micros, held_micros FROM runs WHERE id = $1',
+      [running!.id],
+    );
+    expect(run).toEqual({ authorized_micros: '500000', charged_micros: '2137', held_micros: String(500000 - 2137) });
+    const entries = await query<{ amount_micros: string; kind: string }>(db.url, "SELECT amount_micros, kind FROM ledger_entries WHERE org_id = $1 AND kind = 'adjustment'", [org!.id]);
+    expect(entries).toEqual([{ amount_micros: '137', kind: 'adjustment' }]);
+  });
+
   it('refuses to migrate when an applied migration no longer matches its recorded checksum', async () => {
     const db = await emptyDatabase();
     await applyMigrations({ connectionString: db.url });
