@@ -17,6 +17,7 @@
 
 DROP FUNCTION IF EXISTS svc_charge_step(uuid, uuid, uuid, text, bigint);
 DROP FUNCTION IF EXISTS svc_sync_hold(uuid);
+DROP FUNCTION IF EXISTS svc_run_hold(text, bigint, bigint, bigint, bigint);
 DROP FUNCTION IF EXISTS svc_reserve_step(uuid, text, bigint, int, text);
 DROP FUNCTION IF EXISTS svc_reserve_step(uuid, text, bigint, int, text, bigint, int);
 DROP FUNCTION IF EXISTS svc_retry_step(uuid, text, text, bigint, bigint);
@@ -25,6 +26,15 @@ DROP FUNCTION IF EXISTS svc_complete_step(uuid, text, text, bigint, jsonb, int, 
 DROP FUNCTION IF EXISTS svc_fail_step(uuid, text, text, bigint, jsonb, int);
 DROP FUNCTION IF EXISTS svc_fail_run(uuid, jsonb, text);
 DROP FUNCTION IF EXISTS svc_complete_run(uuid, jsonb);
+
+-- What a run holds of its organization's balance: an unfinished run what it is authorized for less
+-- what it was charged; a finished one only what its still-running attempts may yet be charged
+-- (reserved, plus spending not charged yet). Null authorization (a run from before holds): 0.
+CREATE FUNCTION svc_run_hold(p_status text, p_authorized bigint, p_reserved bigint, p_spent bigint, p_charged bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_authorized IS NULL THEN 0
+              ELSE GREATEST(0, CASE WHEN p_status IN ('pending', 'running') THEN p_authorized ELSE p_reserved + p_spent END - p_charged) END
+$$;
 
 -- Charges a step's total cost to its organization once: one `run_charge` entry per step; the
 -- organization's balance, the run's charged total and the hold they share moved in one update each
@@ -47,16 +57,13 @@ BEGIN
     RETURN;
   END IF;
   SELECT status, authorized_micros, held_micros, spent_micros, reserved_micros, charged_micros INTO r FROM runs WHERE id = p_run;
-  new_hold := CASE WHEN r.authorized_micros IS NULL THEN r.held_micros
-                   ELSE GREATEST(0, CASE WHEN r.status IN ('pending', 'running') THEN r.authorized_micros ELSE r.reserved_micros + r.spent_micros END
-                                    - (r.charged_micros - charged)) END;
+  new_hold := svc_run_hold(r.status, r.authorized_micros, r.reserved_micros, r.spent_micros, r.charged_micros - charged);
   UPDATE runs SET charged_micros = charged_micros - charged, held_micros = new_hold WHERE id = p_run;
   UPDATE organizations SET balance_micros = balance_micros + charged, held_micros = held_micros + (new_hold - r.held_micros) WHERE id = p_org;
 END $$;
 
--- Brings the run's share of its organization's held_micros up to date (call last, the run locked):
--- an unfinished run holds what it is authorized for less what it was charged; a finished one only
--- what its still-running attempts may yet be charged (reserved, plus spending not charged yet).
+-- Brings the run's share of its organization's held_micros up to date (call last, the run locked),
+-- after a change of its status or amounts.
 CREATE FUNCTION svc_sync_hold(p_run uuid) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -67,8 +74,7 @@ BEGIN
   IF NOT FOUND OR r.authorized_micros IS NULL THEN
     RETURN;
   END IF;
-  new_hold := GREATEST(0, CASE WHEN r.status IN ('pending', 'running') THEN r.authorized_micros - r.charged_micros
-                               ELSE r.reserved_micros + r.spent_micros - r.charged_micros END);
+  new_hold := svc_run_hold(r.status, r.authorized_micros, r.reserved_micros, r.spent_micros, r.charged_micros);
   IF new_hold <> r.held_micros THEN
     UPDATE runs SET held_micros = new_hold WHERE id = p_run;
     UPDATE organizations SET held_micros = held_micros + (new_hold - r.held_micros) WHERE id = r.org_id;

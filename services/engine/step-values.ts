@@ -43,18 +43,28 @@ export class MissingOutputError extends Error {
 /** An optional output its node did not produce, with no default: an optional input reading it is omitted, a run output absent. */
 const ABSENT: unique symbol = Symbol('absent output');
 
+/**
+ * The value an input or const node holds from the start of a run: a const's literal, an input's
+ * artifact (data ports) or its plain JSON value (value ports). Undefined for a run input that is
+ * not there.
+ */
+export function startValue(source: CheckedNode, inputs: Record<string, ArtifactInput>): unknown {
+  if (source.role === 'const') return source.inputs.value;
+  // Own keys only: an input node may be named "constructor" or "toString".
+  const artifact = Object.hasOwn(inputs, source.id) ? inputs[source.id] : undefined;
+  if (!artifact) return undefined;
+  return isDataConnector(source.outputs![VALUE_PORT]!.id) ? artifact : artifact.value;
+}
+
 /** The value a reference reads: run input, const literal, or a completed step's output. */
 function referencedValue(values: RunValues, ref: Reference): unknown {
   const source = values.workflow.nodes.get(ref.nodeId);
   if (!source) throw new MissingValueError(ref);
-  if (source.role === 'input') {
-    const artifact = values.inputs[source.id];
-    if (!artifact) throw new MissingValueError(ref);
-    const connector = source.outputs![VALUE_PORT]!;
-    // Value ports take the plain JSON value; data ports take the artifact itself.
-    return isDataConnector(connector.id) ? artifact : artifact.value;
+  if (source.role === 'input' || source.role === 'const') {
+    const value = startValue(source, values.inputs);
+    if (value === undefined && source.role === 'input') throw new MissingValueError(ref);
+    return value;
   }
-  if (source.role === 'const') return source.inputs.value;
   const outputs = values.stepOutputs.get(ref.nodeId);
   if (!outputs) throw new MissingValueError(ref);
   if (Object.hasOwn(outputs, ref.port)) return outputs[ref.port];

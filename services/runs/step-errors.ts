@@ -1,6 +1,7 @@
 import type { RunError } from '../contract';
-import { MissingOutputError } from '../engine';
+import { microsToUsd, MissingOutputError } from '../engine';
 import { AppError } from '../platform/app-error';
+import type { AttemptRefusal } from '../store';
 
 /** Error codes of `step.failed` and `run.failed` events that the service itself produces (docs/runs.md). */
 export const RUN_ERROR_CODES = {
@@ -78,4 +79,32 @@ export function stepError(err: unknown, nodeId: string): RunError {
   if (err instanceof AppError && err.code !== 'internal') return { code: err.code, message: err.message };
   if (err instanceof AppError) return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed: ${err.message}` };
   return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed unexpectedly; the failure was logged` };
+}
+
+/** The run's error when an attempt of `nodeId` (worst case `estimate`) could not start. */
+export function attemptRefused(reason: AttemptRefusal, nodeId: string, estimate: number, maxAttempts: number): RunError {
+  if (reason === 'cap_exceeded') {
+    return {
+      code: RUN_ERROR_CODES.spendCapExceeded,
+      message: `node "${nodeId}" may cost up to $${microsToUsd(estimate)}, more than what is left of the run's spend cap; it was not started (raise maxCostUsd, at most 1.00)`,
+    };
+  }
+  if (reason === 'insufficient_credit') {
+    return {
+      code: RUN_ERROR_CODES.insufficientCredit,
+      message: `node "${nodeId}" may cost up to $${microsToUsd(estimate)}, more than what is left of the organization's balance held for this run; it was not started (add credit)`,
+    };
+  }
+  return { code: RUN_ERROR_CODES.attemptsExhausted, message: `node "${nodeId}" was started ${maxAttempts} times without finishing (its workers were lost); it is not started again` };
+}
+
+/** The step's error when it failed transiently (`err`) and another attempt was refused. */
+export function retryRefused(reason: AttemptRefusal, err: unknown, nodeId: string, maxAttempts: number): RunError {
+  const failed = stepError(err, nodeId);
+  const why = {
+    cap_exceeded: { code: RUN_ERROR_CODES.spendCapExceeded, text: "another attempt would exceed the run's spend cap" },
+    insufficient_credit: { code: RUN_ERROR_CODES.insufficientCredit, text: "another attempt would exceed the organization's balance held for the run" },
+    attempts_exhausted: { code: failed.code, text: `the step has had its ${maxAttempts} attempts` },
+  }[reason];
+  return { code: why.code, message: `node "${nodeId}" failed transiently (${failed.message}) and ${why.text}` };
 }

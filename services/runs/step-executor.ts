@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunError, RunEvent } from '../contract';
-import { collectRunOutputs, microsToUsd, MissingValueError, resolveStepInputs } from '../engine';
+import type { RunEvent } from '../contract';
+import { MissingValueError, resolveStepInputs } from '../engine';
 import type { ArtifactStore, NodeDefinition } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Failpoints } from '../platform/failpoints';
@@ -12,7 +12,8 @@ import type { RunLifecycle } from './run-lifecycle';
 import type { RunEventAppender, StepQueuePort } from './ports';
 import { RunEventPipe } from './run-event-pipe';
 import { committedEvents, committedSteps, fitsBatch, openBatch, type Batch, type FinishedStep, type Lane } from './step-batch';
-import { AbortedByRun, costOfFailure, FailedAfterCall, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
+import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
+import { checkResult, lostChargeOf } from './step-result';
 
 /** How transient provider failures are retried inside a step. */
 export interface RetryPolicy {
@@ -75,35 +76,8 @@ interface Continuation {
   reservedWith?: string;
 }
 
-function capExceeded(nodeId: string, estimate: number): RunError {
-  return {
-    code: RUN_ERROR_CODES.spendCapExceeded,
-    message: `node "${nodeId}" may cost up to $${microsToUsd(estimate)}, more than what is left of the run's spend cap; it was not started (raise maxCostUsd, at most 1.00)`,
-  };
-}
-
-function creditExhausted(nodeId: string, estimate: number): RunError {
-  return {
-    code: RUN_ERROR_CODES.insufficientCredit,
-    message: `node "${nodeId}" may cost up to $${microsToUsd(estimate)}, more than what is left of the organization's balance held for this run; it was not started (add credit)`,
-  };
-}
-
-/** Why an attempt of `nodeId` could not start, as the run's error. */
-function refusal(reason: 'cap_exceeded' | 'insufficient_credit' | 'attempts_exhausted', nodeId: string, estimate: number, maxAttempts: number): RunError {
-  if (reason === 'cap_exceeded') return capExceeded(nodeId, estimate);
-  if (reason === 'insufficient_credit') return creditExhausted(nodeId, estimate);
-  return { code: RUN_ERROR_CODES.attemptsExhausted, message: `node "${nodeId}" was started ${maxAttempts} times without finishing (its workers were lost); it is not started again` };
-}
-
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
 const MAX_INLINE_STEPS = 256;
-
-/** The run's outputs if the step outputs in hand are all they read; else undefined. */
-function outputsFrom(context: RunContext, known: ReadonlyMap<string, Record<string, unknown>>): Record<string, unknown> | undefined {
-  if (!context.outputSources.every((id) => known.has(id))) return undefined;
-  return collectRunOutputs({ workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs: known });
-}
 
 /** A step whose attempt succeeded, before its commit. */
 interface DoneStep {
@@ -135,9 +109,12 @@ type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { ok: fal
  */
 export class StepExecutor {
   private readonly pipe: RunEventPipe;
+  /** Attempts a step may have in all (config keeps it at least `retry.attempts`). */
+  private readonly maxAttempts: number;
 
   constructor(private readonly deps: StepExecutorDeps) {
     this.pipe = new RunEventPipe(deps.events);
+    this.maxAttempts = deps.retry.maxAttempts ?? deps.retry.attempts + 2;
   }
 
   /**
@@ -221,11 +198,11 @@ export class StepExecutor {
 
     const reserved = step.reservedWith
       ? { ok: true as const, attemptToken: step.reservedWith }
-      : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: this.lostCharge(definition!, estimate), maxAttempts: this.maxAttempts });
+      : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: lostChargeOf(definition!, estimate, this.deps.mayRunInline), maxAttempts: this.maxAttempts });
     if (!reserved.ok) {
       await this.pipe.flush(runId);
       if (reserved.reason === 'cap_exceeded' || reserved.reason === 'insufficient_credit' || reserved.reason === 'attempts_exhausted') {
-        const error = refusal(reserved.reason, nodeId, estimate, this.maxAttempts);
+        const error = attemptRefused(reserved.reason, nodeId, estimate, this.maxAttempts);
         // A lost attempt taken over: the step is ours, holding nothing; failing it settles what the lost attempt is charged.
         if (reserved.attemptToken !== undefined) await this.failStep(runId, nodeId, reserved.attemptToken, 0, null, error);
         else await this.deps.lifecycle.fail(runId, error, nodeId);
@@ -253,12 +230,12 @@ export class StepExecutor {
   ): Promise<Continuation | null> {
     const { runId } = context;
     const started = performance.now();
-    const lostCharge = this.lostCharge(definition, estimate);
+    const lostCharge = lostChargeOf(definition, estimate, this.deps.mayRunInline);
     for (let attempt = 1; ; attempt++) {
       let outcome = await this.attempt(runId, nodeId, definition, inputs, lane.virtual ? lane.batch : undefined);
       const ms = performance.now() - started;
       if (outcome.ok) {
-        const checked = this.checkResult(context, nodeId, definition, inputs, estimate, outcome.outputs);
+        const checked = checkResult(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs }, (o) => this.deps.lifecycle.hasForeignRefs(o));
         if (checked.ok) return this.settle(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs, attemptToken, ms, dependents, ...checked }, lane);
         outcome = checked;
       }
@@ -296,15 +273,7 @@ export class StepExecutor {
           continue;
         }
         if (retry.reason === 'run_not_running' || retry.reason === 'not_owner') return null; // the run stopped or the step was taken over
-        const why = {
-          cap_exceeded: { code: RUN_ERROR_CODES.spendCapExceeded, text: "another attempt would exceed the run's spend cap" },
-          insufficient_credit: { code: RUN_ERROR_CODES.insufficientCredit, text: "another attempt would exceed the organization's balance held for the run" },
-          attempts_exhausted: { code: stepError(err, nodeId).code, text: `the step has had its ${this.maxAttempts} attempts` },
-        }[retry.reason];
-        await this.failStep(runId, nodeId, attemptToken, costOfFailure(err, lostCharge), ms, {
-          code: why.code,
-          message: `node "${nodeId}" failed transiently (${stepError(err, nodeId).message}) and ${why.text}`,
-        });
+        await this.failStep(runId, nodeId, attemptToken, costOfFailure(err, lostCharge), ms, retryRefused(retry.reason, err, nodeId, this.maxAttempts));
         this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
         return null;
       }
@@ -395,7 +364,7 @@ export class StepExecutor {
       // The dependent this job meant to run next does not fit in the cap (or the run's hold): the run stops here.
       if (completed.length > 0) this.pipe.post(runId, completed);
       await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, refusal(result.next.reason, candidate.nodeId, candidate.estimate, this.maxAttempts), candidate.nodeId);
+      await this.deps.lifecycle.fail(runId, attemptRefused(result.next.reason, candidate.nodeId, candidate.estimate, this.maxAttempts), candidate.nodeId);
       return null;
     }
     const reserved = candidate && result.next?.ok ? result.next : undefined;
@@ -420,46 +389,6 @@ export class StepExecutor {
     if (inline === undefined) return null;
     const leased = reserved && reserved.leaseMicros > 0 ? openBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
     return { nodeId: inline, known, started, batch: leased };
-  }
-
-  /** Attempts a step may have in all. */
-  private get maxAttempts(): number {
-    return Math.max(this.deps.retry.maxAttempts ?? this.deps.retry.attempts + 2, this.deps.retry.attempts);
-  }
-
-  /**
-   * What an attempt is charged when it is lost or stopped with its cost unknown: the estimate of
-   * a node that calls out of the process (a provider may have carried the call out and billed
-   * it), nothing for a local node (its work is ours and is simply done again).
-   */
-  private lostCharge(definition: NodeDefinition, estimate: number): number {
-    return this.deps.mayRunInline(definition.spec.id) ? 0 : estimate;
-  }
-
-  /**
-   * What a successful call's result costs and, when they read only this step, the run's outputs.
-   * Anything that goes wrong here happens after the call was made: the step fails at once (no
-   * retry: the same result would fail the same way), charged the price of the result, or its
-   * estimate when the result cannot even be priced.
-   */
-  private checkResult(
-    context: RunContext,
-    nodeId: string,
-    definition: NodeDefinition,
-    inputs: Record<string, unknown>,
-    estimate: number,
-    outputs: Record<string, unknown>,
-  ): { ok: true; costMicros: number; runOutputs: Record<string, unknown> | undefined } | { ok: false; err: FailedAfterCall } {
-    let costMicros = estimate;
-    try {
-      costMicros = definition.price(inputs, outputs);
-      const inHand = outputsFrom(context, new Map([[nodeId, outputs]]));
-      // Outputs that need a file fetched first (a foreign input wired to an output) complete the run the slow way.
-      const runOutputs = inHand && !this.deps.lifecycle.hasForeignRefs(inHand) ? inHand : undefined;
-      return { ok: true, costMicros, runOutputs };
-    } catch (err) {
-      return { ok: false, err: new FailedAfterCall(err, costMicros) };
-    }
   }
 
   /** The steps a commit committed, each told to metrics. */
@@ -500,7 +429,7 @@ export class StepExecutor {
     if (result.next?.ok) return result.next.attemptToken;
     if (result.next) {
       await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, refusal(result.next.reason, next.nodeId, next.estimate, this.maxAttempts), next.nodeId);
+      await this.deps.lifecycle.fail(runId, attemptRefused(result.next.reason, next.nodeId, next.estimate, this.maxAttempts), next.nodeId);
     }
     return null;
   }

@@ -25,6 +25,7 @@ export { InsufficientCreditError, RunRepository, type FailRunResult } from './ru
 export { type RunListKey, type RunListOptions, type RunListPage, type RunSummaryRecord } from './run-history';
 export { StepRepository } from './step-repository';
 export {
+  type AttemptRefusal,
   type CompleteStepInput,
   type CompleteStepResult,
   type FailStepInput,
