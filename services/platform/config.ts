@@ -2,9 +2,10 @@ import path from 'node:path';
 import { AddressAllowList } from './address-policy';
 
 /**
- * The one place that reads the environment. Every setting is listed here once, with its
- * environment variable, its default and a description; `loadConfig` validates all of them at
- * start-up and fails with a message naming each variable that is missing or malformed.
+ * The one place that reads the environment. Every setting is declared once, in `SETTINGS`: its
+ * environment variable, its default, a description, how to parse it and where it sits in
+ * `Config` (a type derived from the table). `loadConfig` validates all of them at start-up and
+ * fails with a message naming each variable that is missing or malformed.
  */
 
 type Env = Record<string, string | undefined>;
@@ -13,115 +14,16 @@ export type Role = 'all' | 'api' | 'worker';
 export type BlobDriver = 'fs' | 's3';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
-export interface Config {
-  role: Role;
-  host: string;
-  port: number;
-  publicBaseUrl: string;
-  databaseUrl: string;
-  redisUrl: string;
-  dataDir: string;
-  blobDriver: BlobDriver;
-  blobDir: string;
-  blobSigningSecret: string;
-  blobUrlTtlSeconds: number;
-  /** Days a run artifact is kept after it is stored; its signed URLs expire with it. */
-  artifactRetentionDays: number;
-  /** Seconds between retention sweeps (deleting expired run artifacts). */
-  retentionSweepIntervalSeconds: number;
-  s3: { endpoint: string; accessKey: string; secretKey: string; bucket: string; region: string } | null;
-  bodyLimitBytes: number;
-  /** Requests per minute of one access token across all API replicas; 0: no limit. */
-  rateLimitTokenPerMinute: number;
-  /** Requests per minute from one client IP across all API replicas; 0: no limit. */
-  rateLimitIpPerMinute: number;
-  /** Run streams (and runs.node calls) one organization may hold open across all API replicas; 0: no limit. */
-  maxOpenStreamsPerOrg: number;
-  /** Slow-client protection of the HTTP server (options of `listen`). */
-  http: HttpServerSettings;
-  workerConcurrency: number;
-  logLevel: LogLevel;
-  trustProxy: boolean;
-  shutdownGraceMs: number;
-  redisPrefix: string;
-  stepRetryAttempts: number;
-  /** Attempts of one step in all: in-step retries and redeliveries of its job after a lost worker together. */
-  stepMaxAttempts: number;
-  stepRetryBaseMs: number;
-  stepLockMs: number;
-  reaperIntervalSeconds: number;
-  stepStuckSeconds: number;
-  runTimeoutSeconds: number;
-  streamRecordCheckMs: number;
-  failpoints: string;
-  /** Device login (RFC 8628): lifetime of a device code and its user code, seconds. */
-  deviceCodeTtlSeconds: number;
-  /** Device login: seconds a client waits between polls of the token endpoint. */
-  devicePollIntervalSeconds: number;
-  /** Device login: the page where a person enters the user code (the web editor's). */
-  deviceVerificationUrl: string;
-  /** Failed user-code lookups/approvals allowed per user and per client IP within the window. */
-  deviceUserCodeMaxFailuresPerUser: number;
-  deviceUserCodeMaxFailuresPerIp: number;
-  deviceUserCodeFailureWindowSeconds: number;
-  /** Lifetime of a device-login session token (`svcs_`), days. */
-  sessionTokenTtlDays: number;
-  /** Lifetime of a web editor session (the cookie and its `access_tokens` row), hours. */
-  browserSessionHours: number;
-  /** Failed sign-ins allowed per email and per client IP within `signInFailureWindowSeconds`. */
-  signInMaxFailuresPerEmail: number;
-  signInMaxFailuresPerIp: number;
-  signInFailureWindowSeconds: number;
-  tokenUsageFlushSeconds: number;
-  /** Fetching input URLs (`safeFetch`): allow-list entries admitted despite the address rules, body cap, time limit. */
-  fetch: { allowPrivate: string[]; maxBytes: number; timeoutMs: number };
-  /** LLM nodes: offered chat models and their token prices (USD per million tokens, as decimal text). */
-  openaiModels: string[];
-  openaiPrices: Record<string, TokenPrice>;
-  /** Anthropic API key; empty: the anthropic-messages node is left out. */
-  anthropicApiKey: string;
-  anthropicBaseUrl: string;
-  anthropicModels: string[];
-  anthropicPrices: Record<string, TokenPrice>;
-  /** OpenAI(-compatible) API key; empty: its nodes are left out. */
-  openaiApiKey: string;
-  openaiBaseUrl: string;
-  /** Longest one hosted-provider request may take, ms. */
-  providerTimeoutMs: number;
-  /** Pause between status polls of queued provider jobs (fal, Replicate), ms. */
-  providerPollMs: number;
-  /** Media nodes: offered models and their integer micro-USD prices (see README). */
-  openaiImagePrices: Record<string, number>;
-  openaiEmbeddingPrices: Record<string, number>;
-  openaiTtsPrices: Record<string, number>;
-  openaiTtsVoices: string[];
-  openaiTranscribePrices: Record<string, number>;
-  falKey: string;
-  falBaseUrl: string;
-  falApps: Record<string, number>;
-  replicateApiToken: string;
-  replicateBaseUrl: string;
-  replicateModels: Record<string, number>;
-}
-
-/** Limits on receiving a request; none applies to sending a response (long event streams). */
-export interface HttpServerSettings {
-  /** A request's headers must arrive within this many milliseconds of its first byte. */
-  headersTimeoutMs: number;
-  /** A whole request, body included, must arrive within this many milliseconds. */
-  requestTimeoutMs: number;
-  /** An idle keep-alive connection is closed after this many milliseconds. */
-  keepAliveTimeoutMs: number;
-  /** Largest request header section in bytes (larger is 431). */
-  maxHeaderBytes: number;
-}
-
-/** A described setting: its variable, its default (absent = required) and how to read it. */
+/**
+ * A described setting: its variable, its default (absent = required), how to read it, and where
+ * its value sits in `Config`: `path` (`group.field`) when it belongs to a group, else its own key.
+ */
 interface Setting<T> {
   env: string;
   description: string;
   default?: string | ((env: Env) => string | undefined);
   parse: (raw: string) => T;
+  path?: `${string}.${string}`;
 }
 
 class SettingError extends Error {}
@@ -224,18 +126,18 @@ export const SETTINGS = {
   blobUrlTtlSeconds: { env: 'BLOB_URL_TTL_SECONDS', description: 'Lifetime of a signed blob URL, except those of run artifacts (which expire with the artifact)', default: '86400', parse: int(60, 30 * 86400) },
   artifactRetentionDays: { env: 'ARTIFACT_RETENTION_DAYS', description: 'Days a run artifact is kept after it is stored, then deleted by the retention sweeper', default: '30', parse: int(1, 3650) },
   retentionSweepIntervalSeconds: { env: 'RETENTION_SWEEP_INTERVAL_SECONDS', description: 'Seconds between retention sweeps (each deletes every expired run artifact)', default: '3600', parse: int(10, 86400) },
-  s3Endpoint: { env: 'S3_ENDPOINT', description: 'S3 endpoint URL, e.g. http://127.0.0.1:9000 (required when BLOB_DRIVER=s3)', default: '', parse: (raw: string) => (raw === '' ? '' : url('http:', 'https:')(raw)) },
-  s3AccessKey: { env: 'S3_ACCESS_KEY', description: 'S3 access key', default: '', parse: (raw: string) => raw },
-  s3SecretKey: { env: 'S3_SECRET_KEY', description: 'S3 secret key', default: '', parse: (raw: string) => raw },
-  s3Bucket: { env: 'S3_BUCKET', description: 'S3 bucket for run artifacts', default: 'svc-artifacts', parse: text },
-  s3Region: { env: 'S3_REGION', description: 'S3 region', default: 'us-east-1', parse: text },
+  s3Endpoint: { path: 's3.endpoint', env: 'S3_ENDPOINT', description: 'S3 endpoint URL, e.g. http://127.0.0.1:9000 (required when BLOB_DRIVER=s3)', default: '', parse: (raw: string) => (raw === '' ? '' : url('http:', 'https:')(raw)) },
+  s3AccessKey: { path: 's3.accessKey', env: 'S3_ACCESS_KEY', description: 'S3 access key', default: '', parse: (raw: string) => raw },
+  s3SecretKey: { path: 's3.secretKey', env: 'S3_SECRET_KEY', description: 'S3 secret key', default: '', parse: (raw: string) => raw },
+  s3Bucket: { path: 's3.bucket', env: 'S3_BUCKET', description: 'S3 bucket for run artifacts', default: 'svc-artifacts', parse: text },
+  s3Region: { path: 's3.region', env: 'S3_REGION', description: 'S3 region', default: 'us-east-1', parse: text },
   rateLimitTokenPerMinute: { env: 'RATE_LIMIT_TOKEN_PER_MINUTE', description: 'Requests per minute one access token may make, across all API replicas (then 429); 0 disables', default: '600', parse: int(0, 10_000_000) },
   rateLimitIpPerMinute: { env: 'RATE_LIMIT_IP_PER_MINUTE', description: 'Requests per minute from one client IP address (anonymous ones included), across all API replicas (then 429); 0 disables', default: '1200', parse: int(0, 10_000_000) },
   maxOpenStreamsPerOrg: { env: 'MAX_OPEN_STREAMS_PER_ORG', description: 'Run event streams (and runs.node calls) one organization may hold open at once, across all API replicas (then 429); 0 disables', default: '100', parse: int(0, 1_000_000) },
-  httpHeadersTimeoutMs: { env: 'HTTP_HEADERS_TIMEOUT_MS', description: "Time a client has to send a request's headers (then 408 and the connection is closed)", default: '20000', parse: int(1000, 600_000) },
-  httpRequestTimeoutMs: { env: 'HTTP_REQUEST_TIMEOUT_MS', description: 'Time a client has to send a whole request, body included (then 408); responses such as event streams are not limited', default: '60000', parse: int(1000, 3_600_000) },
-  httpKeepAliveTimeoutMs: { env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', description: 'Idle time after which a keep-alive connection is closed (keep it above the load balancer\'s idle timeout)', default: '65000', parse: int(1000, 600_000) },
-  httpMaxHeaderBytes: { env: 'HTTP_MAX_HEADER_BYTES', description: 'Largest request header section in bytes (larger is 431)', default: '16384', parse: int(1024, 1024 * 1024) },
+  httpHeadersTimeoutMs: { path: 'http.headersTimeoutMs', env: 'HTTP_HEADERS_TIMEOUT_MS', description: "Time a client has to send a request's headers (then 408 and the connection is closed)", default: '20000', parse: int(1000, 600_000) },
+  httpRequestTimeoutMs: { path: 'http.requestTimeoutMs', env: 'HTTP_REQUEST_TIMEOUT_MS', description: 'Time a client has to send a whole request, body included (then 408); responses such as event streams are not limited', default: '60000', parse: int(1000, 3_600_000) },
+  httpKeepAliveTimeoutMs: { path: 'http.keepAliveTimeoutMs', env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', description: 'Idle time after which a keep-alive connection is closed (keep it above the load balancer\'s idle timeout)', default: '65000', parse: int(1000, 600_000) },
+  httpMaxHeaderBytes: { path: 'http.maxHeaderBytes', env: 'HTTP_MAX_HEADER_BYTES', description: 'Largest request header section in bytes (larger is 431)', default: '16384', parse: int(1024, 1024 * 1024) },
   bodyLimitBytes: { env: 'BODY_LIMIT_BYTES', description: 'Largest accepted JSON request body (larger is 413)', default: String(2 * 1024 * 1024), parse: int(1024, 64 * 1024 * 1024) },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', description: 'Step jobs one worker process runs at once', default: '16', parse: int(1, 1000) },
   logLevel: { env: 'LOG_LEVEL', description: 'pino log level', default: 'info', parse: oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
@@ -297,6 +199,7 @@ export const SETTINGS = {
   anthropicModels: { env: 'ANTHROPIC_MODELS', description: 'Claude models the anthropic-messages node offers (comma list, the first the default); each needs a price in ANTHROPIC_PRICES', default: 'claude-3-5-haiku-latest,claude-sonnet-4-0', parse: (raw: string) => text(raw).split(',').map((e) => e.trim()).filter(Boolean) },
   anthropicPrices: { env: 'ANTHROPIC_PRICES', description: 'Token prices of the Claude models, USD per million input/output tokens (model=in/out,...)', default: 'claude-3-5-haiku-latest=0.80/4.00,claude-sonnet-4-0=3.00/15.00', parse: tokenPriceTable },
   fetchAllowPrivate: {
+    path: 'fetch.allowPrivate',
     env: 'FETCH_ALLOW_PRIVATE',
     description: 'Comma-separated CIDR ranges, addresses or host names (optionally :port) that input URLs may reach despite the public-addresses-only rule; development only',
     default: '',
@@ -310,13 +213,31 @@ export const SETTINGS = {
       return entries;
     },
   },
-  fetchMaxBytes: { env: 'FETCH_MAX_BYTES', description: 'Largest file fetched from an input URL, bytes', default: String(64 * 1024 * 1024), parse: int(1, 1024 * 1024 * 1024) },
-  fetchTimeoutMs: { env: 'FETCH_TIMEOUT_MS', description: 'Time limit of fetching one input URL, redirects and body included, ms', default: '30000', parse: int(100, 600_000) },
+  fetchMaxBytes: { path: 'fetch.maxBytes', env: 'FETCH_MAX_BYTES', description: 'Largest file fetched from an input URL, bytes', default: String(64 * 1024 * 1024), parse: int(1, 1024 * 1024 * 1024) },
+  fetchTimeoutMs: { path: 'fetch.timeoutMs', env: 'FETCH_TIMEOUT_MS', description: 'Time limit of fetching one input URL, redirects and body included, ms', default: '30000', parse: int(100, 600_000) },
   failpoints: { env: 'SVC_FAILPOINTS', description: 'Fault injection for the fault suite, e.g. step.afterReserve=sleep(5000); empty in production', default: '', parse: (raw: string) => raw },
-} satisfies Record<string, Setting<unknown>>;
+} as const satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;
-type Values = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> };
+type SettingKey = keyof Settings;
+type Values = { -readonly [K in SettingKey]: ReturnType<Settings[K]['parse']> };
+/** Where a setting's value sits in `Config`: its `path` when it has one, else its own key. */
+type PathOf<K extends SettingKey> = Settings[K] extends { path: infer P extends string } ? P : K;
+type TopKey<P extends string> = P extends `${infer G}.${string}` ? G : P;
+type Group<G extends string> = { -readonly [K in SettingKey as PathOf<K> extends `${G}.${infer F}` ? F : never]: Values[K] };
+
+/** Groups present only when their rule holds, else `null` (S3 settings without the s3 driver). */
+const OPTIONAL_GROUPS = {
+  s3: (values: Values) => values.blobDriver === 's3',
+} as const satisfies Record<string, (values: Values) => boolean>;
+
+type Shape = { -readonly [K in SettingKey as TopKey<PathOf<K>>]: PathOf<K> extends `${infer G}.${string}` ? Group<G> : Values[K] };
+
+/** The validated settings, shaped by `SETTINGS` (grouped ones nested, e.g. `http.headersTimeoutMs`). */
+export type Config = { [K in keyof Shape]: K extends keyof typeof OPTIONAL_GROUPS ? Shape[K] | null : Shape[K] };
+
+/** Limits on receiving a request; none applies to sending a response (long event streams). */
+export type HttpServerSettings = Config['http'];
 
 /** Thrown by `loadConfig`; its message lists every bad variable, one per line. */
 export class ConfigError extends Error {
@@ -326,7 +247,7 @@ export class ConfigError extends Error {
   }
 }
 
-function readSettings(keys: readonly (keyof Settings)[], env: Env): { values: Partial<Values>; problems: string[] } {
+function readSettings(keys: readonly SettingKey[], env: Env): { values: Partial<Values>; problems: string[] } {
   const problems: string[] = [];
   const values: Partial<Values> = {};
   for (const key of keys) {
@@ -348,11 +269,29 @@ function readSettings(keys: readonly (keyof Settings)[], env: Env): { values: Pa
   return { values, problems };
 }
 
+/** Rules between settings; each returns the problems it finds (values of bad settings are absent). */
+function crossCheck(v: Partial<Values>, env: Env): string[] {
+  const problems: string[] = [];
+  if (v.blobDriver === 's3') {
+    for (const name of ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY']) {
+      if (!env[name]) problems.push(`${name} is required when BLOB_DRIVER=s3`);
+    }
+  }
+  if (v.httpHeadersTimeoutMs !== undefined && v.httpRequestTimeoutMs !== undefined && v.httpHeadersTimeoutMs > v.httpRequestTimeoutMs) {
+    problems.push(`HTTP_HEADERS_TIMEOUT_MS (${v.httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${v.httpRequestTimeoutMs}): the headers are part of the request`);
+  }
+  for (const [models, prices, modelsVar, pricesVar] of [[v.openaiModels, v.openaiPrices, 'OPENAI_MODELS', 'OPENAI_PRICES'], [v.anthropicModels, v.anthropicPrices, 'ANTHROPIC_MODELS', 'ANTHROPIC_PRICES']] as const) {
+    const unpriced = (models ?? []).filter((model) => prices && !Object.hasOwn(prices, model));
+    if (unpriced.length > 0) problems.push(`${modelsVar} lists ${unpriced.join(', ')}, which ${pricesVar} does not price`);
+  }
+  return problems;
+}
+
 /**
  * Reads and validates only the named settings: for tools that need a few of them (the migrator
  * needs the database, not Redis).
  */
-export function loadSettings<K extends keyof Settings>(keys: readonly K[], env: Env = process.env): Pick<Values, K> {
+export function loadSettings<K extends SettingKey>(keys: readonly K[], env: Env = process.env): Pick<Values, K> {
   const { values, problems } = readSettings(keys, env);
   if (problems.length > 0) throw new ConfigError(problems);
   return values as Pick<Values, K>;
@@ -360,95 +299,20 @@ export function loadSettings<K extends keyof Settings>(keys: readonly K[], env: 
 
 /** Reads and validates every setting; `env` defaults to the process environment. */
 export function loadConfig(env: Env = process.env): Config {
-  const { values, problems } = readSettings(Object.keys(SETTINGS) as (keyof Settings)[], env);
-  const v = values as Values;
-  if (v.blobDriver === 's3') {
-    for (const name of ['S3_ENDPOINT', 'S3_ACCESS_KEY', 'S3_SECRET_KEY']) {
-      if (!env[name]) problems.push(`${name} is required when BLOB_DRIVER=s3`);
-    }
-  }
-  if (v.httpHeadersTimeoutMs > v.httpRequestTimeoutMs) {
-    problems.push(`HTTP_HEADERS_TIMEOUT_MS (${v.httpHeadersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${v.httpRequestTimeoutMs}): the headers are part of the request`);
-  }
-  for (const [models, prices, modelsVar, pricesVar] of [[v.openaiModels, v.openaiPrices, 'OPENAI_MODELS', 'OPENAI_PRICES'], [v.anthropicModels, v.anthropicPrices, 'ANTHROPIC_MODELS', 'ANTHROPIC_PRICES']] as const) {
-    const unpriced = (models ?? []).filter((model) => prices && !Object.hasOwn(prices, model));
-    if (unpriced.length > 0) problems.push(`${modelsVar} lists ${unpriced.join(', ')}, which ${pricesVar} does not price`);
-  }
+  const keys = Object.keys(SETTINGS) as SettingKey[];
+  const { values, problems } = readSettings(keys, env);
+  problems.push(...crossCheck(values, env));
   if (problems.length > 0) throw new ConfigError(problems);
-  return {
-    role: v.role,
-    host: v.host,
-    port: v.port,
-    publicBaseUrl: v.publicBaseUrl,
-    databaseUrl: v.databaseUrl,
-    redisUrl: v.redisUrl,
-    dataDir: v.dataDir,
-    blobDriver: v.blobDriver,
-    blobDir: v.blobDir,
-    blobSigningSecret: v.blobSigningSecret,
-    blobUrlTtlSeconds: v.blobUrlTtlSeconds,
-    artifactRetentionDays: v.artifactRetentionDays,
-    retentionSweepIntervalSeconds: v.retentionSweepIntervalSeconds,
-    s3: v.blobDriver === 's3'
-      ? { endpoint: v.s3Endpoint, accessKey: v.s3AccessKey, secretKey: v.s3SecretKey, bucket: v.s3Bucket, region: v.s3Region }
-      : null,
-    bodyLimitBytes: v.bodyLimitBytes,
-    rateLimitTokenPerMinute: v.rateLimitTokenPerMinute,
-    rateLimitIpPerMinute: v.rateLimitIpPerMinute,
-    maxOpenStreamsPerOrg: v.maxOpenStreamsPerOrg,
-    http: {
-      headersTimeoutMs: v.httpHeadersTimeoutMs,
-      requestTimeoutMs: v.httpRequestTimeoutMs,
-      keepAliveTimeoutMs: v.httpKeepAliveTimeoutMs,
-      maxHeaderBytes: v.httpMaxHeaderBytes,
-    },
-    workerConcurrency: v.workerConcurrency,
-    logLevel: v.logLevel,
-    trustProxy: v.trustProxy,
-    shutdownGraceMs: v.shutdownGraceMs,
-    redisPrefix: v.redisPrefix,
-    stepRetryAttempts: v.stepRetryAttempts,
-    stepMaxAttempts: Math.max(v.stepMaxAttempts, v.stepRetryAttempts),
-    stepRetryBaseMs: v.stepRetryBaseMs,
-    stepLockMs: v.stepLockMs,
-    reaperIntervalSeconds: v.reaperIntervalSeconds,
-    stepStuckSeconds: v.stepStuckSeconds,
-    runTimeoutSeconds: v.runTimeoutSeconds,
-    streamRecordCheckMs: v.streamRecordCheckMs,
-    failpoints: v.failpoints,
-    deviceCodeTtlSeconds: v.deviceCodeTtlSeconds,
-    devicePollIntervalSeconds: v.devicePollIntervalSeconds,
-    deviceVerificationUrl: v.deviceVerificationUrl,
-    deviceUserCodeMaxFailuresPerUser: v.deviceUserCodeMaxFailuresPerUser,
-    deviceUserCodeMaxFailuresPerIp: v.deviceUserCodeMaxFailuresPerIp,
-    deviceUserCodeFailureWindowSeconds: v.deviceUserCodeFailureWindowSeconds,
-    sessionTokenTtlDays: v.sessionTokenTtlDays,
-    browserSessionHours: v.browserSessionHours,
-    signInMaxFailuresPerEmail: v.signInMaxFailuresPerEmail,
-    signInMaxFailuresPerIp: v.signInMaxFailuresPerIp,
-    signInFailureWindowSeconds: v.signInFailureWindowSeconds,
-    tokenUsageFlushSeconds: v.tokenUsageFlushSeconds,
-    fetch: { allowPrivate: v.fetchAllowPrivate, maxBytes: v.fetchMaxBytes, timeoutMs: v.fetchTimeoutMs },
-    openaiModels: v.openaiModels,
-    openaiPrices: v.openaiPrices,
-    anthropicApiKey: v.anthropicApiKey,
-    anthropicBaseUrl: v.anthropicBaseUrl,
-    anthropicModels: v.anthropicModels,
-    anthropicPrices: v.anthropicPrices,
-    openaiApiKey: v.openaiApiKey,
-    openaiBaseUrl: v.openaiBaseUrl,
-    providerTimeoutMs: v.providerTimeoutMs,
-    providerPollMs: v.providerPollMs,
-    openaiImagePrices: v.openaiImagePrices,
-    openaiEmbeddingPrices: v.openaiEmbeddingPrices,
-    openaiTtsPrices: v.openaiTtsPrices,
-    openaiTtsVoices: v.openaiTtsVoices,
-    openaiTranscribePrices: v.openaiTranscribePrices,
-    falKey: v.falKey,
-    falBaseUrl: v.falBaseUrl,
-    falApps: v.falApps,
-    replicateApiToken: v.replicateApiToken,
-    replicateBaseUrl: v.replicateBaseUrl,
-    replicateModels: v.replicateModels,
-  };
+  const v = values as Values;
+  const config: Record<string, unknown> = {};
+  for (const key of keys) {
+    const setting: Setting<unknown> = SETTINGS[key];
+    const [group, field] = setting.path?.split('.') ?? [];
+    if (group === undefined || field === undefined) config[key] = v[key];
+    else config[group] = { ...(config[group] as Record<string, unknown> | undefined), [field]: v[key] };
+  }
+  for (const [group, present] of Object.entries(OPTIONAL_GROUPS)) if (!present(v)) config[group] = null;
+  // Retries within a step count towards its attempts in all, so the cap is never below them.
+  config.stepMaxAttempts = Math.max(v.stepMaxAttempts, v.stepRetryAttempts);
+  return config as Config;
 }
