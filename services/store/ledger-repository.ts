@@ -24,13 +24,18 @@ export interface LedgerPosting {
   balanceMicros: number;
 }
 
-/** What {@link LedgerRepository.post} records. */
+/**
+ * What {@link LedgerRepository.post} records. Never a step's charge: `run_charge` entries are
+ * written by the step and run transition functions alone (`svc_charge_step`,
+ * prisma/functions/money-holds.sql), in the same statement that moves the run's hold, so the
+ * ledger is charged in one place.
+ */
 export interface NewLedgerEntry {
   orgId: string;
   amountMicros: number;
-  kind: LedgerKind;
+  kind: Exclude<LedgerKind, 'run_charge'>;
   runId?: string | null;
-  /** With a step, the entry is idempotent: one entry per (step, kind) however often it is posted. */
+  /** With a step (a refund of its charge, say), the entry is idempotent: one entry per (step, kind) however often it is posted. */
   stepId?: string | null;
   note?: string;
 }

@@ -1,12 +1,14 @@
 /**
  * Money crosses the store boundary here: Postgres keeps micro-USD in BIGINT columns, the rest of
- * the service uses plain `number` (safe to 9 billion USD). Converting refuses to lose precision.
+ * the service uses plain `number` (safe to 9 billion USD). Every amount read from the database
+ * goes through {@link microsFromDb}, whichever way it was read (Prisma gives bigint, node-postgres
+ * decimal text, a jsonb result a JSON number); converting refuses to lose precision.
  */
 
-/** A BIGINT micro-USD value from the database as a number. */
-export function microsFromDb(value: bigint): number {
-  const n = Number(value);
-  if (!Number.isSafeInteger(n)) throw new RangeError(`micro-USD amount ${value} does not fit a safe integer`);
+/** A micro-USD amount from the database as a number. */
+export function microsFromDb(value: bigint | string | number): number {
+  const n = typeof value === 'number' ? value : Number(typeof value === 'string' ? BigInt(value) : value);
+  if (!Number.isSafeInteger(n)) throw new RangeError(`micro-USD amount ${String(value)} does not fit a safe integer`);
   return n;
 }
 

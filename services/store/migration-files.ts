@@ -50,7 +50,7 @@ export async function readMigrationFiles(dir: string = DEFAULT_MIGRATIONS_DIR): 
 
 /** One repeatable SQL file of `prisma/functions/` (functions re-created whenever the file changes). */
 export interface RepeatableFile {
-  /** The file name, e.g. `step-transitions.sql`. */
+  /** The file name, e.g. `step-reserve.sql`. */
   name: string;
   sql: string;
   checksum: string;

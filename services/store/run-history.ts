@@ -1,6 +1,7 @@
 import type { RunError, RunStatus } from '../contract/schemas/run';
 import { queryRows, type Db } from './prisma-client';
-import { isUuid, micros, parseRunError, parseRunStatus, parseStepStatus, type RunRecord, type RunStepRecord } from './run-records';
+import { isUuid, parseRunError, parseRunStatus, parseStepStatus, type RunRecord, type RunStepRecord } from './run-records';
+import { microsFromDb } from './micros';
 
 /**
  * Run reads: one run with its steps (`readRunRecord`), and the run history, an organization's
@@ -67,8 +68,8 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
       id: row.id,
       status: parseRunStatus(row.status, row.id),
       error: parseRunError(row.error),
-      capMicros: micros(row.capMicros),
-      spentMicros: micros(row.spentMicros),
+      capMicros: microsFromDb(row.capMicros),
+      spentMicros: microsFromDb(row.spentMicros),
       createdAt: row.createdAt,
       startedAt: row.startedAt,
       finishedAt: row.finishedAt,
@@ -151,9 +152,9 @@ export async function readRunRecord(db: Db, runId: string, orgId?: string): Prom
     inputs: row.inputs,
     outputs: row.outputs ?? null,
     error: parseRunError(row.error),
-    capMicros: micros(row.cap_micros),
-    spentMicros: micros(row.spent_micros),
-    reservedMicros: micros(row.reserved_micros),
+    capMicros: microsFromDb(row.cap_micros),
+    spentMicros: microsFromDb(row.spent_micros),
+    reservedMicros: microsFromDb(row.reserved_micros),
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
@@ -163,8 +164,8 @@ export async function readRunRecord(db: Db, runId: string, orgId?: string): Prom
         status: parseStepStatus(step.status, `${row.id}/${step.nodeId}`),
         attempt: step.attempt,
         pendingDeps: step.pendingDeps,
-        costMicros: micros(step.costMicros),
-        reservedMicros: micros(step.reservedMicros),
+        costMicros: microsFromDb(step.costMicros),
+        reservedMicros: microsFromDb(step.reservedMicros),
         ms: step.ms,
         error: parseRunError(step.error),
         startedAt: dateOrNull(step.startedAt),

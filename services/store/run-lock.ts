@@ -1,7 +1,8 @@
 import type { RunStatus } from '../contract/schemas/run';
 import type { Prisma } from './prisma-generated';
 import { inTransaction, type Db } from './prisma-client';
-import { isUuid, micros, parseRunStatus } from './run-records';
+import { isUuid, parseRunStatus } from './run-records';
+import { microsFromDb } from './micros';
 
 /**
  * The lock protocol of the run store. Every operation that changes more than one row of a run
@@ -45,9 +46,9 @@ export function withRunLock<T>(db: Db, runId: string, work: (tx: Prisma.Transact
     return work(tx, {
       orgId: row.org_id,
       status: parseRunStatus(row.status, runId),
-      capMicros: micros(row.cap_micros),
-      reservedMicros: micros(row.reserved_micros),
-      spentMicros: micros(row.spent_micros),
+      capMicros: microsFromDb(row.cap_micros),
+      reservedMicros: microsFromDb(row.reserved_micros),
+      spentMicros: microsFromDb(row.spent_micros),
     });
   });
 }

@@ -1,5 +1,4 @@
 import { RUN_STATUSES, STEP_STATUSES, type RunError, type RunStatus, type StepStatus } from '../contract/schemas/run';
-import { microsFromDb } from './micros';
 
 /**
  * The run store's domain objects: a run and its steps as Postgres holds them, money as plain
@@ -111,15 +110,6 @@ export function jsonParam(value: unknown, what: string): string {
 /** A non-negative micro-USD amount from a caller (estimate, cost, cap). */
 export function assertMicros(value: number, what: string): void {
   if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`${what} must be a non-negative whole number of micro-USD, got ${value}`);
-}
-
-/**
- * Converts a BIGINT column: Prisma hands back a bigint, node-postgres (the hot path's
- * `queryRows`) the decimal text; a number is accepted too.
- */
-export function micros(value: bigint | number | string): number {
-  if (typeof value === 'number') return value;
-  return microsFromDb(typeof value === 'string' ? BigInt(value) : value);
 }
 
 /** The parts of a run a step executor needs. */

@@ -2,16 +2,17 @@ import type { RunError } from '../contract/schemas/run';
 import { AppError } from '../platform/app-error';
 import { queryRows, type Db } from './prisma-client';
 import { listRunSummaries, readRunRecord, type RunListOptions, type RunListPage } from './run-history';
+import { microsFromDb } from './micros';
 import {
   assertMicros,
   isUuid,
   jsonParam,
-  micros,
   parseRunStatus,
   type NewRun,
   type RunContextRecord,
   type RunRecord,
 } from './run-records';
+import * as sql from './step-sql';
 
 /**
  * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
@@ -35,14 +36,6 @@ export interface FailRunResult {
   cancelled: string[];
   /** Steps that had not started. */
   skipped: string[];
-}
-
-interface FailRunRow {
-  out_found: boolean;
-  out_failed: boolean;
-  out_released: bigint | string;
-  out_cancelled: string[] | null;
-  out_skipped: string[] | null;
 }
 
 /**
@@ -123,7 +116,7 @@ export class RunRepository {
     const row = rows[0]!;
     if (row.id !== null) return row.id;
     if (row.available === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
-    throw new InsufficientCreditError(micros(row.available));
+    throw new InsufficientCreditError(microsFromDb(row.available));
   }
 
 
@@ -141,8 +134,7 @@ export class RunRepository {
    */
   async completeRun(runId: string, outputs: Record<string, unknown>): Promise<boolean> {
     if (!isUuid(runId)) return false;
-    const rows = await queryRows<{ completed: boolean }>(this.db, 'SELECT svc_complete_run($1::uuid, $2::jsonb) AS completed', [runId, jsonParam(outputs, 'outputs')]);
-    return rows[0]!.completed;
+    return sql.completeRun(this.db, { run_id: runId, outputs });
   }
 
   /**
@@ -155,14 +147,8 @@ export class RunRepository {
    */
   async failRun(runId: string, error: RunError, options: { nodeId?: string } = {}): Promise<FailRunResult> {
     if (!isUuid(runId)) return { failed: false, releasedMicros: 0, cancelled: [], skipped: [] };
-    const errorJson = jsonParam({ code: error.code, message: error.message }, 'error');
-    const rows = await queryRows<FailRunRow>(
-      this.db,
-      'SELECT out_found, out_failed, out_released, out_cancelled, out_skipped FROM svc_fail_run($1::uuid, $2::jsonb, $3::text)',
-      [runId, errorJson, options.nodeId ?? null],
-    );
-    const row = rows[0]!;
-    return { failed: row.out_failed, releasedMicros: micros(row.out_released), cancelled: row.out_cancelled ?? [], skipped: row.out_skipped ?? [] };
+    const row = await sql.failRun(this.db, { run_id: runId, error: { code: error.code, message: error.message }, culprit_node_id: options.nodeId ?? null });
+    return { failed: row.failed, releasedMicros: row.released_micros, cancelled: row.cancelled, skipped: row.skipped };
   }
 
   /** What a step executor needs of a run (no steps): null when there is no such run. */

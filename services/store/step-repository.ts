@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../platform/logger';
-import { queryRows, type Db } from './prisma-client';
-import { assertMicros, isUuid, jsonParam, micros } from './run-records';
+import { microsFromDb } from './micros';
+import type { Db } from './prisma-client';
+import { assertMicros, isUuid } from './run-records';
+import * as sql from './step-sql';
 import type {
   CompleteStepInput,
   CompleteStepResult,
@@ -19,39 +21,9 @@ const DEFAULT_MAX_ATTEMPTS = 5;
 
 const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, ready: [], chargedMicros: 0, clamped: false, remaining: -1, runCompleted: false, followerCharges: [] };
 
-interface VerdictRow {
-  out_verdict: 'ok' | ReserveRefusal | 'not_owner' | 'run_not_running';
-  out_attempt: number | null;
-  /** reserve only: the caller owns the step (a refused takeover of a lost attempt). */
-  out_owned?: boolean;
-}
-
-interface CompletedRow {
-  out_committed: boolean;
-  /** The step's total over all its attempts: what the ledger is charged. */
-  out_total: bigint | string;
-  /** What the attempt held. */
-  out_held: bigint | string;
-  out_ready: string[] | null;
-  out_remaining: number;
-  out_run_completed: boolean;
-  out_next_verdict: 'ok' | 'cap_exceeded' | 'insufficient_credit' | null;
-  out_next_attempt: number | null;
-  out_next_lease: bigint | string | null;
-  out_follower_totals: (bigint | string)[] | null;
-}
-
-interface FailedRow {
-  out_committed: boolean;
-  out_total: bigint | string;
-  out_held: bigint | string;
-  out_run_failed: boolean;
-  out_skipped: string[] | null;
-}
-
 /**
  * The money-moving step transitions. Each is one call of a Postgres function (the repeatable
- * file `prisma/functions/step-transitions.sql`): one round trip, one transaction, taking the run's lock first as
+ * files `prisma/functions/step-*.sql`, called through step-sql.ts): one round trip, one transaction, taking the run's lock first as
  * run-lock.ts describes, so the invariants below hold at every commit:
  *
  * - `0 <= runs.reserved_micros = sum(steps.reserved_micros)`, a step holding money only while `running`;
@@ -86,15 +58,18 @@ export class StepRepository {
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
     const staleAfterMs = Math.max(0, Math.floor(input.staleAfterMs ?? 0));
     const token = randomUUID();
-    const rows = await queryRows<VerdictRow>(
-      this.db,
-      'SELECT out_verdict, out_attempt, out_owned FROM svc_reserve_step($1::uuid, $2::text, $3::bigint, $4::int, $5::text, $6::bigint, $7::int)',
-      [input.runId, input.nodeId, input.estimateMicros, staleAfterMs, token, lostCharge, input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS],
-    );
-    const row = rows[0]!;
-    if (row.out_verdict === 'ok' && row.out_attempt !== null) return { ok: true, attempt: row.out_attempt, attemptToken: token };
-    const reason = row.out_verdict as ReserveRefusal;
-    if (row.out_owned && (reason === 'cap_exceeded' || reason === 'insufficient_credit' || reason === 'attempts_exhausted')) return { ok: false, reason, attemptToken: token };
+    const row = await sql.reserveStep(this.db, {
+      run_id: input.runId,
+      node_id: input.nodeId,
+      estimate_micros: input.estimateMicros,
+      stale_ms: staleAfterMs,
+      attempt_token: token,
+      lost_charge_micros: lostCharge,
+      max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    });
+    if (row.verdict === 'ok' && row.attempt !== null) return { ok: true, attempt: row.attempt, attemptToken: token };
+    const reason = row.verdict as ReserveRefusal;
+    if (row.owned && (reason === 'cap_exceeded' || reason === 'insufficient_credit' || reason === 'attempts_exhausted')) return { ok: false, reason, attemptToken: token };
     return { ok: false, reason };
   }
 
@@ -112,18 +87,17 @@ export class StepRepository {
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
     const lostCharge = input.lostChargeMicros ?? 0;
     assertMicros(lostCharge, 'lostChargeMicros');
-    const rows = await queryRows<VerdictRow>(this.db, 'SELECT out_verdict, out_attempt FROM svc_retry_step($1::uuid, $2::text, $3::text, $4::bigint, $5::bigint, $6::bigint, $7::int)', [
-      input.runId,
-      input.nodeId,
-      input.attemptToken,
-      input.costMicros,
-      input.estimateMicros,
-      lostCharge,
-      input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
-    ]);
-    const row = rows[0]!;
-    if (row.out_verdict !== 'ok' || row.out_attempt === null) return { ok: false, reason: row.out_verdict as Exclude<RetryAttemptResult, { ok: true }>['reason'] };
-    return { ok: true, attempt: row.out_attempt };
+    const row = await sql.retryStep(this.db, {
+      run_id: input.runId,
+      node_id: input.nodeId,
+      attempt_token: input.attemptToken,
+      cost_micros: input.costMicros,
+      estimate_micros: input.estimateMicros,
+      lost_charge_micros: lostCharge,
+      max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    });
+    if (row.verdict !== 'ok' || row.attempt === null) return { ok: false, reason: row.verdict as Exclude<RetryAttemptResult, { ok: true }>['reason'] };
+    return { ok: true, attempt: row.attempt };
   }
 
   /**
@@ -145,49 +119,41 @@ export class StepRepository {
       assertMicros(f.estimateMicros, 'followers[].estimateMicros');
     }
     const nextToken = next ? randomUUID() : null;
-    const rows = await queryRows<CompletedRow>(
-      this.db,
-      `SELECT out_committed, out_total, out_held, out_ready, out_remaining, out_run_completed, out_next_verdict, out_next_attempt, out_next_lease, out_follower_totals
-       FROM svc_complete_step($1::uuid, $2::text, $3::text, $4::bigint, $5::jsonb, $6::int, $7::text[], $8::jsonb, $9::text, $10::bigint, $11::text, $12::jsonb, $13::boolean)`,
-      [
-        input.runId,
-        input.nodeId,
-        input.attemptToken,
-        input.costMicros,
-        jsonParam(input.output, 'output'),
-        Math.round(input.ms),
-        [...input.dependents],
-        input.runOutputs === undefined ? null : jsonParam(input.runOutputs, 'runOutputs'),
-        next?.nodeId ?? null,
-        next ? next.estimateMicros : null,
-        nextToken,
+    const row = await sql.completeStep(this.db, {
+      run_id: input.runId,
+      node_id: input.nodeId,
+      attempt_token: input.attemptToken,
+      cost_micros: input.costMicros,
+      output: input.output,
+      ms: Math.round(input.ms),
+      dependents: input.dependents,
+      run_outputs: input.runOutputs ?? null,
+      next_node_id: next?.nodeId ?? null,
+      next_estimate_micros: next ? next.estimateMicros : null,
+      next_attempt_token: nextToken,
+      followers:
         followers.length === 0
           ? null
-          : jsonParam(
-              followers.map((f) => ({ node: f.nodeId, cost: f.costMicros, estimate: f.estimateMicros, output: f.output, ms: Math.round(f.ms), dependents: f.dependents })),
-              'followers',
-            ),
-        next?.lease ?? false,
-      ],
-    );
-    const row = rows[0]!;
-    if (!row.out_committed) return this.replayedCommit(input);
-    const clamped = this.noteClamp(input, micros(row.out_held));
-    const nextReserved = row.out_next_verdict === 'ok';
+          : followers.map((f) => ({ node_id: f.nodeId, cost_micros: f.costMicros, estimate_micros: f.estimateMicros, output: f.output, ms: Math.round(f.ms), dependents: f.dependents })),
+      lease: next?.lease ?? false,
+    });
+    if (!row.committed) return this.replayedCommit(input);
+    const clamped = this.noteClamp(input, row.held_micros);
+    const nextReserved = row.next_verdict === 'ok';
     return {
       committed: true,
       duplicate: false,
-      ready: (row.out_ready ?? []).filter((id) => !(nextReserved && id === next?.nodeId)),
-      chargedMicros: micros(row.out_total),
+      ready: (row.ready ?? []).filter((id) => !(nextReserved && id === next?.nodeId)),
+      chargedMicros: row.total_micros,
       clamped,
-      remaining: row.out_remaining,
-      runCompleted: row.out_run_completed,
-      followerCharges: (row.out_follower_totals ?? []).map(micros),
+      remaining: row.remaining,
+      runCompleted: row.run_completed,
+      followerCharges: row.follower_totals ?? [],
       next:
-        row.out_next_verdict === 'ok' && row.out_next_attempt !== null && nextToken !== null
-          ? { ok: true, attempt: row.out_next_attempt, attemptToken: nextToken, leaseMicros: micros(row.out_next_lease ?? 0) }
-          : row.out_next_verdict === 'cap_exceeded' || row.out_next_verdict === 'insufficient_credit'
-            ? { ok: false, reason: row.out_next_verdict }
+        row.next_verdict === 'ok' && row.next_attempt !== null && nextToken !== null
+          ? { ok: true, attempt: row.next_attempt, attemptToken: nextToken, leaseMicros: row.next_lease_micros ?? 0 }
+          : row.next_verdict === 'cap_exceeded' || row.next_verdict === 'insufficient_credit'
+            ? { ok: false, reason: row.next_verdict }
             : undefined,
     };
   }
@@ -201,17 +167,17 @@ export class StepRepository {
   async failStep(input: FailStepInput): Promise<FailStepResult> {
     assertMicros(input.costMicros, 'costMicros');
     if (!isUuid(input.runId)) return { committed: false, chargedMicros: 0, clamped: false, runFailed: false, skipped: [] };
-    const errorJson = jsonParam({ code: input.error.code, message: input.error.message }, 'error');
-    const ms = input.ms === undefined || input.ms === null ? null : Math.round(input.ms);
-    const rows = await queryRows<FailedRow>(
-      this.db,
-      'SELECT out_committed, out_total, out_held, out_run_failed, out_skipped FROM svc_fail_step($1::uuid, $2::text, $3::text, $4::bigint, $5::jsonb, $6::int)',
-      [input.runId, input.nodeId, input.attemptToken, input.costMicros, errorJson, ms],
-    );
-    const row = rows[0]!;
-    if (!row.out_committed) return { committed: false, chargedMicros: 0, clamped: false, runFailed: false, skipped: [] };
-    const clamped = this.noteClamp(input, micros(row.out_held));
-    return { committed: true, chargedMicros: micros(row.out_total), clamped, runFailed: row.out_run_failed, skipped: row.out_skipped ?? [] };
+    const row = await sql.failStep(this.db, {
+      run_id: input.runId,
+      node_id: input.nodeId,
+      attempt_token: input.attemptToken,
+      cost_micros: input.costMicros,
+      error: { code: input.error.code, message: input.error.message },
+      ms: input.ms === undefined || input.ms === null ? null : Math.round(input.ms),
+    });
+    if (!row.committed) return { committed: false, chargedMicros: 0, clamped: false, runFailed: false, skipped: [] };
+    const clamped = this.noteClamp(input, row.held_micros);
+    return { committed: true, chargedMicros: row.total_micros, clamped, runFailed: row.run_failed, skipped: row.skipped ?? [] };
   }
 
   /** Reports a cost above the reservation: the pricing estimate of that node is wrong. */
@@ -240,13 +206,13 @@ export class StepRepository {
     const row = rows[0];
     if (!row) return NOT_COMMITTED;
     // The followers this token committed, in their order (a run that stopped may have dropped the rest).
-    const charged = new Map((row.followers ?? []).map((f) => [f.node_id, Number(f.cost_micros)]));
+    const charged = new Map((row.followers ?? []).map((f) => [f.node_id, microsFromDb(f.cost_micros)]));
     const followerCharges: number[] = [];
     for (const f of followers) {
       const cost = charged.get(f.nodeId);
       if (cost === undefined) break;
       followerCharges.push(cost);
     }
-    return { committed: true, duplicate: true, ready: row.ready ?? [], chargedMicros: micros(row.cost_micros), clamped: false, remaining: row.remaining, runCompleted: false, followerCharges };
+    return { committed: true, duplicate: true, ready: row.ready ?? [], chargedMicros: microsFromDb(row.cost_micros), clamped: false, remaining: row.remaining, runCompleted: false, followerCharges };
   }
 }

@@ -1,0 +1,76 @@
+-- A run's hold on its organization's balance and a step's charge to the ledger (docs/money.md):
+-- the internal helpers of step-reserve.sql, step-complete.sql and run-stop.sql. REPEATABLE (see
+-- README.md). A run may spend up to LEAST(cap_micros, authorized_micros), the hold it took on its
+-- organization's balance when it was stored (null: a run from before holds, capped only by its cap).
+
+DROP FUNCTION IF EXISTS svc_run_hold(text, bigint, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS svc_run_hold(runs);
+DROP FUNCTION IF EXISTS svc_sync_hold(uuid);
+DROP FUNCTION IF EXISTS svc_charge_step(uuid, uuid, uuid, text, bigint);
+DROP FUNCTION IF EXISTS svc_charge_step(steps);
+
+-- svc_run_hold(r runs) RETURNS bigint
+-- What run r holds of its organization's balance: an unfinished run what it is authorized for
+-- less what it was charged; a finished one only what its still-running attempts may yet be
+-- charged (reserved, plus spending not charged yet). Null authorization (a run from before
+-- holds): 0. Reads only r (the caller may pass a row with amounts it is about to write).
+-- Locks: none.
+CREATE FUNCTION svc_run_hold(r runs) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN r.authorized_micros IS NULL THEN 0
+              ELSE GREATEST(0, CASE WHEN r.status IN ('pending', 'running') THEN r.authorized_micros
+                                    ELSE r.reserved_micros + r.spent_micros END - r.charged_micros) END
+$$;
+
+-- svc_charge_step(s steps) RETURNS void
+-- Charges step s its total cost (s.cost_micros, as the caller just wrote it) once: one
+-- `run_charge` ledger entry per step (unique on (step_id, kind); a second call changes nothing),
+-- and the organization's balance, the run's charged total and the hold they share moved in one
+-- update of each row. svc_sync_hold, called last by the caller, settles any status change.
+-- Locks: the run row must be locked by the caller; updates (so locks) the organization row.
+CREATE FUNCTION svc_charge_step(s steps) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  charged bigint;
+  r runs%ROWTYPE;
+  old_hold bigint;
+  new_hold bigint;
+BEGIN
+  IF s.cost_micros <= 0 THEN
+    RETURN;
+  END IF;
+  SELECT * INTO r FROM runs WHERE id = s.run_id;
+  INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, step_id, note)
+  VALUES (r.org_id, -s.cost_micros, 'run_charge', s.run_id, s.id, 'step ' || s.node_id)
+  ON CONFLICT (step_id, kind) DO NOTHING
+  RETURNING amount_micros INTO charged;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  old_hold := r.held_micros;
+  r.charged_micros := r.charged_micros - charged;
+  new_hold := svc_run_hold(r);
+  UPDATE runs SET charged_micros = r.charged_micros, held_micros = new_hold WHERE id = r.id;
+  UPDATE organizations SET balance_micros = balance_micros + charged, held_micros = held_micros + (new_hold - old_hold) WHERE id = r.org_id;
+END $$;
+
+-- svc_sync_hold(p_run_id uuid) RETURNS void
+-- Brings the run's share of its organization's held_micros up to date after a change of its
+-- status or amounts (call it last).
+-- Locks: the run row must be locked by the caller; updates the organization row when the hold moved.
+CREATE FUNCTION svc_sync_hold(p_run_id uuid) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  r runs%ROWTYPE;
+  new_hold bigint;
+BEGIN
+  SELECT * INTO r FROM runs WHERE id = p_run_id;
+  IF NOT FOUND OR r.authorized_micros IS NULL THEN
+    RETURN;
+  END IF;
+  new_hold := svc_run_hold(r);
+  IF new_hold <> r.held_micros THEN
+    UPDATE runs SET held_micros = new_hold WHERE id = r.id;
+    UPDATE organizations SET held_micros = held_micros + (new_hold - r.held_micros) WHERE id = r.org_id;
+  END IF;
+END $$;

@@ -1,0 +1,152 @@
+-- Committing a finished attempt: svc_complete_step. REPEATABLE (see README.md). Caller:
+-- services/store/step-sql.ts for StepRepository.completeStep (invariants in step-repository.ts).
+
+DROP FUNCTION IF EXISTS svc_complete_step(uuid, text, text, bigint, jsonb, int, text[], jsonb, text, bigint, text);
+DROP FUNCTION IF EXISTS svc_complete_step(uuid, text, text, bigint, jsonb, int, text[], jsonb, text, bigint, text, jsonb, boolean);
+DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
+
+-- svc_complete_step(args jsonb) RETURNS jsonb
+-- Commits a finished attempt if attempt_token still owns the step: step completed, reservation
+-- turned into spending (the cost clamped to it), the step's total charged once, dependents
+-- unblocked.
+--
+-- followers (a JSON array, or null): steps the same worker ran after this one inside its
+-- reservation (a lease, see lease), in order: {node_id, cost_micros, estimate_micros, output, ms,
+-- dependents}. Each must be ready when its turn comes (its predecessors completed just before
+-- it); each is completed as its own attempt under attempt_token, charged min(cost, estimate),
+-- and unblocks its dependents. Together they never spend more than this step's reservation (else
+-- an exception rolls everything back: the caller's arithmetic is wrong). Followers of a run that
+-- stopped meanwhile are dropped (follower_totals says how many went in).
+--
+-- When this was the run's last unfinished step and the caller already knows the run's outputs
+-- (run_outputs not null: they read only the last step), the run is completed in the same call.
+-- When the caller names a dependent it will run next (next_node_id, with next_estimate_micros
+-- and next_attempt_token) and that dependent became ready, its attempt is reserved in the same
+-- call, as svc_reserve_step would (a local node: its lost charge is 0): a chain step costs one
+-- round trip. With lease, and when nothing else of the run is running or ready, the rest of the
+-- room is held too (next_lease_micros): the caller may run further steps inside it and commit
+-- them as followers.
+--
+-- Input:  run_id uuid, node_id text, attempt_token text, cost_micros, output (JSON object), ms int,
+--         dependents (text array), run_outputs (object or null), next_node_id (text or null),
+--         next_estimate_micros, next_attempt_token, followers (array or null), lease boolean.
+-- Output: committed boolean, total_micros (the step's cost over all its attempts: what the ledger
+--         was charged), held_micros (what the attempt held), ready (text array or null),
+--         remaining int (steps not completed; -1 when not committed), run_completed boolean,
+--         next_verdict ('ok' | 'cap_exceeded' | 'insufficient_credit' | null: not ready or none
+--         asked), next_attempt int, next_lease_micros, follower_totals (array of micro-USD).
+-- Locks:  the run row, then the step row (FOR UPDATE), then its dependents, followers and the
+--         next step (UPDATE), then the organization row (svc_charge_step, svc_sync_hold).
+CREATE FUNCTION svc_complete_step(args jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  p_run uuid := svc_arg(args, 'run_id')::uuid;
+  p_node text := svc_arg(args, 'node_id');
+  p_token text := svc_arg(args, 'attempt_token');
+  p_cost bigint := svc_arg(args, 'cost_micros')::bigint;
+  p_output jsonb := args->'output';
+  p_ms int := svc_arg(args, 'ms')::int;
+  p_dependents text[] := ARRAY(SELECT jsonb_array_elements_text(COALESCE(args->'dependents', '[]'::jsonb)));
+  p_run_outputs jsonb := NULLIF(args->'run_outputs', 'null'::jsonb);
+  p_next_node text := args->>'next_node_id';
+  p_next_estimate bigint := (args->>'next_estimate_micros')::bigint;
+  p_next_token text := args->>'next_attempt_token';
+  p_followers jsonb := NULLIF(args->'followers', 'null'::jsonb);
+  p_lease boolean := COALESCE((args->>'lease')::boolean, false);
+  r record;
+  s record;
+  f record;
+  done steps%ROWTYPE;
+  added bigint;
+  spent_added bigint;
+  total bigint;
+  follower_totals bigint[] := '{}';
+  touched text[];
+  ready text[];
+  remaining int;
+  completes_run boolean;
+  new_reserved bigint;
+  room bigint;
+  lease bigint := 0;
+  next_verdict text;
+  next_attempt int;
+BEGIN
+  SELECT org_id, status, cap_micros, authorized_micros, reserved_micros, spent_micros INTO r FROM runs WHERE id = p_run FOR UPDATE;
+  IF FOUND THEN
+    SELECT id, reserved_micros INTO s FROM steps
+    WHERE run_id = p_run AND node_id = p_node AND status = 'running' AND attempt_token = p_token FOR UPDATE;
+  END IF;
+  IF NOT FOUND THEN
+    RETURN jsonb_build_object('committed', false, 'total_micros', 0, 'held_micros', 0, 'ready', NULL, 'remaining', -1, 'run_completed', false,
+                              'next_verdict', NULL, 'next_attempt', NULL, 'next_lease_micros', NULL, 'follower_totals', NULL);
+  END IF;
+  added := LEAST(p_cost, s.reserved_micros);
+  spent_added := added;
+  UPDATE steps SET status = 'completed', cost_micros = cost_micros + added, reserved_micros = 0, lost_charge_micros = 0, output = p_output, ms = p_ms,
+                   error = NULL, finished_at = now()
+  WHERE id = s.id
+  RETURNING * INTO done;
+  total := done.cost_micros;
+  new_reserved := r.reserved_micros - s.reserved_micros;
+  UPDATE steps d SET pending_deps = d.pending_deps - 1
+  WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0;
+  touched := p_dependents;
+  PERFORM svc_charge_step(done);
+  FOR f IN SELECT * FROM jsonb_to_recordset(CASE WHEN r.status = 'running' THEN COALESCE(p_followers, '[]'::jsonb) ELSE '[]'::jsonb END)
+                 AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[]) LOOP
+    spent_added := spent_added + LEAST(f.cost_micros, f.estimate_micros);
+    IF spent_added > s.reserved_micros THEN
+      RAISE EXCEPTION 'svc_complete_step: the steps run after % in run % cost more than its reservation', p_node, p_run;
+    END IF;
+    UPDATE steps SET status = 'completed', attempt = attempt + 1, attempt_token = p_token, cost_micros = cost_micros + LEAST(f.cost_micros, f.estimate_micros),
+                     reserved_micros = 0, output = f.output, ms = f.ms, error = NULL, started_at = now(), finished_at = now()
+    WHERE run_id = p_run AND node_id = f.node_id AND status IN ('pending', 'queued') AND pending_deps = 0
+    RETURNING * INTO done;
+    IF NOT FOUND THEN
+      RAISE EXCEPTION 'svc_complete_step: step % of run % was not ready when its turn came', f.node_id, p_run;
+    END IF;
+    follower_totals := follower_totals || done.cost_micros;
+    UPDATE steps d SET pending_deps = d.pending_deps - 1
+    WHERE d.run_id = p_run AND d.node_id = ANY(f.dependents) AND d.pending_deps > 0;
+    touched := touched || f.dependents;
+    PERFORM svc_charge_step(done);
+  END LOOP;
+  SELECT array_agg(DISTINCT node_id ORDER BY node_id) INTO ready FROM steps
+  WHERE run_id = p_run AND node_id = ANY(touched) AND pending_deps = 0 AND status IN ('pending', 'queued');
+  SELECT count(*) INTO remaining FROM steps WHERE run_id = p_run AND status <> 'completed';
+  completes_run := remaining = 0 AND p_run_outputs IS NOT NULL AND r.status = 'running';
+  IF p_next_node IS NOT NULL AND r.status = 'running' AND p_next_node = ANY(ready) THEN
+    -- A ready step holds nothing yet (only running ones do): the check adds its whole estimate.
+    room := LEAST(r.cap_micros, COALESCE(r.authorized_micros, r.cap_micros)) - r.spent_micros - spent_added - new_reserved;
+    IF p_next_estimate > room THEN
+      next_verdict := CASE WHEN p_next_estimate > r.cap_micros - r.spent_micros - spent_added - new_reserved THEN 'cap_exceeded' ELSE 'insufficient_credit' END;
+    ELSE
+      -- A lease only when nothing else of the run could want the room.
+      IF p_lease AND NOT EXISTS (
+        SELECT 1 FROM steps o WHERE o.run_id = p_run AND o.node_id <> p_next_node
+          AND (o.status = 'running' OR (o.status IN ('pending', 'queued') AND o.pending_deps = 0))) THEN
+        lease := room - p_next_estimate;
+      END IF;
+      new_reserved := new_reserved + p_next_estimate + lease;
+      UPDATE steps SET status = 'running', attempt = attempt + 1, attempt_token = p_next_token, reserved_micros = p_next_estimate + lease,
+                       lost_charge_micros = 0, started_at = now(), finished_at = NULL
+      WHERE run_id = p_run AND node_id = p_next_node
+      RETURNING attempt INTO next_attempt;
+      next_verdict := 'ok';
+    END IF;
+  END IF;
+  -- One write of the run row: the settlement, the next reservation and, after the last step, the completion.
+  IF completes_run THEN
+    UPDATE runs SET reserved_micros = new_reserved, spent_micros = spent_micros + spent_added,
+                    status = 'completed', outputs = p_run_outputs, finished_at = now()
+    WHERE id = p_run;
+  ELSE
+    UPDATE runs SET reserved_micros = new_reserved, spent_micros = spent_micros + spent_added WHERE id = p_run;
+  END IF;
+  PERFORM svc_sync_hold(p_run);
+  -- A failed or cancelled run's dependents are skipped already: nothing becomes ready there.
+  RETURN jsonb_build_object('committed', true, 'total_micros', total, 'held_micros', s.reserved_micros,
+                            'ready', CASE WHEN r.status = 'running' THEN to_jsonb(ready) END, 'remaining', remaining, 'run_completed', completes_run,
+                            'next_verdict', next_verdict, 'next_attempt', next_attempt,
+                            'next_lease_micros', CASE WHEN next_verdict = 'ok' THEN lease END, 'follower_totals', to_jsonb(follower_totals));
+END $$;

@@ -1,0 +1,185 @@
+import { microsFromDb } from './micros';
+import { queryRows, type Db } from './prisma-client';
+import { jsonParam } from './run-records';
+
+/**
+ * The typed calls of the step and run transition functions (`prisma/functions/*.sql`; their
+ * headers say what each locks). Each function takes one jsonb object and returns one, keys in
+ * snake_case; this module is the only place that spells those keys. Money goes in and comes
+ * back as whole micro-USD numbers (read through `microsFromDb`).
+ */
+
+/** Why a reservation or a retry was refused, as the functions spell it. */
+export type StepVerdict = 'ok' | 'run_not_running' | 'step_not_runnable' | 'not_owner' | 'attempts_exhausted' | 'cap_exceeded' | 'insufficient_credit';
+
+/** Input of `svc_reserve_step`. */
+export interface ReserveStepArgs {
+  run_id: string;
+  node_id: string;
+  estimate_micros: number;
+  stale_ms: number;
+  attempt_token: string;
+  lost_charge_micros: number;
+  max_attempts: number;
+}
+
+/** Output of `svc_reserve_step`. */
+export interface ReserveStepOut {
+  verdict: StepVerdict;
+  attempt: number | null;
+  owned: boolean;
+}
+
+/** Input of `svc_retry_step`. */
+export interface RetryStepArgs {
+  run_id: string;
+  node_id: string;
+  attempt_token: string;
+  cost_micros: number;
+  estimate_micros: number;
+  lost_charge_micros: number;
+  max_attempts: number;
+}
+
+/** Output of `svc_retry_step`. */
+export interface RetryStepOut {
+  verdict: StepVerdict;
+  attempt: number | null;
+}
+
+/** One step committed with another (`followers` of `svc_complete_step`). */
+export interface FollowerArgs {
+  node_id: string;
+  cost_micros: number;
+  estimate_micros: number;
+  output: Record<string, unknown>;
+  ms: number;
+  dependents: readonly string[];
+}
+
+/** Input of `svc_complete_step`. */
+export interface CompleteStepArgs {
+  run_id: string;
+  node_id: string;
+  attempt_token: string;
+  cost_micros: number;
+  output: Record<string, unknown>;
+  ms: number;
+  dependents: readonly string[];
+  run_outputs: Record<string, unknown> | null;
+  next_node_id: string | null;
+  next_estimate_micros: number | null;
+  next_attempt_token: string | null;
+  followers: readonly FollowerArgs[] | null;
+  lease: boolean;
+}
+
+/** Output of `svc_complete_step`, money already converted. */
+export interface CompleteStepOut {
+  committed: boolean;
+  total_micros: number;
+  held_micros: number;
+  ready: string[] | null;
+  remaining: number;
+  run_completed: boolean;
+  next_verdict: 'ok' | 'cap_exceeded' | 'insufficient_credit' | null;
+  next_attempt: number | null;
+  next_lease_micros: number | null;
+  follower_totals: number[] | null;
+}
+
+/** Input of `svc_fail_step`. */
+export interface FailStepArgs {
+  run_id: string;
+  node_id: string;
+  attempt_token: string;
+  cost_micros: number;
+  error: { code: string; message: string };
+  ms: number | null;
+}
+
+/** Output of `svc_fail_step`. */
+export interface FailStepOut {
+  committed: boolean;
+  total_micros: number;
+  held_micros: number;
+  run_failed: boolean;
+  skipped: string[] | null;
+}
+
+/** Input of `svc_fail_run`. */
+export interface FailRunArgs {
+  run_id: string;
+  error: { code: string; message: string };
+  culprit_node_id: string | null;
+}
+
+/** Output of `svc_fail_run`. */
+export interface FailRunOut {
+  found: boolean;
+  failed: boolean;
+  released_micros: number;
+  cancelled: string[];
+  skipped: string[];
+}
+
+/** Input of `svc_complete_run`. */
+export interface CompleteRunArgs {
+  run_id: string;
+  outputs: Record<string, unknown>;
+}
+
+/** What each function takes and returns, by name: the one list {@link callFunction} is typed against. */
+interface Functions {
+  svc_reserve_step: [ReserveStepArgs, ReserveStepOut];
+  svc_retry_step: [RetryStepArgs, RetryStepOut];
+  svc_complete_step: [CompleteStepArgs, CompleteStepOut];
+  svc_fail_step: [FailStepArgs, FailStepOut];
+  svc_fail_run: [FailRunArgs, FailRunOut];
+  svc_complete_run: [CompleteRunArgs, { completed: boolean }];
+}
+
+type Name = keyof Functions;
+
+/** One round trip: `SELECT <name>($1::jsonb)`. The name comes from the `Functions` list above, never from a caller's data. */
+async function callFunction<N extends Name>(db: Db, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
+  const rows = await queryRows<{ out: Record<string, unknown> }>(db, `SELECT ${name}($1::jsonb) AS out`, [jsonParam(args, name)]);
+  return rows[0]!.out;
+}
+
+const money = (value: unknown): number => microsFromDb(value as number);
+const moneyOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : money(value));
+
+export async function reserveStep(db: Db, args: ReserveStepArgs): Promise<ReserveStepOut> {
+  return (await callFunction(db, 'svc_reserve_step', args)) as unknown as ReserveStepOut;
+}
+
+export async function retryStep(db: Db, args: RetryStepArgs): Promise<RetryStepOut> {
+  return (await callFunction(db, 'svc_retry_step', args)) as unknown as RetryStepOut;
+}
+
+export async function completeStep(db: Db, args: CompleteStepArgs): Promise<CompleteStepOut> {
+  const out = await callFunction(db, 'svc_complete_step', args);
+  const totals = out.follower_totals as unknown[] | null;
+  return {
+    ...(out as unknown as CompleteStepOut),
+    total_micros: money(out.total_micros),
+    held_micros: money(out.held_micros),
+    next_lease_micros: moneyOrNull(out.next_lease_micros),
+    follower_totals: totals === null ? null : totals.map(money),
+  };
+}
+
+export async function failStep(db: Db, args: FailStepArgs): Promise<FailStepOut> {
+  const out = await callFunction(db, 'svc_fail_step', args);
+  return { ...(out as unknown as FailStepOut), total_micros: money(out.total_micros), held_micros: money(out.held_micros) };
+}
+
+export async function failRun(db: Db, args: FailRunArgs): Promise<FailRunOut> {
+  const out = await callFunction(db, 'svc_fail_run', args);
+  return { ...(out as unknown as FailRunOut), released_micros: money(out.released_micros) };
+}
+
+export async function completeRun(db: Db, args: CompleteRunArgs): Promise<boolean> {
+  return (await callFunction(db, 'svc_complete_run', args)).completed === true;
+}
