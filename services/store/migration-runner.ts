@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { isSupersededChecksum } from './superseded-migrations';
 import { DEFAULT_FUNCTIONS_DIR, DEFAULT_MIGRATIONS_DIR, readMigrationFiles, readRepeatableFiles, type MigrationFile, type RepeatableFile } from './migration-files';
 
 /**
@@ -109,7 +110,7 @@ function checkHistory(history: HistoryRow[], files: MigrationFile[]): void {
   const byName = new Map(files.map((f) => [f.name, f]));
   for (const row of history) {
     const file = byName.get(row.migration_name);
-    if (file && file.checksum !== row.checksum) {
+    if (file && file.checksum !== row.checksum && !isSupersededChecksum(row.migration_name, row.checksum)) {
       throw new MigrationError({
         code: 'checksum_mismatch',
         migration: row.migration_name,
@@ -118,6 +119,19 @@ function checkHistory(history: HistoryRow[], files: MigrationFile[]): void {
           `${file.checksum} on disk). Applied migrations are immutable: restore the file and put the change in a new migration.`,
       });
     }
+  }
+}
+
+/**
+ * Records the current checksum of each applied migration whose recorded one is a known earlier
+ * version (superseded-migrations.ts), so the history matches the files from now on.
+ */
+async function recordSuperseded(client: pg.Client, history: HistoryRow[], files: MigrationFile[], log: (m: string) => void): Promise<void> {
+  for (const row of history) {
+    const file = files.find((f) => f.name === row.migration_name);
+    if (!file || file.checksum === row.checksum) continue;
+    await client.query('UPDATE _prisma_migrations SET checksum = $1 WHERE migration_name = $2 AND checksum = $3', [file.checksum, row.migration_name, row.checksum]);
+    log(`migration ${row.migration_name} was applied in an earlier version (checksum ${row.checksum}); recorded the current one, ${file.checksum}`);
   }
 }
 
@@ -210,6 +224,7 @@ export async function applyMigrations(options: ApplyMigrationsOptions): Promise<
         'SELECT migration_name, checksum, finished_at, logs FROM _prisma_migrations WHERE rolled_back_at IS NULL ORDER BY started_at',
       );
       checkHistory(history, files);
+      await recordSuperseded(client, history, files, log);
       const done = new Set(history.map((row) => row.migration_name));
       const unknown = [...done].filter((name) => !files.some((f) => f.name === name));
       if (unknown.length > 0) log(`the database has migrations this checkout does not know: ${unknown.join(', ')} (a newer release migrated it?)`);

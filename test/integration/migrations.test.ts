@@ -7,6 +7,7 @@ import pg from 'pg';
 import { applyMigrations, MigrationError } from '../../services/store/migration-runner';
 import { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles } from '../../services/store/migration-files';
 import { createEmptyDatabase, type TestDatabase } from '../support/database';
+import { schemaSnapshot } from '../support/schema-snapshot';
 import { stack } from '../support/stack';
 
 const ROOT = path.resolve(__dirname, '..', '..');
@@ -32,6 +33,12 @@ interface HistoryRow {
   started_at: Date;
   applied_steps_count: number;
 }
+
+/** Earlier versions of a migration edited after it had been applied (see services/store/superseded-migrations.ts). */
+const EDITED = '20261123161500_step_transition_functions';
+const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'migrations', EDITED);
+// The migrations that existed at the commits of those versions (money holds came later).
+const MIGRATIONS_THEN = ['20261122212801_init', '20261123155315_artifact_sweep_index', EDITED, '20261123162859_device_authorizations', '20261123163800_workflow_invariants'];
 
 const history = (url: string) => query<HistoryRow>(url, 'SELECT * FROM _prisma_migrations ORDER BY started_at, migration_name');
 
@@ -152,6 +159,71 @@ describe('migration runner', () => {
     expect(run).toEqual({ authorized_micros: '500000', charged_micros: '2137', held_micros: String(500000 - 2137) });
     const entries = await query<{ amount_micros: string; kind: string }>(db.url, "SELECT amount_micros, kind FROM ledger_entries WHERE org_id = $1 AND kind = 'adjustment'", [org!.id]);
     expect(entries).toEqual([{ amount_micros: '137', kind: 'adjustment' }]);
+  });
+
+  /** A database migrated by this runner from `names` of prisma/migrations (with `replace` overriding files), no functions. */
+  async function migratedThen(names: readonly string[], replace: Record<string, string> = {}): Promise<TestDatabase> {
+    const db = await emptyDatabase();
+    const dir = await mkdtemp(path.join(tmpdir(), 'svc-migrations-then-'));
+    const noFunctions = await mkdtemp(path.join(tmpdir(), 'svc-functions-'));
+    temps.push(dir, noFunctions);
+    for (const name of names) {
+      await mkdir(path.join(dir, name));
+      const sql = replace[name] ?? (await readFile(path.join(DEFAULT_MIGRATIONS_DIR, name, 'migration.sql'), 'utf8'));
+      await writeFile(path.join(dir, name, 'migration.sql'), sql);
+    }
+    await applyMigrations({ connectionString: db.url, migrationsDir: dir, functionsDir: noFunctions });
+    return db;
+  }
+
+  it('migrates forward from the first migration alone to the schema and functions of a fresh database', async () => {
+    const fresh = await emptyDatabase();
+    await applyMigrations({ connectionString: fresh.url });
+    const files = await readMigrationFiles();
+    const db = await migratedThen([files[0]!.name]);
+
+    const { applied } = await applyMigrations({ connectionString: db.url });
+
+    expect(applied).toEqual(files.slice(1).map((f) => f.name));
+    expect(await schemaSnapshot(db.url)).toEqual(await schemaSnapshot(fresh.url));
+  });
+
+  it.each(['d17d840', '118dc01', '438b572'])(
+    'migrates a database that applied %s’s version of the edited step transition migration: current checksum recorded, same schema and functions as a fresh one',
+    async (commit) => {
+      const fresh = await emptyDatabase();
+      await applyMigrations({ connectionString: fresh.url });
+      const old = await readFile(path.join(FIXTURES, `${commit}.sql`));
+      const db = await migratedThen(MIGRATIONS_THEN, { [EDITED]: old.toString('utf8') });
+      const [recorded] = await query<{ checksum: string }>(db.url, 'SELECT checksum FROM _prisma_migrations WHERE migration_name = $1', [EDITED]);
+      expect(recorded!.checksum).toBe(migrationChecksum(old));
+      // The old positional functions are there before.
+      const before = await query<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'svc_complete_step' AND pronargs > 1");
+      expect(before).toEqual([{ n: 1 }]);
+
+      await expect(applyMigrations({ connectionString: db.url })).resolves.toMatchObject({ applied: ['20261124210000_money_holds'] });
+
+      const current = (await readMigrationFiles()).find((f) => f.name === EDITED)!;
+      const [after] = await query<{ checksum: string }>(db.url, 'SELECT checksum FROM _prisma_migrations WHERE migration_name = $1', [EDITED]);
+      expect(after!.checksum).toBe(current.checksum);
+      expect(await schemaSnapshot(db.url)).toEqual(await schemaSnapshot(fresh.url));
+      await expect(applyMigrations({ connectionString: db.url })).resolves.toEqual({ applied: [], repeatable: [] });
+    },
+  );
+
+  it('replaces the positional step functions of the last release (prisma/functions/step-transitions.sql) with the jsonb ones', async () => {
+    const fresh = await emptyDatabase();
+    await applyMigrations({ connectionString: fresh.url });
+    const db = await emptyDatabase();
+    const released = await mkdtemp(path.join(tmpdir(), 'svc-functions-'));
+    temps.push(released);
+    await cp(path.join(ROOT, 'test', 'fixtures', 'functions', 'step-transitions.78344b4.sql'), path.join(released, 'step-transitions.sql'));
+    await cp(path.join(ROOT, 'prisma', 'functions', 'money-checks.sql'), path.join(released, 'money-checks.sql'));
+    await applyMigrations({ connectionString: db.url, functionsDir: released });
+
+    await expect(applyMigrations({ connectionString: db.url })).resolves.toMatchObject({ applied: [] });
+
+    expect(await schemaSnapshot(db.url)).toEqual(await schemaSnapshot(fresh.url));
   });
 
   it('refuses to migrate when an applied migration no longer matches its recorded checksum', async () => {
