@@ -45,3 +45,4 @@ export { coerceToConnector, collectRunOutputs, MissingOutputError, MissingValueE
 export { prepareWorkflow, type PreparedWorkflow, type PrepareResult } from './prepare-workflow';
 export { expandMounts, mountedAddresses, mountOf, type ExpandResult, type MountedDefinitions, type MountProblemCode } from './expand-mounts';
 export { MOUNT_SEPARATOR } from './mount-separator';
+export type { PublishedVersion, PublishRequest } from './published-version';

@@ -8,7 +8,7 @@ export { UserRepository, type User, type UserCredentials } from './user-reposito
 export { MembershipRepository, type Membership, type Role } from './membership-repository';
 export { TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
 export { WorkflowRepository } from './workflow-repository';
-export { type LatestPointer, type PublishedVersionRecord, type PublishRequest, type WorkflowRecord, type WorkflowVersionRecord } from './workflow-records';
+export { type LatestPointer, type WorkflowRecord, type WorkflowVersionRecord } from './workflow-records';
 export {
   DeviceAuthorizationRepository,
   type DecisionRefusal,

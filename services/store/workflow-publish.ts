@@ -3,7 +3,7 @@ import { bumpSemver, compareSemver, formatSemver, type Semver } from '../engine/
 import { checkOrgSlug } from '../engine/workflow-ref';
 import { AppError } from '../platform/app-error';
 import type { Prisma } from './prisma-generated';
-import type { PublishedVersionRecord, PublishRequest } from './workflow-records';
+import type { PublishedVersion, PublishRequest } from '../engine/published-version';
 
 type Tx = Prisma.TransactionClient;
 
@@ -66,7 +66,7 @@ async function claimSlug(tx: Tx, workflowId: string, orgId: string, slug: string
  * The first publish claims the slug and freezes the organization's slug; every publish moves the
  * latest pointer to the new version.
  */
-export async function publishDraft(tx: Tx, request: PublishRequest): Promise<PublishedVersionRecord> {
+export async function publishDraft(tx: Tx, request: PublishRequest): Promise<PublishedVersion> {
   const { workflowId, orgId } = request;
   const locked = await tx.$queryRaw<{ id: string }[]>`
     SELECT id FROM workflows WHERE id = ${workflowId}::uuid AND org_id = ${orgId}::uuid AND deleted_at IS NULL FOR UPDATE`;

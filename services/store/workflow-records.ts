@@ -40,36 +40,3 @@ export interface WorkflowVersionRecord {
   /** Whether the latest pointer names it. */
   latest: boolean;
 }
-
-/** A published version a reference resolved to. Its fields satisfy the API's `ResolvedWorkflow`. */
-export interface PublishedVersionRecord {
-  workflowId: string;
-  versionId: string;
-  address: string | null;
-  version: Semver;
-  sequence: number;
-  definition: Workflow;
-}
-
-/** What a publish raises: the publisher's choice; the first publish may instead name its version. */
-export interface PublishRequest {
-  workflowId: string;
-  orgId: string;
-  /** The publisher (a user of the organization). */
-  userId: string;
-  bump?: 'major' | 'minor' | 'patch';
-  /** First publish only: its version (default 1.0.0). */
-  initialVersion?: Semver;
-  /** The workflow slug (kebab-case, checked by the caller) the first publish claims. */
-  slug?: string;
-  /**
-   * Checks the draft about to be published (the engine's validation against the node catalog);
-   * throws to refuse. Called inside the publish transaction, on the draft it publishes.
-   */
-  check(definition: Workflow): void;
-  /**
-   * The definition as it is published (and kept as the draft): its refs pointing at the
-   * workflow's recipe assets (docs/workflows.md, "Recipe assets"); throws to refuse.
-   */
-  rewrite(definition: Workflow): Workflow;
-}

@@ -5,7 +5,8 @@ import { AppError } from '../platform/app-error';
 import type { Prisma } from './prisma-generated';
 import type { Db } from './prisma-client';
 import { publishDraft } from './workflow-publish';
-import type { PublishedVersionRecord, PublishRequest, WorkflowRecord, WorkflowVersionRecord } from './workflow-records';
+import type { PublishedVersion, PublishRequest } from '../engine/published-version';
+import type { WorkflowRecord, WorkflowVersionRecord } from './workflow-records';
 import { findPublishedVersion } from './workflow-resolution';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -113,7 +114,7 @@ export class WorkflowRepository {
   }
 
   /** Publishes the draft as a new version (see `publishDraft`); refusals are `AppError`s. */
-  async publish(request: PublishRequest): Promise<PublishedVersionRecord> {
+  async publish(request: PublishRequest): Promise<PublishedVersion> {
     if (!UUID.test(request.workflowId)) throw new AppError({ code: 'not_found', message: `no workflow with id "${request.workflowId}" in your organization` });
     return this.transaction((tx) => publishDraft(tx, request));
   }
@@ -172,7 +173,7 @@ export class WorkflowRepository {
    * The published version a reference names, for any caller (publishing is sharing; see
    * docs/workflows.md). A deleted workflow is found by no reference, its UUID included.
    */
-  findPublished(ref: WorkflowRef): Promise<PublishedVersionRecord | null> {
+  findPublished(ref: WorkflowRef): Promise<PublishedVersion | null> {
     return findPublishedVersion(this.db, ref);
   }
 
@@ -180,7 +181,7 @@ export class WorkflowRepository {
    * The `WorkflowResolver` of runs: the version a `workflowRef` runs, never a deleted workflow's.
    * Any organization's published workflow runs; the run is charged to the caller's (`_orgId`).
    */
-  resolve(ref: WorkflowRef, _orgId: string): Promise<PublishedVersionRecord | null> {
+  resolve(ref: WorkflowRef, _orgId: string): Promise<PublishedVersion | null> {
     return findPublishedVersion(this.db, ref);
   }
 }

@@ -1,7 +1,7 @@
 import type { Workflow } from '../contract/schemas/workflow';
 import type { WorkflowRef } from '../engine/workflow-ref';
 import { queryRows, type Db } from './prisma-client';
-import type { PublishedVersionRecord } from './workflow-records';
+import type { PublishedVersion } from '../engine/published-version';
 
 interface ResolvedRow {
   workflow_id: string;
@@ -31,7 +31,7 @@ interface ResolvedRow {
  * A deleted workflow resolves nowhere, by address or by UUID (docs/workflows.md, "The latest
  * pointer, history and deletion"): `workflows.get` and runs agree.
  */
-export async function findPublishedVersion(db: Db, ref: WorkflowRef): Promise<PublishedVersionRecord | null> {
+export async function findPublishedVersion(db: Db, ref: WorkflowRef): Promise<PublishedVersion | null> {
   const params: unknown[] = [];
   const param = (value: unknown, type: string): string => {
     params.push(value);

@@ -191,12 +191,14 @@ describe('store repositories', () => {
       await expect(ledger.audit(org.id)).resolves.toEqual({ balanceMicros: 0, ledgerTotalMicros: 0 });
     });
 
-    it("charges a step once however often its settlement is posted", async () => {
+    // Step charges themselves are posted by the SQL functions only (run-store.test.ts); an entry
+    // naming a step posted from TypeScript (an operator's adjustment) is idempotent the same way.
+    it("posts a step's entry once however often it is posted", async () => {
       const { org, user } = await account();
       await ledger.credit(org.id, 1_000_000, 'top-up');
       const run = await prisma.run.create({ data: { orgId: org.id, userId: user.id, definition: { version: 2, nodes: [] }, inputs: {}, capMicros: 500_000n } });
       const step = await prisma.step.create({ data: { runId: run.id, nodeId: 'llm' } });
-      const charge = { orgId: org.id, amountMicros: -12_345, kind: 'run_charge' as const, runId: run.id, stepId: step.id, note: 'llm' };
+      const charge = { orgId: org.id, amountMicros: -12_345, kind: 'adjustment' as const, runId: run.id, stepId: step.id, note: 'llm' };
 
       const first = await ledger.post(charge);
       const retries = await Promise.all([ledger.post(charge), ledger.post(charge)]);

@@ -1,21 +1,12 @@
-import type { PublishedWorkflow, Workflow } from '../../contract';
-import { formatSemver, parseSelector, parseWorkflowRef, type Semver, type WorkflowRef } from '../../engine';
+import type { PublishedWorkflow } from '../../contract';
+import { formatSemver, parseSelector, parseWorkflowRef, type PublishedVersion, type WorkflowRef } from '../../engine';
 import { AppError } from '../../platform/app-error';
 import type { Handler } from './handler-types';
-
-/** A published version as the workflow store finds it (the store's `PublishedVersionRecord` satisfies it). */
-export interface FoundPublishedVersion {
-  workflowId: string;
-  address: string | null;
-  version: Semver;
-  sequence: number;
-  definition: Workflow;
-}
 
 /** Port: finds the published version a reference names (`WorkflowRepository` satisfies it). */
 export interface PublishedWorkflowReader {
   /** A deleted workflow is found by no reference (docs/workflows.md). */
-  findPublished(ref: WorkflowRef): Promise<FoundPublishedVersion | null>;
+  findPublished(ref: WorkflowRef): Promise<PublishedVersion | null>;
 }
 
 export interface WorkflowHandlerDeps {
@@ -23,7 +14,7 @@ export interface WorkflowHandlerDeps {
 }
 
 /** A published version as `workflows.get` (and the editor's publish) answers it. */
-export function publishedBody(found: FoundPublishedVersion): PublishedWorkflow {
+export function publishedBody(found: PublishedVersion): PublishedWorkflow {
   return { id: found.workflowId, address: found.address, version: formatSemver(found.version), sequence: found.sequence, workflow: found.definition };
 }
 

@@ -1,6 +1,5 @@
 import type { Artifact, EditorWorkflow, EditorWorkflowSummary, Workflow, WorkflowVersionEntry } from '../../contract';
-import { formatSemver, type Semver } from '../../engine';
-import type { FoundPublishedVersion } from '../handlers/workflow-handlers';
+import { formatSemver, type PublishedVersion, type PublishRequest, type Semver } from '../../engine';
 
 /**
  * The ports of the web editor's workflow routes and the views of their answers. The store's
@@ -27,19 +26,6 @@ export interface StoredWorkflowVersion {
   latest: boolean;
 }
 
-/** What a publish asks of the store; `check` refuses a draft the engine rejects. */
-export interface PublishCommand {
-  workflowId: string;
-  orgId: string;
-  userId: string;
-  bump?: 'major' | 'minor' | 'patch';
-  initialVersion?: Semver;
-  slug?: string;
-  check(definition: Workflow): void;
-  /** The checked draft as published: its refs pointing at the workflow's assets; throws to refuse. */
-  rewrite(definition: Workflow): Workflow;
-}
-
 /** Port: a workflow's recipe assets (the nodes' `WorkflowAssets` satisfies it). */
 export interface WorkflowAssetHost {
   /** Stores an uploaded file as an asset of the workflow; answers a ref artifact for its definition. */
@@ -56,7 +42,7 @@ export interface EditorWorkflowStore {
   listForOrg(orgId: string): Promise<StoredWorkflow[]>;
   listVersions(id: string, orgId: string): Promise<StoredWorkflowVersion[] | null>;
   /** Refusals (no such workflow, no draft, a taken or retired slug, a missing bump) are `AppError`s. */
-  publish(command: PublishCommand): Promise<FoundPublishedVersion>;
+  publish(command: PublishRequest): Promise<PublishedVersion>;
   setLatest(id: string, orgId: string, version: Semver): Promise<StoredWorkflow | null>;
   delete(id: string, orgId: string): Promise<boolean>;
 }
