@@ -11,7 +11,11 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run test lint typecheck migrate bench install system-deps stop clean-data
+.PHONY: help run admin test lint typecheck migrate bench install system-deps stop clean-data
+
+# make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
+# alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
+RUN_SENTINEL := $(DATA_DIR)/make-run.pid
 
 help:
 	@echo "make run        start Redis + Postgres under .data/, migrate, create a dev org/user/token, serve API + worker"
@@ -21,6 +25,7 @@ help:
 	@echo "make migrate    apply pending migrations to DATABASE_URL"
 	@echo "make bench      run the benchmarks in test/bench and print their figures"
 	@echo "make stop       stop the Redis and Postgres started by make run"
+	@echo "make admin ARGS=\"...\"  the admin command (accounts, credit, tokens) against make run's database"
 
 # npm dependencies, installed when the lockfile is newer than the last install.
 node_modules/.install-stamp: package.json package-lock.json
@@ -36,8 +41,16 @@ install: node_modules/.install-stamp $(PRISMA_CLIENT)
 system-deps:
 	bash deploy/local/install-deps.sh redis postgres media
 
-run: install system-deps
-	bash deploy/local/run-dev.sh
+run: $(RUN_SENTINEL)
+
+# Not phony (see RUN_SENTINEL), yet remade every time: its prerequisites are phony.
+$(RUN_SENTINEL): install system-deps
+	bash deploy/local/run-dev.sh "$@"
+
+# The settings make run wrote (DATABASE_URL above all), then the admin command with ARGS.
+admin: install
+	@[ -f "$(DATA_DIR)/env" ] || { echo "error: $(DATA_DIR)/env does not exist; start make run once first (it writes it), or run: DATABASE_URL=... npm run -s admin -- ..." >&2; exit 1; }
+	@set -a; . "$(DATA_DIR)/env"; set +a; $(NODE_BIN)/tsx workers/admin.ts $(ARGS)
 
 stop:
 	bash deploy/local/redis.sh stop "$(DATA_DIR)/redis" "$(REDIS_PORT)" || true

@@ -26,7 +26,15 @@ async function main(): Promise<void> {
 
   let server: RunningServer | undefined;
   if (runtime.app) {
-    server = await listen(runtime.app, config.host, config.port, config.http);
+    try {
+      server = await listen(runtime.app, config.host, config.port, config.http);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+      // A taken port is a set-up mistake, not a crash: one line naming it and the way out.
+      console.error(`error: port ${config.port} on ${config.host} is already in use by another program; choose another with PORT=<port> (make run PORT=<port>)`);
+      await runtime.close();
+      process.exit(1);
+    }
     log.info({ url: server.url, publicBaseUrl: config.publicBaseUrl }, 'API listening');
   }
   if (runtime.worker) log.info({ concurrency: config.workerConcurrency }, 'step worker started');

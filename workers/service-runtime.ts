@@ -28,7 +28,7 @@ import { MountTallyAppender } from '../services/queue/mount-tally-appender';
 import { InFlightSteps, presentingMountEvents, RunContexts, RunLifecycle, RunReaper, RunStarter, StepExecutor } from '../services/runs';
 import {
   ArtifactRepository,
-  createPrismaClient,
+  createDatabase,
   DeviceAuthorizationRepository,
   MembershipRepository,
   OrganizationRepository,
@@ -117,8 +117,10 @@ export interface RuntimeOptions {
 export async function createServiceRuntime(options: RuntimeOptions): Promise<ServiceRuntime> {
   const { config, log, metrics } = options;
   const closers: (() => Promise<unknown>)[] = [];
-  const prisma = createPrismaClient(config.databaseUrl, { onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it') });
-  closers.push(() => prisma.$disconnect());
+  // Prisma for CRUD, its pool for the hot paths' typed SQL (services/store/database.ts).
+  const database = createDatabase(config.databaseUrl, { onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it') });
+  const prisma = database.prisma;
+  closers.push(() => database.close());
   const redis = createRedisConnection(config.redisUrl);
   closers.push(() => redis.quit());
 
@@ -133,9 +135,9 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
   const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix });
   closers.unshift(() => queue.close());
 
-  const runs = new RunRepository(prisma);
+  const runs = new RunRepository(database);
   const workflows = new WorkflowRepository(prisma);
-  const steps = new StepRepository(prisma, { logger: log });
+  const steps = new StepRepository(database, { logger: log });
   // The platform's nodes, plus providers with a configured key and installed local tools.
   const nodes = createNodeRegistry(await configuredNodes(config, log));
   const { catalog } = nodes;

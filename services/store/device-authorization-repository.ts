@@ -1,4 +1,4 @@
-import { inTransaction, queryRows, type Db } from './prisma-client';
+import { inTransaction, rawRows, type Db } from './prisma-client';
 import { TokenRepository, type TokenSummary } from './token-repository';
 
 /** Where a device authorization stands (RFC 8628): waiting for the user, decided, or redeemed. */
@@ -113,7 +113,7 @@ export class DeviceAuthorizationRepository {
    */
   async create(input: NewDeviceAuthorization): Promise<DeviceAuthorization | null> {
     const insert = () =>
-      queryRows<Row>(
+      rawRows<Row>(
         this.db,
         `INSERT INTO device_authorizations (device_code_hash, user_code_hash, client_id, scopes, interval_seconds, expires_at)
          VALUES ($1::text, $2::text, $3::text, $4::text[], $5::int, $6::timestamptz)
@@ -123,7 +123,7 @@ export class DeviceAuthorizationRepository {
       );
     let rows = await insert();
     if (rows.length === 0) {
-      const freed = await queryRows<{ id: string }>(
+      const freed = await rawRows<{ id: string }>(
         this.db,
         'DELETE FROM device_authorizations WHERE user_code_hash = $1::text AND expires_at <= $2::timestamptz RETURNING id',
         [input.userCodeHash, input.now],
@@ -135,12 +135,12 @@ export class DeviceAuthorizationRepository {
   }
 
   async findByDeviceCodeHash(hash: string): Promise<DeviceAuthorization | null> {
-    const rows = await queryRows<Row>(this.db, `SELECT ${COLUMNS} FROM device_authorizations WHERE device_code_hash = $1::text`, [hash]);
+    const rows = await rawRows<Row>(this.db, `SELECT ${COLUMNS} FROM device_authorizations WHERE device_code_hash = $1::text`, [hash]);
     return rows[0] ? toAuthorization(rows[0]) : null;
   }
 
   async findByUserCodeHash(hash: string): Promise<DeviceAuthorization | null> {
-    const rows = await queryRows<Row>(this.db, `SELECT ${COLUMNS} FROM device_authorizations WHERE user_code_hash = $1::text`, [hash]);
+    const rows = await rawRows<Row>(this.db, `SELECT ${COLUMNS} FROM device_authorizations WHERE user_code_hash = $1::text`, [hash]);
     return rows[0] ? toAuthorization(rows[0]) : null;
   }
 
@@ -151,7 +151,7 @@ export class DeviceAuthorizationRepository {
    * good. Null: no such device code.
    */
   async recordPoll(deviceCodeHash: string, now: Date, toleranceMs = 0): Promise<PollResult | null> {
-    const rows = await queryRows<Row & { too_fast: boolean }>(
+    const rows = await rawRows<Row & { too_fast: boolean }>(
       this.db,
       `WITH previous AS (
          SELECT id,
@@ -182,7 +182,7 @@ export class DeviceAuthorizationRepository {
     decision: { status: 'approved'; userId: string; orgId: string; now: Date } | { status: 'denied'; userId: string; now: Date },
   ): Promise<DecisionResult> {
     const orgId = decision.status === 'approved' ? decision.orgId : null;
-    const rows = await queryRows<Row>(
+    const rows = await rawRows<Row>(
       this.db,
       `UPDATE device_authorizations
           SET status = $2::text, user_id = $3::uuid, org_id = $4::uuid, decided_at = $5::timestamptz
@@ -202,7 +202,7 @@ export class DeviceAuthorizationRepository {
    */
   async redeem(id: string, now: Date, token: SessionTokenToIssue): Promise<{ authorization: DeviceAuthorization; token: TokenSummary } | null> {
     return inTransaction(this.db, async (tx) => {
-      const rows = await queryRows<Row>(
+      const rows = await rawRows<Row>(
         tx,
         `UPDATE device_authorizations SET status = 'consumed'
           WHERE id = $1::uuid AND status = 'approved' AND expires_at > $2::timestamptz
@@ -221,14 +221,14 @@ export class DeviceAuthorizationRepository {
         kind: 'session',
         expiresAt: token.expiresAt,
       });
-      await queryRows(tx, 'UPDATE device_authorizations SET token_id = $2::uuid WHERE id = $1::uuid', [id, issued.id]);
+      await rawRows(tx, 'UPDATE device_authorizations SET token_id = $2::uuid WHERE id = $1::uuid', [id, issued.id]);
       return { authorization: { ...toAuthorization(row), tokenId: issued.id }, token: issued };
     });
   }
 
   /** Deletes up to `limit` authorizations that expired before `before`; returns how many. */
   async deleteExpired(before: Date, limit = 500): Promise<number> {
-    const rows = await queryRows<{ id: string }>(
+    const rows = await rawRows<{ id: string }>(
       this.db,
       `DELETE FROM device_authorizations
         WHERE id IN (SELECT id FROM device_authorizations WHERE expires_at < $1::timestamptz ORDER BY expires_at LIMIT $2::int)

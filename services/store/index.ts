@@ -1,4 +1,6 @@
-export { createPrismaClient, inTransaction, PrismaClient, queryRows, type Db, type PrismaClientOptions } from './prisma-client';
+export { createDatabase, type Database, type DatabaseOptions } from './database';
+export { createPrismaClient, inTransaction, PrismaClient, type Db, type PrismaClientOptions } from './prisma-client';
+export { queryRows, type SqlPool } from './hot-sql';
 export { Prisma } from './prisma-generated';
 export { applyMigrations, MigrationError, type ApplyMigrationsOptions, type ApplyMigrationsResult, type MigrationErrorCode } from './migration-runner';
 export { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles, type MigrationFile } from './migration-files';

@@ -1,5 +1,6 @@
 import type { RunError, RunStatus } from '../contract/schemas/run';
-import { queryRows, type Db } from './prisma-client';
+import { queryRows, type SqlPool } from './hot-sql';
+import type { Db } from './prisma-client';
 import { isUuid, parseRunError, parseRunStatus, parseStepStatus, type RunRecord, type RunStepRecord } from './run-records';
 import { microsFromDb } from './micros';
 
@@ -91,9 +92,9 @@ interface RunRecordRow {
   inputs: unknown;
   outputs: Record<string, unknown> | null;
   error: unknown;
-  cap_micros: bigint | string;
-  spent_micros: bigint | string;
-  reserved_micros: bigint | string;
+  cap_micros: string;
+  spent_micros: string;
+  reserved_micros: string;
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
@@ -136,9 +137,9 @@ const dateOrNull = (value: string | null): Date | null => (value === null ? null
  * The run with its steps (ordered by start, unstarted ones last), or null when there is none.
  * With `orgId`, another organization's run is null too: the caller answers 404 either way.
  */
-export async function readRunRecord(db: Db, runId: string, orgId?: string): Promise<RunRecord | null> {
+export async function readRunRecord(pool: SqlPool, runId: string, orgId?: string): Promise<RunRecord | null> {
   if (!isUuid(runId) || (orgId !== undefined && !isUuid(orgId))) return null;
-  const [row] = await queryRows<RunRecordRow>(db, RUN_RECORD_SQL, [runId, orgId ?? null]);
+  const [row] = await queryRows<RunRecordRow>(pool, RUN_RECORD_SQL, [runId, orgId ?? null]);
   if (!row) return null;
   return {
     id: row.id,

@@ -1,6 +1,7 @@
 import type { RunError } from '../contract/schemas/run';
 import { AppError } from '../platform/app-error';
-import { queryRows, type Db } from './prisma-client';
+import type { Database } from './database';
+import type { PrismaClient } from './prisma-client';
 import { listRunSummaries, readRunRecord, type RunListOptions, type RunListPage } from './run-history';
 import { microsFromDb } from './micros';
 import {
@@ -12,7 +13,7 @@ import {
   type RunContextRecord,
   type RunRecord,
 } from './run-records';
-import * as sql from './step-sql';
+import * as sql from './hot-sql';
 
 /**
  * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
@@ -44,7 +45,14 @@ export interface FailRunResult {
  * when a run completes; this class makes each transition happen at most once.
  */
 export class RunRepository {
-  constructor(private readonly db: Db) {}
+  private readonly prisma: PrismaClient;
+  private readonly pool: sql.SqlPool;
+
+  /** Creation, transitions and the run record run on `database.pool` (hot-sql.ts); the listing and the run context on Prisma. */
+  constructor(database: Pick<Database, 'prisma' | 'pool'>) {
+    this.prisma = database.prisma;
+    this.pool = database.pool;
+  }
 
   /**
    * Stores a run (status `pending`) and one step row per executable node in one statement, hence
@@ -68,8 +76,8 @@ export class RunRepository {
     // The hold and the insert are one statement: the organization row is locked, what is
     // available (balance less what other unfinished runs hold) is read, and the run holds up to
     // its cap of it (docs/money.md, Holds). The refusal reports the available balance that caused it.
-    const rows = await queryRows<{ id: string | null; available: bigint | string | null }>(
-      this.db,
+    const rows = await sql.queryRows<{ id: string | null; available: string | null }>(
+      this.pool,
       `WITH org AS (
          SELECT id, balance_micros - held_micros AS available FROM organizations WHERE id = $1::uuid FOR UPDATE
        ), hold AS (
@@ -123,9 +131,8 @@ export class RunRepository {
   /** pending → running (sets `started_at`); false when the run was not pending. */
   async markRunning(runId: string): Promise<boolean> {
     if (!isUuid(runId)) return false;
-    const count = await this.db.$executeRaw`
-      UPDATE runs SET status = 'running', started_at = now() WHERE id = ${runId}::uuid AND status = 'pending'`;
-    return count === 1;
+    const { rowCount } = await this.pool.query(`UPDATE runs SET status = 'running', started_at = now() WHERE id = $1::uuid AND status = 'pending'`, [runId]);
+    return rowCount === 1;
   }
 
   /**
@@ -134,7 +141,7 @@ export class RunRepository {
    */
   async completeRun(runId: string, outputs: Record<string, unknown>): Promise<boolean> {
     if (!isUuid(runId)) return false;
-    return sql.completeRun(this.db, { run_id: runId, outputs });
+    return sql.completeRun(this.pool, { run_id: runId, outputs });
   }
 
   /**
@@ -147,14 +154,14 @@ export class RunRepository {
    */
   async failRun(runId: string, error: RunError, options: { nodeId?: string } = {}): Promise<FailRunResult> {
     if (!isUuid(runId)) return { failed: false, releasedMicros: 0, cancelled: [], skipped: [] };
-    const row = await sql.failRun(this.db, { run_id: runId, error: { code: error.code, message: error.message }, culprit_node_id: options.nodeId ?? null });
+    const row = await sql.failRun(this.pool, { run_id: runId, error: { code: error.code, message: error.message }, culprit_node_id: options.nodeId ?? null });
     return { failed: row.failed, releasedMicros: row.released_micros, cancelled: row.cancelled, skipped: row.skipped };
   }
 
   /** What a step executor needs of a run (no steps): null when there is no such run. */
   async getRunContext(runId: string): Promise<RunContextRecord | null> {
     if (!isUuid(runId)) return null;
-    const row = await this.db.run.findUnique({ where: { id: runId }, select: { orgId: true, status: true, definition: true, inputs: true } });
+    const row = await this.prisma.run.findUnique({ where: { id: runId }, select: { orgId: true, status: true, definition: true, inputs: true } });
     return row ? { orgId: row.orgId, status: parseRunStatus(row.status, runId), definition: row.definition, inputs: row.inputs } : null;
   }
 
@@ -164,7 +171,7 @@ export class RunRepository {
    */
   async getRun(runId: string, orgId?: string): Promise<RunRecord | null> {
     // One statement, one snapshot, no interactive transaction (see run-history.ts).
-    return readRunRecord(this.db, runId, orgId);
+    return readRunRecord(this.pool, runId, orgId);
   }
 
   /**
@@ -174,8 +181,8 @@ export class RunRepository {
   async stepInputs(runId: string, nodeIds: readonly string[]): Promise<Map<string, Record<string, unknown>>> {
     const found = new Map<string, Record<string, unknown>>();
     if (nodeIds.length === 0 || !isUuid(runId)) return found;
-    const rows = await queryRows<{ node_id: string; output: Record<string, unknown> | null }>(
-      this.db,
+    const rows = await sql.queryRows<{ node_id: string; output: Record<string, unknown> | null }>(
+      this.pool,
       `SELECT node_id, output FROM steps WHERE run_id = $1::uuid AND node_id = ANY($2::text[]) AND status = 'completed'`,
       [runId, [...nodeIds]],
     );
@@ -185,6 +192,6 @@ export class RunRepository {
 
   /** A page of the organization's runs, newest first (run history; see run-history.ts). */
   async listRuns(orgId: string, options: RunListOptions): Promise<RunListPage> {
-    return listRunSummaries(this.db, orgId, options);
+    return listRunSummaries(this.prisma, orgId, options);
   }
 }

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../platform/logger';
 import { microsFromDb } from './micros';
-import type { Db } from './prisma-client';
+import type { Database } from './database';
 import { assertMicros, isUuid } from './run-records';
-import * as sql from './step-sql';
+import * as sql from './hot-sql';
 import type {
   CompleteStepInput,
   CompleteStepResult,
@@ -23,7 +23,7 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
 
 /**
  * The money-moving step transitions. Each is one call of a Postgres function (the repeatable
- * files `prisma/functions/step-*.sql`, called through step-sql.ts): one round trip, one transaction, taking the run's lock first as
+ * files `prisma/functions/*.sql`, called through hot-sql.ts on the pool): one round trip, one transaction, taking the run's lock first as
  * run-lock.ts describes, so the invariants below hold at every commit:
  *
  * - `0 <= runs.reserved_micros = sum(steps.reserved_micros)`, a step holding money only while `running`;
@@ -36,11 +36,11 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
  */
 export class StepRepository {
   private readonly logger: Logger | undefined;
+  private readonly pool: sql.SqlPool;
 
-  constructor(
-    private readonly db: Db,
-    options: { logger?: Logger } = {},
-  ) {
+  /** Every transition runs on `database.pool` (hot-sql.ts). */
+  constructor(database: Pick<Database, 'pool'>, options: { logger?: Logger } = {}) {
+    this.pool = database.pool;
     this.logger = options.logger;
   }
 
@@ -58,7 +58,7 @@ export class StepRepository {
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
     const staleAfterMs = Math.max(0, Math.floor(input.staleAfterMs ?? 0));
     const token = randomUUID();
-    const row = await sql.reserveStep(this.db, {
+    const row = await sql.reserveStep(this.pool, {
       run_id: input.runId,
       node_id: input.nodeId,
       estimate_micros: input.estimateMicros,
@@ -87,7 +87,7 @@ export class StepRepository {
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
     const lostCharge = input.lostChargeMicros ?? 0;
     assertMicros(lostCharge, 'lostChargeMicros');
-    const row = await sql.retryStep(this.db, {
+    const row = await sql.retryStep(this.pool, {
       run_id: input.runId,
       node_id: input.nodeId,
       attempt_token: input.attemptToken,
@@ -119,7 +119,7 @@ export class StepRepository {
       assertMicros(f.estimateMicros, 'followers[].estimateMicros');
     }
     const nextToken = next ? randomUUID() : null;
-    const row = await sql.completeStep(this.db, {
+    const row = await sql.completeStep(this.pool, {
       run_id: input.runId,
       node_id: input.nodeId,
       attempt_token: input.attemptToken,
@@ -167,7 +167,7 @@ export class StepRepository {
   async failStep(input: FailStepInput): Promise<FailStepResult> {
     assertMicros(input.costMicros, 'costMicros');
     if (!isUuid(input.runId)) return { committed: false, chargedMicros: 0, clamped: false, runFailed: false, skipped: [] };
-    const row = await sql.failStep(this.db, {
+    const row = await sql.failStep(this.pool, {
       run_id: input.runId,
       node_id: input.nodeId,
       attempt_token: input.attemptToken,
@@ -192,17 +192,20 @@ export class StepRepository {
     if (!isUuid(input.runId)) return NOT_COMMITTED;
     const followers = input.followers ?? [];
     const dependents = [...input.dependents, ...followers.flatMap((f) => f.dependents)];
-    const rows = await this.db.$queryRaw<{ cost_micros: bigint; ready: string[] | null; remaining: number; followers: { node_id: string; cost_micros: number }[] | null }[]>`
-      SELECT s.cost_micros,
-             (SELECT count(*) FROM steps o WHERE o.run_id = s.run_id AND o.status <> 'completed')::int AS remaining,
-             (SELECT array_agg(DISTINCT d.node_id ORDER BY d.node_id) FROM steps d JOIN runs r ON r.id = d.run_id
-              WHERE d.run_id = s.run_id AND d.node_id = ANY(${dependents}::text[])
-                AND d.pending_deps = 0 AND d.status IN ('pending', 'queued') AND r.status = 'running') AS ready,
-             (SELECT json_agg(json_build_object('node_id', f.node_id, 'cost_micros', f.cost_micros)) FROM steps f
-              WHERE f.run_id = s.run_id AND f.node_id = ANY(${followers.map((f) => f.nodeId)}::text[])
-                AND f.status = 'completed' AND f.attempt_token = s.attempt_token) AS followers
-      FROM steps s
-      WHERE s.run_id = ${input.runId}::uuid AND s.node_id = ${input.nodeId} AND s.status = 'completed' AND s.attempt_token = ${input.attemptToken}`;
+    const rows = await sql.queryRows<{ cost_micros: string; ready: string[] | null; remaining: number; followers: { node_id: string; cost_micros: number }[] | null }>(
+      this.pool,
+      `SELECT s.cost_micros,
+              (SELECT count(*) FROM steps o WHERE o.run_id = s.run_id AND o.status <> 'completed')::int AS remaining,
+              (SELECT array_agg(DISTINCT d.node_id ORDER BY d.node_id) FROM steps d JOIN runs r ON r.id = d.run_id
+               WHERE d.run_id = s.run_id AND d.node_id = ANY($4::text[])
+                 AND d.pending_deps = 0 AND d.status IN ('pending', 'queued') AND r.status = 'running') AS ready,
+              (SELECT json_agg(json_build_object('node_id', f.node_id, 'cost_micros', f.cost_micros)) FROM steps f
+               WHERE f.run_id = s.run_id AND f.node_id = ANY($5::text[])
+                 AND f.status = 'completed' AND f.attempt_token = s.attempt_token) AS followers
+         FROM steps s
+        WHERE s.run_id = $1::uuid AND s.node_id = $2::text AND s.status = 'completed' AND s.attempt_token = $3::text`,
+      [input.runId, input.nodeId, input.attemptToken, dependents, followers.map((f) => f.nodeId)],
+    );
     const row = rows[0];
     if (!row) return NOT_COMMITTED;
     // The followers this token committed, in their order (a run that stopped may have dropped the rest).

@@ -1,6 +1,6 @@
 import type { TokenKind } from '../platform/access-token';
 import type { AccessToken as AccessTokenRow } from './prisma-generated';
-import { queryRows, type Db } from './prisma-client';
+import { rawRows, type Db } from './prisma-client';
 
 /** A stored token as authentication needs it (the API's `TokenRecord`). */
 export interface TokenRecord {
@@ -70,8 +70,8 @@ export class TokenRepository {
 
   /** The token with this hash, revoked and expired ones included (the caller says why it is refused). */
   async findByHash(hash: string): Promise<TokenRecord | null> {
-    // Every authenticated request asks this: a plain statement on the hot path (see queryRows).
-    const rows = await queryRows<{ id: string; user_id: string; org_id: string; scopes: string[]; kind: string; expires_at: Date | null; revoked_at: Date | null }>(
+    // Every authenticated request asks this: one plain statement, on the caller's client or transaction.
+    const rows = await rawRows<{ id: string; user_id: string; org_id: string; scopes: string[]; kind: string; expires_at: Date | null; revoked_at: Date | null }>(
       this.db,
       'SELECT id, user_id, org_id, scopes, kind, expires_at, revoked_at FROM access_tokens WHERE token_hash = $1::text',
       [hash],

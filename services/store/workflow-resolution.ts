@@ -1,6 +1,6 @@
 import type { Workflow } from '../contract/schemas/workflow';
 import type { WorkflowRef } from '../engine/workflow-ref';
-import { queryRows, type Db } from './prisma-client';
+import { rawRows, type Db } from './prisma-client';
 import type { PublishedVersion } from '../engine/published-version';
 
 interface ResolvedRow {
@@ -60,7 +60,7 @@ export async function findPublishedVersion(db: Db, ref: WorkflowRef): Promise<Pu
       break;
   }
 
-  const rows = await queryRows<ResolvedRow>(
+  const rows = await rawRows<ResolvedRow>(
     db,
     `SELECT w.id AS workflow_id, w.slug, o.slug AS org_slug,
             v.id AS version_id, v.major, v.minor, v.patch, v.sequence, v.definition

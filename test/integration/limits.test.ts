@@ -205,7 +205,7 @@ describe('open run streams per organization across two API replicas', () => {
 
   /** A run that stays running (its steps are never enqueued), so its event stream stays open. */
   function runningRun(owner: SeededAccount): Promise<string> {
-    return new RunRepository(service.prisma).createRun({
+    return new RunRepository(service.database).createRun({
       orgId: owner.orgId, userId: owner.userId, tokenId: owner.tokenId, definition: { version: 2, nodes: [] }, inputs: {}, capMicros: 100_000, start: true, steps: [],
     });
   }

@@ -70,7 +70,7 @@ describe('mounted workflows', () => {
     // No event names a spliced step: the stream speaks of the nodes the caller wrote.
     expect(events.some((e) => 'nodeId' in e && e.nodeId.includes('__'))).toBe(false);
     const runId = (events[0] as { runId: string }).runId;
-    const record = (await new RunRepository(service.prisma).getRun(runId))!;
+    const record = (await new RunRepository(service.database).getRun(runId))!;
     expect(record.spentMicros).toBe(4);
     expect(record.steps.map((s) => s.nodeId).sort()).toEqual(['g__again', 'g__plus', 'g__twice', 'half']);
   });
@@ -109,7 +109,7 @@ describe('mounted workflows', () => {
     expect(events.at(-2)).toMatchObject({ type: 'step.failed', nodeId: 'g', error: { code: 'spend_cap_exceeded' } });
     expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'spend_cap_exceeded' } });
     const runId = (events[0] as { runId: string }).runId;
-    expect((await new RunRepository(service.prisma).getRun(runId))!.spentMicros).toBe(2);
+    expect((await new RunRepository(service.database).getRun(runId))!.spentMicros).toBe(2);
   });
 
   it('fails a run whose mounted workflow is pinned to a version, at run time', async () => {

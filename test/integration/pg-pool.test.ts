@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createPrismaClient, queryRows, type PrismaClient } from '../../services/store';
+import { createDatabase, queryRows, type Database } from '../../services/store';
 import { createTestDatabase, onServer, type TestDatabase } from '../support/database';
 import { stack } from '../support/stack';
 
@@ -9,24 +9,24 @@ import { stack } from '../support/stack';
  */
 describe('the Postgres pool shared by Prisma and plain statements', () => {
   let db: TestDatabase;
-  let prisma: PrismaClient;
+  let database: Database;
 
   beforeAll(async () => {
     db = await createTestDatabase(stack().postgres);
-    prisma = createPrismaClient(db.url, { poolSize: 3 });
+    database = createDatabase(db.url, { poolSize: 3 });
   });
 
   afterAll(async () => {
-    await prisma?.$disconnect();
+    await database?.close();
     await db?.drop();
   });
 
   it('replaces idle connections the server closed, and answers the next statement', async () => {
     // Three connections opened and left idle by plain statements only (Prisma itself never connects).
-    await Promise.all([1, 2, 3].map(() => queryRows(prisma, 'SELECT pg_sleep(0.05)', [])));
+    await Promise.all([1, 2, 3].map(() => queryRows(database.pool, 'SELECT pg_sleep(0.05)', [])));
     await onServer(stack().postgres, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db.name}' AND pid <> pg_backend_pid()`);
     // The closings reach the idle clients asynchronously; an unhandled one would crash the process here.
     await sleep(300);
-    await expect(queryRows<{ one: number }>(prisma, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
+    await expect(queryRows<{ one: number }>(database.pool, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
   });
 });

@@ -2,7 +2,7 @@ import path from 'node:path';
 import pino from 'pino';
 import { BlobUrlSigner, FsBlobStore, S3BlobStore, type BlobStore } from '../../services/blobs';
 import { BlobArtifactStore } from '../../services/nodes';
-import { ArtifactRepository, createPrismaClient, RunRepository, type PrismaClient } from '../../services/store';
+import { ArtifactRepository, createDatabase, RunRepository, type Database, type PrismaClient } from '../../services/store';
 import { createRetentionSweeper, type RetentionSweeperOptions } from '../../workers/retention-sweeper';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { seedAccount } from '../support/fixtures';
@@ -80,6 +80,7 @@ const keyOf = (ref: string) => new URL(ref).pathname.slice('/blobs/'.length);
 
 describe.each(drivers)('artifact retention over the %s blob store', (_name, makeStore) => {
   let db: TestDatabase;
+  let database: Database;
   let prisma: PrismaClient;
   let raw: BlobStore;
   let store: InstrumentedBlobStore;
@@ -109,12 +110,13 @@ describe.each(drivers)('artifact retention over the %s blob store', (_name, make
   beforeEach(async () => {
     // A database per test: a sweep sees every expired row of its database.
     db = await createTestDatabase(stack().postgres, stack().templateDatabase);
-    prisma = createPrismaClient(db.url, { poolSize: 12 });
+    database = createDatabase(db.url, { poolSize: 12 });
+    prisma = database.prisma;
     raw = await makeStore();
     store = new InstrumentedBlobStore(raw);
     repo = new ArtifactRepository(prisma);
     const account = await seedAccount(prisma, { slug: 'retention', scopes: ['run'] });
-    runId = await new RunRepository(prisma).createRun({
+    runId = await new RunRepository(database).createRun({
       orgId: account.orgId,
       userId: account.userId,
       tokenId: account.tokenId,
@@ -127,7 +129,7 @@ describe.each(drivers)('artifact retention over the %s blob store', (_name, make
   });
 
   afterEach(async () => {
-    await prisma?.$disconnect();
+    await database?.close();
     await db?.drop();
   });
 
@@ -154,7 +156,7 @@ describe.each(drivers)('artifact retention over the %s blob store', (_name, make
   });
 
   it('deletes expired blobs and marks their rows, leaving unexpired artifacts, recipe assets and the run record alone', async () => {
-    const runs = new RunRepository(prisma);
+    const runs = new RunRepository(database);
     const old = await artifactsOf(RETENTION).put(Buffer.from('old'), { mimeType: 'image/png' });
     clock = at(DAY);
     const young = await artifactsOf(RETENTION).put(Buffer.from('young'), { mimeType: 'image/png' });
@@ -244,15 +246,17 @@ describe.each(drivers)('artifact retention over the %s blob store', (_name, make
 
 describe('two retention sweepers at once (Ceph RGW)', () => {
   let db: TestDatabase;
+  let database: Database;
   let prisma: PrismaClient;
 
   beforeAll(async () => {
     db = await createTestDatabase(stack().postgres, stack().templateDatabase);
-    prisma = createPrismaClient(db.url, { poolSize: 12 });
+    database = createDatabase(db.url, { poolSize: 12 });
+    prisma = database.prisma;
   });
 
   afterAll(async () => {
-    await prisma?.$disconnect();
+    await database?.close();
     await db?.drop();
   });
 
@@ -261,7 +265,7 @@ describe('two retention sweepers at once (Ceph RGW)', () => {
     await raw.init();
     const repo = new ArtifactRepository(prisma);
     const account = await seedAccount(prisma, { slug: 'race', scopes: ['run'] });
-    const runId = await new RunRepository(prisma).createRun({
+    const runId = await new RunRepository(database).createRun({
       orgId: account.orgId, userId: account.userId, tokenId: account.tokenId, definition: {}, inputs: {}, capMicros: 1, steps: [],
     });
     const put = new BlobArtifactStore({

@@ -108,7 +108,7 @@ describe('run execution over real Redis, Postgres and S3', () => {
     const usage = events.filter((e) => e.type === 'step.completed').map((e) => (e as { usage: { costUsd: number; ms: number } }).usage);
     expect(usage).toHaveLength(4);
     expect(usage.every((u) => u.costUsd === 0.000001 && u.ms >= 0)).toBe(true);
-    const run = await new RunRepository(service.prisma).getRun(runId);
+    const run = await new RunRepository(service.database).getRun(runId);
     expect(run).toMatchObject({ spentMicros: 4, reservedMicros: 0 });
     expect(await ledger.balance(service.account.orgId)).toBe(before - 4);
   });
@@ -150,7 +150,7 @@ describe('run execution over real Redis, Postgres and S3', () => {
     expect(events.some((e) => e.type === 'step.started' && (e as { nodeId: string }).nodeId === 'n3')).toBe(false);
     expect(events.at(-2)).toMatchObject({ type: 'step.failed', nodeId: 'n3', error: { code: 'spend_cap_exceeded' } });
     expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'spend_cap_exceeded' } });
-    const run = await new RunRepository(service.prisma).getRun(runId);
+    const run = await new RunRepository(service.database).getRun(runId);
     expect(run).toMatchObject({ status: 'failed', spentMicros: 3, reservedMicros: 0, outputs: null });
     expect(run!.steps.find((s) => s.nodeId === 'n3')).toMatchObject({ status: 'failed', attempt: 0, error: { code: 'spend_cap_exceeded' } });
     expect(run!.steps.find((s) => s.nodeId === 'n4')).toMatchObject({ status: 'skipped', attempt: 0 });
@@ -165,7 +165,7 @@ describe('run execution over real Redis, Postgres and S3', () => {
       ],
     };
     const results = await Promise.all(Array.from({ length: 20 }, () => runToEnd(service, { workflow: wide, maxCostUsd: 0.000005 })));
-    const runs = new RunRepository(service.prisma);
+    const runs = new RunRepository(service.database);
     for (const { events, done } of results) {
       expect(done).toBe(true);
       expect(events.filter((e) => e.type === 'run.completed' || e.type === 'run.failed')).toHaveLength(1);
@@ -227,7 +227,7 @@ describe('run execution over real Redis, Postgres and S3', () => {
     expect(failing.status).toBe(400);
     const failure = (await failing.json()) as { code: string; runId: string; runError: { code: string } };
     expect(failure).toMatchObject({ code: 'validation_failed', runId: expect.any(String), runError: { code: 'validation_failed' } });
-    expect((await new RunRepository(service.prisma).getRun(failure.runId))!.status).toBe('failed');
+    expect((await new RunRepository(service.database).getRun(failure.runId))!.status).toBe('failed');
     const notModel = await post(service, '/v1/runs/node', { node: 'no-such-node', inputs: {} });
     expect(notModel.status).toBe(404);
   });

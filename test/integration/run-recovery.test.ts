@@ -54,7 +54,7 @@ describe('recovery: killed workers and lost jobs', () => {
     let rescuer: Awaited<ReturnType<TestService['extra']>> | undefined;
     try {
       const { runId, stream } = await startRun(service, chain);
-      const runs = new RunRepository(service.prisma);
+      const runs = new RunRepository(service.database);
       // The step is reserved with the run: it is running in the doomed worker once that worker holds its job.
       await waitFor('the first step to be running in the doomed worker', async () => (await service.runtime.queue.counts()).active > 0 && (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'first' && s.status === 'running'));
       const held = (await runs.getRun(runId))!;
@@ -87,7 +87,7 @@ describe('recovery: killed workers and lost jobs', () => {
     try {
       const { runId, stream } = await startRun(service, chain);
       await exited(doomed);
-      const runs = new RunRepository(service.prisma);
+      const runs = new RunRepository(service.database);
       expect(await runs.getRun(runId)).toMatchObject({ status: 'completed', reservedMicros: 0, spentMicros: 2 });
       expect(await service.runtime.bus.read(runId)).not.toContainEqual(expect.objectContaining({ event: expect.objectContaining({ type: 'run.completed' }) }));
 
@@ -112,7 +112,7 @@ describe('recovery: killed workers and lost jobs', () => {
     let rescuer: Awaited<ReturnType<TestService['extra']>> | undefined;
     try {
       const { runId, stream } = await startRun(service, chain);
-      const runs = new RunRepository(service.prisma);
+      const runs = new RunRepository(service.database);
       await waitFor('the second step to be running in the doomed worker', async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'second' && s.status === 'running'));
       expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0 });
       doomed.kill('SIGKILL');
@@ -139,7 +139,7 @@ describe('recovery: killed workers and lost jobs', () => {
     await service.runtime.queue.queue.obliterate({ force: true });
     expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0, active: 0 });
     // The first step (a local node, the run's only first step) was reserved with the run: running, held, never started.
-    const held = (await new RunRepository(service.prisma).getRun(runId))!;
+    const held = (await new RunRepository(service.database).getRun(runId))!;
     expect(held.steps.find((s) => s.nodeId === 'first')).toMatchObject({ status: 'running', attempt: 1 });
     expect(held.reservedMicros).toBeGreaterThan(0);
 
@@ -149,7 +149,7 @@ describe('recovery: killed workers and lost jobs', () => {
       expect(report.requeued).toBe(1);
       const events = await stream;
       expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } });
-      expect((await new RunRepository(service.prisma).getRun(runId))!.status).toBe('completed');
+      expect((await new RunRepository(service.database).getRun(runId))!.status).toBe('completed');
       // A second sweep finds nothing left to do.
       expect(await worker.reaper!.sweep()).toEqual({ timedOut: 0, completed: 0, requeued: 0, failed: 0 });
     } finally {
@@ -158,7 +158,7 @@ describe('recovery: killed workers and lost jobs', () => {
   });
 
   it('completes a run whose last step finished but whose completion was never written', async () => {
-    const runs = new RunRepository(service.prisma);
+    const runs = new RunRepository(service.database);
     const worker = await service.extra({ ROLE: 'worker' });
     try {
       const { runId, stream } = await startRun(service, chain);
@@ -184,7 +184,7 @@ describe('recovery: killed workers and lost jobs', () => {
       expect(report.timedOut).toBe(1);
       const events = await stream;
       expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'run_timeout' } });
-      expect(await new RunRepository(service.prisma).getRun(runId)).toMatchObject({ status: 'failed', reservedMicros: 0 });
+      expect(await new RunRepository(service.database).getRun(runId)).toMatchObject({ status: 'failed', reservedMicros: 0 });
     } finally {
       await worker.close();
     }

@@ -9,7 +9,7 @@ import { createCatalog } from '../../services/nodes';
 import { createLogger } from '../../services/platform/logger';
 import { createMetrics } from '../../services/platform/metrics';
 import { createRedisConnection, RunEventBus, runEventKeys } from '../../services/queue';
-import { createPrismaClient, LedgerRepository, RunRepository, StepRepository, TokenRepository, type PrismaClient } from '../../services/store';
+import { createDatabase, LedgerRepository, RunRepository, StepRepository, TokenRepository, type Database, type PrismaClient } from '../../services/store';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { sseMessages, readSse, type SseMessage } from '../support/sse';
@@ -40,6 +40,7 @@ async function waitFor(check: () => boolean | Promise<boolean>, what: string, ti
 
 describe('run history and replay over HTTP', () => {
   let db: TestDatabase;
+  let database: Database;
   let prisma: PrismaClient;
   let runs: RunRepository;
   let steps: StepRepository;
@@ -54,9 +55,10 @@ describe('run history and replay over HTTP', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase(stack().postgres, stack().templateDatabase);
-    prisma = createPrismaClient(db.url);
-    runs = new RunRepository(prisma);
-    steps = new StepRepository(prisma);
+    database = createDatabase(db.url);
+    prisma = database.prisma;
+    runs = new RunRepository(database);
+    steps = new StepRepository(database);
     const connect = () => {
       const redis = createRedisConnection(stack().redisUrl);
       connections.push(redis);
@@ -97,7 +99,7 @@ describe('run history and replay over HTTP', () => {
       if (keys.length > 0) await admin.del(...keys);
     }
     for (const redis of connections) redis.disconnect();
-    await prisma?.$disconnect();
+    await database?.close();
     await db?.drop();
   });
 

@@ -1,11 +1,12 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import {
-  createPrismaClient,
+  createDatabase,
   LedgerRepository,
   RunRecoveryRepository,
   RunRepository,
   StepRepository,
+  type Database,
   type NewRun,
   type PrismaClient,
 } from '../../services/store';
@@ -90,6 +91,7 @@ const DIAMOND = { a: [], b: ['a'], c: ['a'], d: ['b', 'c'] };
 
 describe('run store', () => {
   let db: TestDatabase;
+  let database: Database;
   let prisma: PrismaClient;
   let runs: RunRepository;
   let steps: StepRepository;
@@ -99,15 +101,16 @@ describe('run store', () => {
 
   beforeAll(async () => {
     db = await createTestDatabase(stack().postgres, stack().templateDatabase);
-    prisma = createPrismaClient(db.url, { poolSize: 20 });
+    database = createDatabase(db.url, { poolSize: 20 });
+    prisma = database.prisma;
     const sink = new Writable({
       write(chunk: Buffer, _encoding, done) {
         for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) warnings.push(JSON.parse(line) as Record<string, unknown>);
         done();
       },
     });
-    runs = new RunRepository(prisma);
-    steps = new StepRepository(prisma, { logger: pino({ level: 'warn' }, sink) });
+    runs = new RunRepository(database);
+    steps = new StepRepository(database, { logger: pino({ level: 'warn' }, sink) });
     recovery = new RunRecoveryRepository(prisma);
     ledger = new LedgerRepository(prisma);
   });
@@ -118,7 +121,7 @@ describe('run store', () => {
   });
 
   afterAll(async () => {
-    await prisma?.$disconnect();
+    await database?.close();
     await db?.drop();
   });
 

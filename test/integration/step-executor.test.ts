@@ -131,9 +131,9 @@ describe('step executor: transient retries and aborts', () => {
 
   beforeAll(async () => {
     service = await startTestService({ env: { ROLE: 'api' } });
-    const { prisma, runtime, config } = service;
-    runs = new RunRepository(prisma);
-    const steps = new StepRepository(prisma);
+    const { database, runtime, config } = service;
+    runs = new RunRepository(database);
+    const steps = new StepRepository(database);
     const contexts = new RunContexts(runs, catalog);
     const publisher = createRedisConnection(stack().redisUrl);
     const subscriber = createRedisConnection(stack().redisUrl);

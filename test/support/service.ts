@@ -3,7 +3,7 @@ import { listen, type RunningServer } from '../../services/api';
 import { loadConfig, type Config } from '../../services/platform/config';
 import { createLogger } from '../../services/platform/logger';
 import { createMetrics, type Metrics } from '../../services/platform/metrics';
-import { createPrismaClient, type PrismaClient } from '../../services/store';
+import { createDatabase, type Database, type PrismaClient } from '../../services/store';
 import { createServiceRuntime, type ServiceRuntime } from '../../workers/service-runtime';
 import { createTestDatabase, type PostgresServer, type TestDatabase } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
@@ -21,6 +21,8 @@ export interface TestService {
   runtime: ServiceRuntime;
   metrics: Metrics;
   prisma: PrismaClient;
+  /** Prisma and the pool together, for the repositories of the hot paths (`new RunRepository(service.database)`). */
+  database: Database;
   db: TestDatabase;
   /** An organization with credit and a `run`+`read` token. */
   account: SeededAccount;
@@ -62,7 +64,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     ...options.env,
   };
   const log = createLogger({ level: (env.LOG_LEVEL ?? 'silent') as Config['logLevel'] });
-  const prisma = createPrismaClient(db.url);
+  const database = createDatabase(db.url);
+  const prisma = database.prisma;
   const account = await seedAccount(prisma, { slug: 'runner', scopes: ['read', 'run'], balanceMicros: options.balanceMicros ?? 100_000_000 });
   const metrics = createMetrics({ role: 'test' });
 
@@ -87,6 +90,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     runtime,
     metrics,
     prisma,
+    database,
     db,
     account,
     async extra(overrides = {}) {
@@ -99,7 +103,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       await server.close(0);
       for (const extra of extras) await extra.close();
       await runtime.close();
-      await prisma.$disconnect();
+      await database.close();
       await db.drop();
     },
   };

@@ -1,13 +1,26 @@
+import type pg from 'pg';
 import { microsFromDb } from './micros';
-import { queryRows, type Db } from './prisma-client';
 import { jsonParam } from './run-records';
 
 /**
- * The typed calls of the step and run transition functions (`prisma/functions/*.sql`; their
- * headers say what each locks). Each function takes one jsonb object and returns one, keys in
- * snake_case; this module is the only place that spells those keys. Money goes in and comes
- * back as whole micro-USD numbers (read through `microsFromDb`).
+ * The typed SQL of the hot paths, run straight on the node-postgres pool (database.ts) rather
+ * than through Prisma: {@link queryRows} for plain statements (run creation and reads), and one
+ * typed call per step and run transition function (`prisma/functions/*.sql`; their headers say
+ * what each locks). Each function takes one jsonb object and returns one, keys in snake_case;
+ * this module is the only place that spells those keys. Money goes in and comes back as whole
+ * micro-USD numbers (read through `microsFromDb`).
  */
+
+/** What the hot paths run on: `Database.pool`. */
+export type SqlPool = Pick<pg.Pool, 'query'>;
+
+/**
+ * Runs one statement with `$1..$n` parameters (cast them in the SQL) and returns its rows. BIGINT
+ * columns come back as decimal text: read money with `microsFromDb`.
+ */
+export async function queryRows<T>(pool: SqlPool, text: string, params: readonly unknown[]): Promise<T[]> {
+  return (await pool.query(text, params as unknown[])).rows as T[];
+}
 
 /** Why a reservation or a retry was refused, as the functions spell it. */
 export type StepVerdict = 'ok' | 'run_not_running' | 'step_not_runnable' | 'not_owner' | 'attempts_exhausted' | 'cap_exceeded' | 'insufficient_credit';
@@ -142,24 +155,24 @@ interface Functions {
 type Name = keyof Functions;
 
 /** One round trip: `SELECT <name>($1::jsonb)`. The name comes from the `Functions` list above, never from a caller's data. */
-async function callFunction<N extends Name>(db: Db, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
-  const rows = await queryRows<{ out: Record<string, unknown> }>(db, `SELECT ${name}($1::jsonb) AS out`, [jsonParam(args, name)]);
+async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
+  const rows = await queryRows<{ out: Record<string, unknown> }>(pool, `SELECT ${name}($1::jsonb) AS out`, [jsonParam(args, name)]);
   return rows[0]!.out;
 }
 
 const money = (value: unknown): number => microsFromDb(value as number);
 const moneyOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : money(value));
 
-export async function reserveStep(db: Db, args: ReserveStepArgs): Promise<ReserveStepOut> {
-  return (await callFunction(db, 'svc_reserve_step', args)) as unknown as ReserveStepOut;
+export async function reserveStep(pool: SqlPool, args: ReserveStepArgs): Promise<ReserveStepOut> {
+  return (await callFunction(pool, 'svc_reserve_step', args)) as unknown as ReserveStepOut;
 }
 
-export async function retryStep(db: Db, args: RetryStepArgs): Promise<RetryStepOut> {
-  return (await callFunction(db, 'svc_retry_step', args)) as unknown as RetryStepOut;
+export async function retryStep(pool: SqlPool, args: RetryStepArgs): Promise<RetryStepOut> {
+  return (await callFunction(pool, 'svc_retry_step', args)) as unknown as RetryStepOut;
 }
 
-export async function completeStep(db: Db, args: CompleteStepArgs): Promise<CompleteStepOut> {
-  const out = await callFunction(db, 'svc_complete_step', args);
+export async function completeStep(pool: SqlPool, args: CompleteStepArgs): Promise<CompleteStepOut> {
+  const out = await callFunction(pool, 'svc_complete_step', args);
   const totals = out.follower_totals as unknown[] | null;
   return {
     ...(out as unknown as CompleteStepOut),
@@ -170,16 +183,16 @@ export async function completeStep(db: Db, args: CompleteStepArgs): Promise<Comp
   };
 }
 
-export async function failStep(db: Db, args: FailStepArgs): Promise<FailStepOut> {
-  const out = await callFunction(db, 'svc_fail_step', args);
+export async function failStep(pool: SqlPool, args: FailStepArgs): Promise<FailStepOut> {
+  const out = await callFunction(pool, 'svc_fail_step', args);
   return { ...(out as unknown as FailStepOut), total_micros: money(out.total_micros), held_micros: money(out.held_micros) };
 }
 
-export async function failRun(db: Db, args: FailRunArgs): Promise<FailRunOut> {
-  const out = await callFunction(db, 'svc_fail_run', args);
+export async function failRun(pool: SqlPool, args: FailRunArgs): Promise<FailRunOut> {
+  const out = await callFunction(pool, 'svc_fail_run', args);
   return { ...(out as unknown as FailRunOut), released_micros: money(out.released_micros) };
 }
 
-export async function completeRun(db: Db, args: CompleteRunArgs): Promise<boolean> {
-  return (await callFunction(db, 'svc_complete_run', args)).completed === true;
+export async function completeRun(pool: SqlPool, args: CompleteRunArgs): Promise<boolean> {
+  return (await callFunction(pool, 'svc_complete_run', args)).completed === true;
 }
