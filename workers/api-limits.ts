@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { AppDeps } from '../services/api';
+import { TokenLimit, type MinuteLimit, type StreamSlots } from '../services/api';
 import type { Config } from '../services/platform/config';
 import type { Logger } from '../services/platform/logger';
 import type { Metrics } from '../services/platform/metrics';
@@ -7,8 +7,12 @@ import { RateLimiter, StreamLeases } from '../services/queue';
 
 /** The API's limits, built from the configuration over the process's Redis connection. */
 export interface ApiLimits {
-  rateLimits: AppDeps['rateLimits'];
-  streamSlots: AppDeps['streamSlots'];
+  /** Requests per minute of one client address; absent when 0. */
+  ipLimit: MinuteLimit | undefined;
+  /** Requests per minute of one access token; absent when 0. */
+  tokenLimit: TokenLimit | undefined;
+  /** Open run streams per organization; absent when 0. */
+  streamSlots: StreamSlots | undefined;
   /** Stops renewing stream leases and gives back those still held. */
   close(): Promise<void>;
 }
@@ -22,22 +26,19 @@ type LimitConfig = Pick<Config, 'redisPrefix' | 'rateLimitTokenPerMinute' | 'rat
  */
 export function createApiLimits(config: LimitConfig, redis: Redis, metrics: Metrics, log: Logger): ApiLimits {
   const limited = config.rateLimitTokenPerMinute > 0 || config.rateLimitIpPerMinute > 0;
-  const limiter = limited
+  const counter = limited
     ? new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'rate limit not checked (Redis did not answer); request let through') })
     : undefined;
   const leases = config.maxOpenStreamsPerOrg > 0
     ? new StreamLeases({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'open-stream slot not counted (Redis did not answer)') })
     : undefined;
+  const onLimited = (limit: 'token' | 'ip' | 'open_streams') => metrics.rateLimited.inc({ limit });
   return {
-    rateLimits: limiter && {
-      counter: limiter,
-      tokenPerMinute: config.rateLimitTokenPerMinute,
-      ipPerMinute: config.rateLimitIpPerMinute,
-      onLimited: (limit) => metrics.rateLimited.inc({ limit }),
-    },
+    ipLimit: counter && config.rateLimitIpPerMinute > 0 ? { counter, perMinute: config.rateLimitIpPerMinute, onLimited } : undefined,
+    tokenLimit: counter && config.rateLimitTokenPerMinute > 0 ? new TokenLimit({ counter, perMinute: config.rateLimitTokenPerMinute, onLimited }) : undefined,
     streamSlots: leases && {
       perOrg: config.maxOpenStreamsPerOrg,
-      take: (orgId) => leases.acquire(orgId, config.maxOpenStreamsPerOrg),
+      take: (orgId: string) => leases.acquire(orgId, config.maxOpenStreamsPerOrg),
       onRefused: () => metrics.rateLimited.inc({ limit: 'open_streams' }),
     },
     close: async () => leases?.close(),

@@ -7,13 +7,9 @@
 import type { Express } from 'express';
 import type { Artifact } from '../services/contract';
 import type { Worker } from 'bullmq';
-import { createApp, createHandlers, type ReadinessProbe, type WorkflowResolver } from '../services/api';
+import { createApp, createHandlers, createInvoker, type ReadinessProbe } from '../services/api';
 import { createBlobRouter } from '../services/api/routes/blob-route';
-import { createRunRouter } from '../services/api/routes/run-routes';
 import { createDeviceRouter } from '../services/api/routes/device-routes';
-import { createMeRouter } from '../services/api/routes/me-route';
-import { createTokenRouter } from '../services/api/routes/token-routes';
-import { createWorkflowEditorRouter } from '../services/api/routes/workflow-editor-routes';
 import { createSessionRouter } from '../services/api/routes/session-routes';
 import { TokenUsageRecorder } from '../services/api/auth/token-usage';
 import { BlobArtifactStore, createInputFetcher, createNodeRegistry } from '../services/nodes';
@@ -25,7 +21,7 @@ import type { Logger } from '../services/platform/logger';
 import type { Metrics } from '../services/platform/metrics';
 import { createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RateLimiter, RunEventBus, StepQueue, subscribeRunAborts } from '../services/queue';
 import { MountTallyAppender } from '../services/queue/mount-tally-appender';
-import { InFlightSteps, presentingMountEvents, RunContexts, RunLifecycle, RunReaper, RunStarter, StepExecutor } from '../services/runs';
+import { InFlightSteps, presentingMountEvents, RunContextCache, RunLauncher, RunLifecycle, RunReaper, RunStarter, StepExecutor, type WorkflowResolver } from '../services/runs';
 import {
   ArtifactRepository,
   createDatabase,
@@ -72,6 +68,7 @@ export type RuntimeConfig = Pick<
   | 'stepStuckSeconds'
   | 'runTimeoutSeconds'
   | 'streamRecordCheckMs'
+  | 'streamFinishedGraceMs'
   | 'artifactRetentionDays'
   | 'retentionSweepIntervalSeconds'
   | 'failpoints'
@@ -142,7 +139,7 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
   const nodes = createNodeRegistry(await configuredNodes(config, log));
   const { catalog } = nodes;
   const findNode = nodes.find;
-  const contexts = new RunContexts(runs, catalog);
+  const contexts = new RunContextCache(runs, catalog);
   // Steps of mounted workflows show as progress of the node that mounts them, framed by its own
   // step.started and step.completed (tallied in Redis with the append, across workers).
   const runEvents = presentingMountEvents({
@@ -208,78 +205,89 @@ export async function createServiceRuntime(options: RuntimeOptions): Promise<Ser
       organizations: new OrganizationRepository(prisma),
       tokens: { ...tokens, findById: (id: string) => tokenRows.findById(id) },
     };
+    const deviceAuthorizations = new DeviceAuthorizationRepository(prisma);
+    const deviceLimiter = new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'device-login attempts not counted (Redis did not answer)') });
+    const deviceUserCodeFailures = {
+      perUser: config.deviceUserCodeMaxFailuresPerUser,
+      perIp: config.deviceUserCodeMaxFailuresPerIp,
+      windowMs: config.deviceUserCodeFailureWindowSeconds * 1000,
+    };
     const deviceLogin = createDeviceRouter({
       ...accountReaders,
-      authorizations: new DeviceAuthorizationRepository(prisma),
+      authorizations: deviceAuthorizations,
       memberships: new MembershipRepository(prisma),
-      limiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'device-login attempts not counted (Redis did not answer)') }),
+      limiter: deviceLimiter,
       verificationUrl: config.deviceVerificationUrl,
       deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
       pollIntervalSeconds: config.devicePollIntervalSeconds,
       sessionTokenTtlDays: config.sessionTokenTtlDays,
-      userCodeFailures: {
-        perUser: config.deviceUserCodeMaxFailuresPerUser,
-        perIp: config.deviceUserCodeMaxFailuresPerIp,
-        windowMs: config.deviceUserCodeFailureWindowSeconds * 1000,
+      userCodeFailures: deviceUserCodeFailures,
+    });
+    const memberships = new MembershipRepository(prisma);
+    const users = new UserRepository(prisma);
+    const organizations = new OrganizationRepository(prisma);
+    const handlers = createHandlers({
+      catalog,
+      workflows: { published: workflows },
+      runs: new RunLauncher({
+        specs: catalog,
+        findNode,
+        resolver: options.resolver ?? workflows,
+        starter: {
+          start: async (request) => {
+            const runId = await starter.start(request);
+            metrics.runsStarted.inc();
+            return runId;
+          },
+          startFailed: async (request, error) => {
+            const runId = await starter.startFailed(request, error);
+            metrics.runsStarted.inc();
+            return runId;
+          },
+        },
+        events: bus,
+        records: runs,
+        recordCheckMs: config.streamRecordCheckMs,
+      }),
+      runRecords: { runs, events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
+      account: { tokens: accountReaders.tokens, users, organizations },
+      editor: {
+        workflows,
+        memberships,
+        specs: catalog,
+        // Recipe assets: no run, no expiry (docs/workflows.md, "Recipe assets").
+        assets: new WorkflowAssets({ store: blobs.store, signer: blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: artifacts.recorderFor(null), fetchRemote: fetchInput, maxBytes: config.fetch.maxBytes }),
+      },
+      deviceApproval: {
+        authorizations: deviceAuthorizations,
+        organizations,
+        memberships,
+        limiter: deviceLimiter,
+        userCodeFailures: deviceUserCodeFailures,
       },
     });
     app = createApp({
-      handlers: createHandlers({
-        catalog,
-        workflows: { published: workflows },
-        runs: {
-          specs: catalog,
-          findNode,
-          resolver: options.resolver ?? workflows,
-          starter: {
-            start: async (request) => {
-              const runId = await starter.start(request);
-              metrics.runsStarted.inc();
-              return runId;
-            },
-            startFailed: async (request, error) => {
-              const runId = await starter.startFailed(request, error);
-              metrics.runsStarted.inc();
-              return runId;
-            },
-          },
-          events: bus,
-          records: runs,
-          recordCheckMs: config.streamRecordCheckMs,
-        },
-      }),
+      invoke: createInvoker({ handlers, tokenLimit: limits.tokenLimit, streamSlots: limits.streamSlots }),
       tokens,
       log,
       metrics,
       probes,
       bodyLimitBytes: config.bodyLimitBytes,
+      uploadLimitBytes: config.fetch.maxBytes,
       trustProxy: config.trustProxy,
-      rateLimits: limits.rateLimits,
-      streamSlots: limits.streamSlots,
+      ipLimit: limits.ipLimit,
       publicBaseUrl: config.publicBaseUrl,
-      heartbeatMs: options.heartbeatMs,
+      heartbeatMs: options.heartbeatMs ?? 15_000,
       extraRoutes: [
         createBlobRouter({ store: blobs.store, signer: blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
-        createRunRouter({ runs, events: bus, tokens, recordCheckMs: config.streamRecordCheckMs, heartbeatMs: options.heartbeatMs ?? 15000, openStreams: metrics.openStreams, streamSlots: limits.streamSlots }),
-        createTokenRouter({ tokens, bodyLimitBytes: config.bodyLimitBytes }),
-        createWorkflowEditorRouter({
-          workflows,
-          memberships: new MembershipRepository(prisma),
-          tokens,
-          specs: catalog,
-          bodyLimitBytes: config.bodyLimitBytes,
-          // Recipe assets: no run, no expiry (docs/workflows.md, "Recipe assets").
-          assets: new WorkflowAssets({ store: blobs.store, signer: blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: artifacts.recorderFor(null), fetchRemote: fetchInput, maxBytes: config.fetch.maxBytes }),
-          assetMaxBytes: config.fetch.maxBytes,
-        }),
-        createMeRouter(accountReaders),
         deviceLogin,
         createSessionRouter({
-          users: new UserRepository(prisma),
-          memberships: new MembershipRepository(prisma),
-          organizations: new OrganizationRepository(prisma),
+          users,
+          memberships,
+          organizations,
           sessions: tokenRows,
           tokens,
+          tokenLimit: limits.tokenLimit,
           limiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'failed sign-ins not counted (Redis did not answer)') }),
           sessionHours: config.browserSessionHours,
           maxFailuresPerEmail: config.signInMaxFailuresPerEmail,

@@ -1,6 +1,7 @@
 export { ERROR_CODES, isErrorCode, isRetryable, statusOf, type ErrorCode } from './error-codes';
-export { defineOperation, type InputOf, type Operation, type OutputOf, type Scope } from './operation';
+export { defineOperation, type InputOf, type Operation, type OutputOf, type Scope, type TokenKind } from './operation';
 export { OPERATIONS, OP_NAMES, isOpName, type OpInput, type OpName, type OpOutput, type Operations, type StreamingOpName } from './registry';
+export { ROUTES, ROUTE_NAMES, type RouteInput, type RouteName, type RouteOutput, type Routes } from './route-registry';
 export {
   ARTIFACT_KINDS,
   ArtifactInputSchema,
@@ -53,6 +54,7 @@ export {
   RunEventSchema,
   RunFailedEventSchema,
   RunStartedEventSchema,
+  SequencedEventSchema,
   StepCompletedEventSchema,
   StepFailedEventSchema,
   StepProgressEventSchema,
@@ -60,6 +62,7 @@ export {
   TERMINAL_EVENT_TYPES,
   type RunEvent,
   type RunEventType,
+  type SequencedEvent,
 } from './schemas/run-event';
 export { strictObject } from './schemas/strict-object';
 export { GraphNodeSchema, PublishedWorkflowSchema, WorkflowSchema, type GraphNode, type PublishedWorkflow, type Workflow } from './schemas/workflow';
@@ -87,7 +90,7 @@ export {
 } from './schemas/editor-workflow';
 export { describeErrors, MAX_LISTED, summarizeIssues, validate, validateInput, validatorFor, type ValidationIssue, type ValidationResult } from './validator';
 export { ALL_ERRORS_VALUE_BUDGET, MAX_INPUT_DEPTH, MAX_MAP_ENTRIES, scanInput, type InputScan } from './input-limits';
-export { buildOpenApiDocument } from './openapi';
+export { buildOpenApiDocument, carriesBody } from './openapi';
 export {
   MAX_TOKEN_DAYS,
   TokenCreatedSchema,

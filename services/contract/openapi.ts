@@ -1,6 +1,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ERROR_CODES } from './error-codes';
-import { OPERATIONS, OP_NAMES } from './registry';
+import type { Operation } from './operation';
+import { OPERATIONS } from './registry';
+import { ROUTES } from './route-registry';
 import { ErrorBodySchema } from './schemas/error-body';
 import { RunEventSchema } from './schemas/run-event';
 
@@ -11,15 +13,14 @@ function plain(schema: TSchema): JsonObject {
   return JSON.parse(JSON.stringify(schema)) as JsonObject;
 }
 
-function parameters(name: (typeof OP_NAMES)[number]): JsonObject[] {
-  const op = OPERATIONS[name];
-  const properties = (op.input as { properties: Record<string, TSchema> }).properties;
-  const required = new Set((op.input as { required?: string[] }).required ?? []);
+function parameters(op: Operation): JsonObject[] {
+  const properties = (op.input as unknown as { properties: Record<string, TSchema> }).properties;
+  const required = new Set((op.input as unknown as { required?: string[] }).required ?? []);
   const out: JsonObject[] = [];
   for (const param of op.http.pathParams) {
     out.push({ name: param, in: 'path', required: true, schema: plain(properties[param]!) });
   }
-  if (op.http.method === 'GET') {
+  if (!carriesBody(op)) {
     for (const [key, schema] of Object.entries(properties)) {
       if (op.http.pathParams.includes(key)) continue;
       out.push({ name: key, in: 'query', required: required.has(key), schema: plain(schema) });
@@ -28,11 +29,26 @@ function parameters(name: (typeof OP_NAMES)[number]): JsonObject[] {
   return out;
 }
 
-/** The OpenAPI 3.1 document of the HTTP surface: one loop over the registry. */
+/** POST and PATCH carry their input (less the path's) in the body; GET and DELETE in the query. */
+export function carriesBody(op: Operation): boolean {
+  return op.http.method === 'POST' || op.http.method === 'PATCH';
+}
+
+function requestBody(op: Operation): JsonObject {
+  if (!carriesBody(op)) return {};
+  if (op.http.body === 'bytes') return { requestBody: { required: true, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } } };
+  return { requestBody: { required: true, content: { 'application/json': { schema: plain(op.input) } } } };
+}
+
+/**
+ * The OpenAPI 3.1 document of the HTTP surface: one loop over the five operations (marked with
+ * their MCP tool) and the routes beside them.
+ */
 export function buildOpenApiDocument(options: { serverUrl: string; version: string }): JsonObject {
   const paths: Record<string, JsonObject> = {};
-  for (const name of OP_NAMES) {
-    const op = OPERATIONS[name];
+  const entries: [Operation, boolean][] = [...Object.values(OPERATIONS).map((op): [Operation, boolean] => [op, true]), ...Object.values(ROUTES).map((op): [Operation, boolean] => [op, false])];
+  for (const [op, isTool] of entries) {
+    const name = op.name;
     const path = op.http.path.replace(/:(\w+)/g, '{$1}');
     const errorResponses = Object.fromEntries(
       [...new Set(op.errors.map((code) => ERROR_CODES[code].status))].map((status) => [
@@ -40,10 +56,13 @@ export function buildOpenApiDocument(options: { serverUrl: string; version: stri
         { description: op.errors.filter((c) => ERROR_CODES[c].status === status).join(', '), content: { 'application/json': { schema: plain(ErrorBodySchema) } } },
       ]),
     );
+    const status = op.http.status ?? 200;
     const success =
       op.response === 'sse'
-        ? { description: 'A stream of run events, each `data: <json>`, ending with `data: [DONE]`', content: { 'text/event-stream': { schema: plain(RunEventSchema) } } }
-        : { description: 'OK', content: { 'application/json': { schema: plain(op.output) } } };
+        ? { description: 'A stream of run events, each `id: <seq>` and `data: <json>`, ending with `data: [DONE]`', content: { 'text/event-stream': { schema: plain(RunEventSchema) } } }
+        : status === 204
+          ? { description: 'Done; no body' }
+          : { description: 'OK', content: { 'application/json': { schema: plain(op.output) } } };
     paths[path] = {
       ...(paths[path] ?? {}),
       [op.http.method.toLowerCase()]: {
@@ -52,10 +71,11 @@ export function buildOpenApiDocument(options: { serverUrl: string; version: stri
         tags: [name.split('.')[0]],
         security: op.auth === 'optional' ? [{}, { bearer: [] }] : [{ bearer: [] }],
         'x-scope': op.scope,
-        'x-mcp-tool': op.mcpTool,
-        parameters: parameters(name),
-        ...(op.http.method === 'POST' ? { requestBody: { required: true, content: { 'application/json': { schema: plain(op.input) } } } } : {}),
-        responses: { '200': success, ...errorResponses },
+        ...(op.kinds ? { 'x-token-kinds': op.kinds } : {}),
+        ...(isTool ? { 'x-mcp-tool': op.mcpTool } : {}),
+        parameters: parameters(op),
+        ...requestBody(op),
+        responses: { [String(status)]: success, ...errorResponses },
       },
     };
   }

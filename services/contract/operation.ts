@@ -4,6 +4,9 @@ import type { ErrorCode } from './error-codes';
 /** Token scopes. `read` has no cost and no side effects; `run` executes nodes and spends money. */
 export type Scope = 'read' | 'run';
 
+/** Kinds of credential (docs/auth.md): personal access tokens, device-login sessions, the web editor's cookie. */
+export type TokenKind = 'personal' | 'session' | 'browser';
+
 /**
  * One operation of the contract, as data. The HTTP routes, SDK methods, MCP tools, CLI commands
  * and the OpenAPI document are each one loop over the registry of these.
@@ -13,22 +16,36 @@ export interface Operation<I extends TSchema = TSchema, O extends TSchema = TSch
   name: string;
   summary: string;
   http: {
-    method: 'GET' | 'POST';
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
     /** Path under the API base, Express style (`/v1/nodes/:id`). */
     path: string;
-    /** Input fields that travel in the path; the others travel in the query (GET) or body (POST). */
+    /** Input fields that travel in the path; the others travel in the query (GET, DELETE) or body (POST, PATCH). */
     pathParams: readonly string[];
+    /** Status of a successful answer; default 200 (204: no body). */
+    status?: 200 | 201 | 204;
+    /** `bytes`: the body is a file, handed to the handler as the call's upload (its Content-Type its media type), not as input. */
+    body?: 'json' | 'bytes';
+    /** The answer carries a secret or an identity: `Cache-Control: no-store`. */
+    noStore?: boolean;
   };
-  /** Tool name on the hosted MCP server (underscores). */
+  /** Tool name on the hosted MCP server (underscores); only the five operations become tools. */
   mcpTool: string;
-  scope: Scope;
+  /** The scope the caller's token needs; null: any authenticated caller (account routes such as `me.get`). */
+  scope: Scope | null;
   /** `optional`: works without a token (the node catalog); `required`: 401 without one. */
   auth: 'optional' | 'required';
+  /** Credential kinds allowed (default all): minting tokens, for one, is not for personal access tokens. */
+  kinds?: readonly TokenKind[];
   input: I;
   /** The JSON result; for `sse` operations, the result a client assembles from the stream. */
   output: O;
   /** `json`: one JSON body; `sse`: a `text/event-stream` of run events ending with `[DONE]`. */
   response: 'json' | 'sse';
+  /**
+   * Holds its answer open while a run goes on (a run's event stream, or `runs.node` waiting for
+   * its node): the call takes one of its organization's stream slots first.
+   */
+  holdsStream?: boolean;
   /** Error codes the operation can answer with, besides the universal ones. */
   errors: readonly ErrorCode[];
   /** Whether calling it spends money (MCP annotations, CLI confirmations). */

@@ -1,9 +1,12 @@
 export { InFlightSteps } from './in-flight-steps';
 export type { RunAbortPublisher, RunEventAppender, StepEnqueuer, StepQueuePort } from './ports';
-export { createRunContext, RunContexts, UnpreparableRunError, type RunContext } from './run-contexts';
+export { createRunContext, RunContextCache, UnpreparableRunError, type RunContext } from './run-context-cache';
 export { RunLifecycle, type RunLifecycleDeps } from './run-lifecycle';
 export { RunStarter, type RunRequest, type RunStarterDeps } from './run-starter';
 export { StepExecutor, type RetryPolicy, type StepExecutorDeps, type StepObserver } from './step-executor';
 export { costOfFailure, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
 export { RunReaper, type ReaperReport, type RunReaperOptions, type StepRequeuer } from './run-reaper';
 export { presentEvent, presentingMountEvents } from './mount-events';
+export { RunLauncher, type ResolvedWorkflow, type RunCaller, type RunLauncherDeps, type WorkflowResolver } from './run-launcher';
+export { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
+export { DEFAULT_RECORD_CHECK_MS, followRunEvents, isFinished, replayEvents, terminalEventOf, type RunEventSource, type StoredRun } from './run-event-stream';

@@ -1,5 +1,5 @@
-import type { RunEventSource, SequencedRunEvent, StoredRun } from './run-ports';
-import { isFinished, terminalEventOf } from './run-views';
+import type { RunEvent, RunStatus, SequencedEvent } from '../contract';
+import type { RunRecord } from '../store';
 
 /**
  * A run's event stream as clients get it (`POST /v1/runs`, `runs.node`, `GET /v1/runs/:id/events`).
@@ -7,6 +7,47 @@ import { isFinished, terminalEventOf } from './run-views';
  * finished run ends with a terminal event, even when the log cannot give one (a process died
  * between finishing the run in Postgres and appending the event, or the log expired).
  */
+
+/** A run as its stream reads it: the record less what streams never look at. */
+export type StoredRun = Pick<RunRecord, 'id' | 'orgId' | 'status' | 'error' | 'outputs'>;
+
+/** Port: a run's event log (the run event bus), replayed and then followed live. */
+export interface RunEventSource {
+  /**
+   * Events with seq > `afterSeq`, in order and each once; ends after the terminal event, at once
+   * when resumed at or after it, or when `signal` aborts.
+   */
+  events(runId: string, options: { afterSeq?: number; signal?: AbortSignal }): AsyncIterable<SequencedEvent>;
+  /** Seq of the run's last logged event; 0 when its log never existed or has expired. */
+  lastSeq(runId: string): Promise<number>;
+}
+
+/** Run statuses after which nothing changes and the event stream has ended. */
+const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
+
+/** Whether the run reached its final status. */
+export function isFinished(run: Pick<RunRecord, 'status'>): boolean {
+  return FINISHED.has(run.status);
+}
+
+/**
+ * The terminal event of a finished run, rebuilt from its record for a stream whose log cannot
+ * give it: `run.completed` with the stored outputs, or `run.failed` with the stored error (a
+ * cancelled run has no event of its own and reads as failed). Null while the run is unfinished.
+ */
+export function terminalEventOf(run: StoredRun): RunEvent | null {
+  switch (run.status) {
+    case 'completed':
+      return { type: 'run.completed', outputs: (run.outputs ?? {}) as Extract<RunEvent, { type: 'run.completed' }>['outputs'] };
+    case 'failed':
+      return { type: 'run.failed', error: run.error ?? { code: 'run_failed', message: 'the run failed; its record keeps no further detail' } };
+    case 'cancelled':
+      return { type: 'run.failed', error: run.error ?? { code: 'cancelled', message: 'the run was cancelled' } };
+    case 'pending':
+    case 'running':
+      return null;
+  }
+}
 
 /** How long a stream may stay silent before its run's record is read, unless configured. */
 export const DEFAULT_RECORD_CHECK_MS = 10_000;
@@ -47,7 +88,7 @@ export interface ReplayOptions {
  *   seq `afterSeq + 1` (1 for a full replay), since the real position is no longer known;
  * - otherwise the log, then live events, to the terminal event, as `followRunEvents` does.
  */
-export function replayEvents(source: RunEventSource, run: StoredRun, options: ReplayOptions): AsyncIterable<SequencedRunEvent> {
+export function replayEvents(source: RunEventSource, run: StoredRun, options: ReplayOptions): AsyncIterable<SequencedEvent> {
   const finished = isFinished(run);
   if (finished && options.lastSeq === 0) return recordedEnding(run, options.afterSeq);
   return followRunEvents(source, options.loadRun, {
@@ -59,7 +100,7 @@ export function replayEvents(source: RunEventSource, run: StoredRun, options: Re
   });
 }
 
-async function* recordedEnding(run: StoredRun, afterSeq: number): AsyncGenerator<SequencedRunEvent> {
+async function* recordedEnding(run: StoredRun, afterSeq: number): AsyncGenerator<SequencedEvent> {
   const event = terminalEventOf(run);
   if (event) yield { seq: afterSeq + 1, event };
 }
@@ -70,7 +111,7 @@ const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2_000;
 
 type Wake =
-  | { kind: 'step'; step: IteratorResult<SequencedRunEvent> }
+  | { kind: 'step'; step: IteratorResult<SequencedEvent> }
   | { kind: 'logFailed'; err: unknown }
   | { kind: 'record'; run: StoredRun | null }
   | { kind: 'recordFailed'; err: unknown }
@@ -97,7 +138,7 @@ export async function* followRunEvents(
   source: Pick<RunEventSource, 'events'>,
   loadRun: () => Promise<StoredRun | null>,
   options: FollowOptions,
-): AsyncGenerator<SequencedRunEvent> {
+): AsyncGenerator<SequencedEvent> {
   // The log's stream gets its own signal, so that it can be ended here as well as by the client.
   const inner = new AbortController();
   const stop = () => inner.abort();
@@ -107,7 +148,7 @@ export async function* followRunEvents(
     if (inner.signal.aborted) resolve({ kind: 'aborted' });
     else inner.signal.addEventListener('abort', () => resolve({ kind: 'aborted' }), { once: true });
   });
-  let iterator: AsyncIterator<SequencedRunEvent> | undefined;
+  let iterator: AsyncIterator<SequencedEvent> | undefined;
   // Pending reads survive a wake-up by something else: they are raced again, never lost.
   let next: Promise<Wake> | undefined;
   let check: Promise<Wake> | undefined;
@@ -180,7 +221,7 @@ export async function* followRunEvents(
 }
 
 /** The log's stream from `afterSeq`; a source that throws as it is called fails like one whose first read fails. */
-function openLog(source: Pick<RunEventSource, 'events'>, runId: string, afterSeq: number, signal: AbortSignal): AsyncIterator<SequencedRunEvent> {
+function openLog(source: Pick<RunEventSource, 'events'>, runId: string, afterSeq: number, signal: AbortSignal): AsyncIterator<SequencedEvent> {
   try {
     return source.events(runId, { afterSeq, signal })[Symbol.asyncIterator]();
   } catch (err) {

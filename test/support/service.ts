@@ -38,6 +38,8 @@ export interface TestServiceOptions {
   balanceMicros?: number;
   /** A Postgres server of the test's own (with the template database) instead of the stack's. */
   postgres?: PostgresServer;
+  /** Interval of SSE keep-alive comments; default 1 s. */
+  heartbeatMs?: number;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -79,7 +81,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   env.PORT = new URL(url).port;
   env.PUBLIC_BASE_URL = url;
   const config = loadConfig(env);
-  const runtime = await createServiceRuntime({ config, log, metrics, heartbeatMs: 1000 });
+  const runtime = await createServiceRuntime({ config, log, metrics, heartbeatMs: options.heartbeatMs ?? 1000 });
   const server = await listen(runtime.app!, '127.0.0.1', config.port, config.http);
   const extras: ServiceRuntime[] = [];
 

@@ -1,7 +1,9 @@
 import { RunEventSchema, RunListSchema, RunSchema, RunSummarySchema, validate } from '../../services/contract';
-import { decodeRunCursor, encodeRunCursor } from '../../services/api/routes/run-cursor';
-import type { StoredRun } from '../../services/api/routes/run-ports';
-import { runBody, runSummaryBody, terminalEventOf } from '../../services/api/routes/run-views';
+import { decodeRunCursor, encodeRunCursor } from '../../services/api/handlers/run-cursor';
+import { runBody, runSummaryBody, type RunView } from '../../services/api/handlers/run-views';
+import { terminalEventOf } from '../../services/runs';
+
+type StoredRun = RunView & { orgId: string };
 
 const created = new Date('2026-03-04T05:06:07.089Z');
 const outputs = { image: { kind: 'image', ref: 'https://svc.example/blobs/runs/x/image.png?expires=1&signature=abc', mimeType: 'image/png' } };

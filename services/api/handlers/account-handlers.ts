@@ -1,10 +1,9 @@
-import express, { Router, type Request, type Response } from 'express';
-import { TokenCreateInputSchema, validate, type Scope, type TokenCreatedBody, type TokenListBody, type TokenSummaryBody } from '../../contract';
+import type { Scope, TokenSummaryBody } from '../../contract';
 import { issueToken } from '../../platform/access-token';
 import { AppError } from '../../platform/app-error';
-import type { NewToken } from '../../store';
-import type { AuthContext, TokenLookup } from '../auth/auth-context';
-import { authenticateAccount } from '../auth/authenticate';
+import type { NewToken, OrganizationRepository, TokenRepository, UserRepository } from '../../store';
+import type { AuthContext } from '../auth/auth-context';
+import type { CallContext, Handler } from './handler-types';
 
 /** A stored token as a listing shows it (the store's `TokenSummary` satisfies it). */
 export interface TokenSummaryRecord {
@@ -20,27 +19,22 @@ export interface TokenSummaryRecord {
 }
 
 /** Port: the token store (`TokenRepository` satisfies it). */
-export interface TokenStore extends TokenLookup {
+export interface TokenStore {
   create(input: NewToken & { kind: 'personal' }): Promise<TokenSummaryRecord>;
   listForUser(userId: string, filter: { orgId?: string }): Promise<TokenSummaryRecord[]>;
   revoke(id: string, options: { userId?: string }): Promise<boolean>;
+  findById: TokenRepository['findById'];
 }
 
-export interface TokenRouteDeps {
+export interface AccountHandlerDeps {
   tokens: TokenStore;
-  bodyLimitBytes: number;
+  users: Pick<UserRepository, 'findById'>;
+  organizations: Pick<OrganizationRepository, 'findById'>;
   now?: () => Date;
 }
 
 const DAY_MS = 86_400_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/**
- * Minting and revoking tokens needs a signed-in person: the web editor's session or the CLI's
- * device-login session. A personal access token cannot mint more of itself, so a leaked one
- * cannot be used to hide behind new ones.
- */
-const ACCOUNT_KINDS = ['browser', 'session'] as const;
 
 function summaryBody(row: TokenSummaryRecord): TokenSummaryBody {
   return {
@@ -55,71 +49,70 @@ function summaryBody(row: TokenSummaryRecord): TokenSummaryBody {
   };
 }
 
-function authOf(res: Response): AuthContext {
-  return res.locals.auth as AuthContext;
-}
+/** The caller; these routes are `auth: 'required'`, so `invoke` guarantees one. */
+const authOf = (ctx: CallContext): AuthContext => ctx.auth!;
 
 /**
- * Personal access tokens (the web editor's Settings, API tokens page and `svc` use these):
- * `GET /v1/tokens` lists the caller's live tokens in their organization, `POST /v1/tokens`
- * creates one and answers its value exactly once, `DELETE /v1/tokens/:id` revokes one; the
- * next request with it is refused. See docs/auth.md.
+ * The caller's account: `me.get` (`svc whoami`), and personal access tokens (the web editor's
+ * Settings, API tokens page and `svc` use these): `tokens.list` the caller's live tokens in
+ * their organization, `tokens.create` one whose value is answered exactly once, `tokens.revoke`
+ * one, after which the next request with it is refused. See docs/auth.md.
  */
-export function createTokenRouter(deps: TokenRouteDeps): Router {
-  const router = Router();
+export function accountHandlers(deps: AccountHandlerDeps): {
+  'me.get': Handler<'me.get'>;
+  'tokens.list': Handler<'tokens.list'>;
+  'tokens.create': Handler<'tokens.create'>;
+  'tokens.revoke': Handler<'tokens.revoke'>;
+} {
   const now = deps.now ?? (() => new Date());
-  const json = express.json({ limit: deps.bodyLimitBytes, type: () => true, strict: true });
+  return {
+    'me.get': async (_input, ctx) => {
+      const auth = authOf(ctx);
+      const [user, organization, token] = await Promise.all([deps.users.findById(auth.userId), deps.organizations.findById(auth.orgId), deps.tokens.findById(auth.tokenId)]);
+      // The rows cascade with their user and organization: a token that authenticated has both.
+      if (!user || !organization || !token) throw new AppError({ code: 'unauthorized', message: 'the account of this token no longer exists' });
+      return {
+        user: { id: user.id, email: user.email, name: user.name },
+        organization: { id: organization.id, slug: organization.slug, name: organization.name },
+        token: { id: token.id, kind: token.kind, name: token.name, displayPrefix: token.displayPrefix, scopes: [...auth.scopes], expiresAt: token.expiresAt?.toISOString() ?? null },
+      };
+    },
 
-  router.get('/v1/tokens', (_req, res, next) => {
-    res.locals.route = '/v1/tokens';
-    next();
-  }, authenticateAccount('GET /v1/tokens', deps.tokens), async (_req: Request, res: Response) => {
-    const auth = authOf(res);
-    const at = now().getTime();
-    const rows = await deps.tokens.listForUser(auth.userId, { orgId: auth.orgId });
-    // Revoked and expired tokens no longer act; listing them would only invite confusion.
-    const live = rows.filter((row) => row.revokedAt === null && (row.expiresAt === null || row.expiresAt.getTime() > at));
-    res.json({ tokens: live.map(summaryBody) } satisfies TokenListBody);
-  });
+    'tokens.list': async (_input, ctx) => {
+      const auth = authOf(ctx);
+      const at = now().getTime();
+      const rows = await deps.tokens.listForUser(auth.userId, { orgId: auth.orgId });
+      // Revoked and expired tokens no longer act; listing them would only invite confusion.
+      const live = rows.filter((row) => row.revokedAt === null && (row.expiresAt === null || row.expiresAt.getTime() > at));
+      return { tokens: live.map(summaryBody) };
+    },
 
-  router.post('/v1/tokens', (_req, res, next) => {
-    res.locals.route = '/v1/tokens';
-    next();
-  }, authenticateAccount('POST /v1/tokens', deps.tokens, { kinds: ACCOUNT_KINDS }), json, async (req: Request, res: Response) => {
-    const auth = authOf(res);
-    const checked = validate(TokenCreateInputSchema, req.body);
-    if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
-    const input = checked.value;
-    if (input.name.trim() === '') throw new AppError({ code: 'validation_failed', message: 'name must not be blank: say what the token is for' });
-    const missing = input.scopes.filter((scope) => !auth.scopes.includes(scope));
-    if (missing.length > 0) {
-      throw new AppError({ code: 'insufficient_scope', message: `your session lacks the ${missing.map((s) => `"${s}"`).join(' and ')} scope, so it cannot create a token with it` });
-    }
-    const issued = issueToken('personal');
-    const expiresAt = input.expiresInDays === undefined ? null : new Date(now().getTime() + input.expiresInDays * DAY_MS);
-    const row = await deps.tokens.create({
-      userId: auth.userId,
-      orgId: auth.orgId,
-      name: input.name.trim(),
-      hash: issued.hash,
-      displayPrefix: issued.displayPrefix,
-      scopes: input.scopes,
-      kind: 'personal',
-      expiresAt,
-    });
-    res.status(201).set('Cache-Control', 'no-store').json({ ...summaryBody(row), token: issued.value } satisfies TokenCreatedBody);
-  });
+    'tokens.create': async (input, ctx) => {
+      const auth = authOf(ctx);
+      if (input.name.trim() === '') throw new AppError({ code: 'validation_failed', message: 'name must not be blank: say what the token is for' });
+      const missing = input.scopes.filter((scope) => !auth.scopes.includes(scope));
+      if (missing.length > 0) {
+        throw new AppError({ code: 'insufficient_scope', message: `your session lacks the ${missing.map((s) => `"${s}"`).join(' and ')} scope, so it cannot create a token with it` });
+      }
+      const issued = issueToken('personal');
+      const expiresAt = input.expiresInDays === undefined ? null : new Date(now().getTime() + input.expiresInDays * DAY_MS);
+      const row = await deps.tokens.create({
+        userId: auth.userId,
+        orgId: auth.orgId,
+        name: input.name.trim(),
+        hash: issued.hash,
+        displayPrefix: issued.displayPrefix,
+        scopes: input.scopes,
+        kind: 'personal',
+        expiresAt,
+      });
+      return { ...summaryBody(row), token: issued.value };
+    },
 
-  router.delete('/v1/tokens/:id', (_req, res, next) => {
-    res.locals.route = '/v1/tokens/:id';
-    next();
-  }, authenticateAccount('DELETE /v1/tokens/:id', deps.tokens, { kinds: ACCOUNT_KINDS }), async (req: Request<{ id: string }>, res: Response) => {
-    const auth = authOf(res);
-    const { id } = req.params;
-    const revoked = UUID.test(id) && (await deps.tokens.revoke(id, { userId: auth.userId }));
-    if (!revoked) throw new AppError({ code: 'not_found', message: `you have no live token with id "${id}"; list them with GET /v1/tokens` });
-    res.status(204).end();
-  });
-
-  return router;
+    'tokens.revoke': async ({ id }, ctx) => {
+      const revoked = UUID.test(id) && (await deps.tokens.revoke(id, { userId: authOf(ctx).userId }));
+      if (!revoked) throw new AppError({ code: 'not_found', message: `you have no live token with id "${id}"; list them with GET /v1/tokens` });
+      return null;
+    },
+  };
 }

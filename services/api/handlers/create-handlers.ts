@@ -1,26 +1,33 @@
 import type { NodeCatalog } from '../../nodes';
+import type { RunLauncher } from '../../runs';
+import { accountHandlers, type AccountHandlerDeps } from './account-handlers';
 import { catalogHandlers } from './catalog-handlers';
+import { deviceApprovalHandlers, type DeviceApprovalDeps } from './device-approval-handlers';
+import { editorHandlers, type EditorHandlerDeps } from './editor-handlers';
 import type { Handlers } from './handler-types';
-import { notImplemented } from './not-implemented';
-import { runHandlers, type RunHandlerDeps } from './run-handlers';
+import { runHandlers } from './run-handlers';
+import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
 import { workflowHandlers, type WorkflowHandlerDeps } from './workflow-handlers';
 
 export interface HandlerDeps {
   catalog: NodeCatalog;
-  /** Run execution; an API built without it (catalog-only tests) answers 501 to runs. */
-  runs?: RunHandlerDeps;
-  /** Published workflows; an API built without them answers 501 to `workflows.get`. */
-  workflows?: WorkflowHandlerDeps;
+  workflows: WorkflowHandlerDeps;
+  runs: RunLauncher;
+  runRecords: RunRecordHandlerDeps;
+  account: AccountHandlerDeps;
+  editor: EditorHandlerDeps;
+  deviceApproval: DeviceApprovalDeps;
 }
 
-/**
- * The handler of every operation. An API built without the parts an operation needs answers it
- * with a JSON 501.
- */
+/** The handler of every operation and route `invoke` serves. */
 export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...catalogHandlers(deps.catalog),
-    ...(deps.workflows ? workflowHandlers(deps.workflows) : { 'workflows.get': notImplemented('workflows.get') }),
-    ...(deps.runs ? runHandlers(deps.runs) : { 'runs.create': notImplemented('runs.create'), 'runs.node': notImplemented('runs.node') }),
+    ...workflowHandlers(deps.workflows),
+    ...runHandlers(deps.runs),
+    ...runRecordHandlers(deps.runRecords),
+    ...accountHandlers(deps.account),
+    ...editorHandlers(deps.editor),
+    ...deviceApprovalHandlers(deps.deviceApproval),
   };
 }

@@ -1,4 +1,4 @@
-import type { RunListPosition } from './run-ports';
+import type { RunListKey as RunListPosition } from '../../store';
 
 /**
  * The `nextCursor` of `GET /v1/runs`: base64url of `<createdAt ISO>|<id>`, the position of the

@@ -1,25 +1,21 @@
-import type { Outputs, Run, RunEvent, RunStatus, RunSummary, StepRecord } from '../../contract';
+import type { Outputs, Run, RunSummary, StepRecord } from '../../contract';
 import { microsToUsd } from '../../engine/money';
-import type { StoredRun, StoredRunSummary, StoredStep } from './run-ports';
+import type { RunRecord, RunStepRecord, RunSummaryRecord } from '../../store';
 
-/** Run statuses after which nothing changes and the event stream has ended. */
-const FINISHED: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'cancelled']);
+type StepView = Pick<RunStepRecord, 'nodeId' | 'status' | 'costMicros' | 'ms' | 'error'>;
+/** What a run body shows of a run record. */
+export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs'> & { steps: readonly StepView[] };
 
 const iso = (time: Date | null): string | null => (time ? time.toISOString() : null);
 
-/** Whether the run reached its final status. */
-export function isFinished(run: StoredRunSummary): boolean {
-  return FINISHED.has(run.status);
-}
-
-function stepBody(step: StoredStep): StepRecord {
+function stepBody(step: StepView): StepRecord {
   const body: StepRecord = { nodeId: step.nodeId, status: step.status, costUsd: microsToUsd(step.costMicros), ms: step.ms };
   if (step.error) body.error = { code: step.error.code, message: step.error.message };
   return body;
 }
 
 /** A run as `GET /v1/runs` lists it. */
-export function runSummaryBody(run: StoredRunSummary): RunSummary {
+export function runSummaryBody(run: RunSummaryRecord): RunSummary {
   return {
     id: run.id,
     status: run.status,
@@ -35,7 +31,7 @@ export function runSummaryBody(run: StoredRunSummary): RunSummary {
  * A run as `GET /v1/runs/:id` answers it. Outputs are passed through exactly as stored at
  * completion (the map the `run.completed` event carried); any other status has none.
  */
-export function runBody(run: StoredRun): Run {
+export function runBody(run: RunView): Run {
   const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt } = runSummaryBody(run);
   return {
     id,
@@ -51,25 +47,6 @@ export function runBody(run: StoredRun): Run {
   };
 }
 
-function completedOutputs(run: StoredRun): Outputs {
+function completedOutputs(run: RunView): Outputs {
   return (run.outputs ?? {}) as Outputs;
-}
-
-/**
- * The terminal event of a finished run, rebuilt from its record for a replay whose event log has
- * expired: `run.completed` with the stored outputs, or `run.failed` with the stored error (a
- * cancelled run has no event of its own and reads as failed). Null while the run is unfinished.
- */
-export function terminalEventOf(run: StoredRun): RunEvent | null {
-  switch (run.status) {
-    case 'completed':
-      return { type: 'run.completed', outputs: completedOutputs(run) };
-    case 'failed':
-      return { type: 'run.failed', error: run.error ?? { code: 'run_failed', message: 'the run failed; its record keeps no further detail' } };
-    case 'cancelled':
-      return { type: 'run.failed', error: run.error ?? { code: 'cancelled', message: 'the run was cancelled' } };
-    case 'pending':
-    case 'running':
-      return null;
-  }
 }

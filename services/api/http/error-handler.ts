@@ -39,6 +39,9 @@ export function errorHandler(log: Logger) {
       res.end();
       return;
     }
+    // A refusal that says when to come back (rate limits) says it in the header too.
+    const retryAfter = appError.details?.retryAfterSeconds;
+    if (typeof retryAfter === 'number' && !res.get('Retry-After')) res.set('Retry-After', String(retryAfter));
     const body: ErrorBody = { ...(appError.details ?? {}), error: appError.message, code: appError.code };
     if (appError.status >= 500 && requestId) body.requestId = requestId;
     res.status(appError.status).json(body);

@@ -1,115 +1,125 @@
-import express, { Router, type Request, type Response } from 'express';
+import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
-import { OPERATIONS, OP_NAMES, validateInput, type OpName, type Operation } from '../../contract';
+import { OP_NAMES, ROUTE_NAMES, type Operation } from '../../contract';
 import { AppError } from '../../platform/app-error';
+import type { RateLimitResult } from '../../queue';
 import type { TokenLookup } from '../auth/auth-context';
-import { authenticateFor } from '../auth/authenticate';
-import type { EventStream, Handlers, OpContext } from '../handlers/handler-types';
+import { identifyCaller } from '../auth/authenticate';
+import type { CallName, EventStream } from '../handlers/handler-types';
+import { declarationOf, DeferredInput, describeCall, type Invoke, type InvokeContext } from '../invoke/invoke';
+import { setRateLimitHeaders } from './rate-limits';
 import { emptyBodyError, requestInput } from './request-input';
 import { writeEventStream, type StreamGauge } from './sse-writer';
-import { inStreamSlot, type StreamSlots } from './stream-slots';
 
-export interface ContractRouteOptions {
-  handlers: Handlers;
+export interface OperationRouteOptions {
+  invoke: Invoke;
   tokens: TokenLookup;
   log: Logger;
   bodyLimitBytes: number;
+  /** Largest file a `body: 'bytes'` route takes. */
+  uploadLimitBytes: number;
   heartbeatMs: number;
   openStreams?: StreamGauge;
-  /** The organization's open-stream limit; absent: unlimited. */
-  streamSlots?: StreamSlots;
 }
 
-/**
- * Operations that hold their response open while a run goes on (its event stream, or
- * `runs.node` waiting for its one node): each holds one of its organization's stream slots.
- */
-const HOLDS_A_STREAM: ReadonlySet<OpName> = new Set<OpName>(['runs.create', 'runs.node']);
+/** Every operation and route, literal paths after parametric ones (see the marks below). */
+function declarations(): [CallName, Operation][] {
+  return [...OP_NAMES, ...ROUTE_NAMES].map((name): [CallName, Operation] => [name, declarationOf(name)]);
+}
 
-/** An empty POST body is a caller mistake worth naming (express.json would turn it into `{}`). */
-function requireBody(req: Request, _res: Response, next: () => void): void {
+const hasBody = (req: Request): boolean => {
   const length = req.headers['content-length'];
-  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-  if (!hasBody) throw emptyBodyError();
-  next();
-}
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+};
 
-function contextOf(res: Response, log: Logger): OpContext {
-  const controller = new AbortController();
-  res.on('close', () => controller.abort());
-  const requestId = String(res.locals.requestId);
-  return { auth: res.locals.auth ?? null, requestId, log: log.child({ requestId }), signal: controller.signal };
+/** Runs an Express body parser as a function. */
+function parseWith(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {
+  return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
 }
 
 /**
- * The HTTP surface of the contract: one loop over the registry. Each operation gets its route,
- * authentication, body parsing, validation against its input schema, and a handler call whose
- * result is written as JSON or as an event stream. Other methods on an operation's path are 405.
+ * The HTTP surface of both registries: one loop. Each declaration gets its route, which reads
+ * the request (who calls, the path, query or body), hands it to `invoke` (scope, limits,
+ * validation, the handler) and writes the answer as JSON or as an event stream. Other methods on
+ * a declared path are 405 with `Allow` (answered by `methodNotAllowed`, mounted last).
  */
-export function contractRoutes(options: ContractRouteOptions): Router {
+export function operationRoutes(options: OperationRouteOptions): Router {
   const router = Router();
   // Any Content-Type is parsed as JSON: callers using `curl -d` forget the header, and the
   // contract has no other body format.
   const json = express.json({ limit: options.bodyLimitBytes, type: () => true, strict: true });
+  const bytes = express.raw({ limit: options.uploadLimitBytes, type: () => true });
+  const all = declarations();
+
+  // Every path is marked with the methods declared on it before any route runs. Parametric
+  // paths first, so that a literal one (`/v1/runs/node`) overrides `/v1/runs/:id`'s mark, and
+  // a route serves only requests its own path was marked for.
   const methodsByPath = new Map<string, string[]>();
-
-  for (const name of OP_NAMES) {
-    const op: Operation = OPERATIONS[name];
-    const method = op.http.method === 'GET' ? 'get' : 'post';
-    methodsByPath.set(op.http.path, [...(methodsByPath.get(op.http.path) ?? []), op.http.method]);
-    const parsers = op.http.method === 'POST' ? [requireBody, json] : [];
-
-    router[method](
-      op.http.path,
-      (_req, res, next) => {
-        res.locals.route = op.http.path;
-        res.locals.op = name;
-        next();
-      },
-      // Authentication (and the CSRF guard of cookie sessions) before the body is read: a refused
-      // caller learns nothing about its body, and a forged form post is 403 whatever it holds.
-      authenticateFor(op, options.tokens),
-      ...parsers,
-      async (req: Request, res: Response) => {
-        const checked = validateInput(name, requestInput(op, req));
-        if (!checked.ok) {
-          throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
-        }
-        const ctx = contextOf(res, options.log);
-        const handler = options.handlers[name as OpName] as (input: unknown, ctx: OpContext) => Promise<unknown>;
-        const respond = async (): Promise<void> => {
-          const result = await handler(checked.value, ctx);
-          if (op.response === 'sse') {
-            await writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs, openStreams: options.openStreams });
-          } else {
-            res.status(200).json(result);
-          }
-        };
-        // The slot is taken before the handler starts a run: a refused request creates none.
-        await (HOLDS_A_STREAM.has(name) ? inStreamSlot(options.streamSlots, res, respond) : respond());
-      },
-    );
+  for (const [, op] of all) methodsByPath.set(op.http.path, [...(methodsByPath.get(op.http.path) ?? []), op.http.method]);
+  const paths = [...methodsByPath.keys()].sort((a, b) => Number(!a.includes('/:')) - Number(!b.includes('/:')));
+  for (const path of paths) {
+    router.all(path, (_req: Request, res: Response, next: NextFunction) => {
+      res.locals.route = path;
+      res.locals.allowedMethods = methodsByPath.get(path);
+      next();
+    });
   }
 
-  // Other methods on an operation's path are answered 405 by `methodNotAllowed`, mounted after
-  // the routers beside the contract: those may serve another method on the same path
-  // (`GET /v1/runs`, run history). Here the path is only marked as the contract's.
-  for (const [path, methods] of methodsByPath) {
-    router.all(path, (_req, res, next) => {
-      res.locals.route = path;
-      res.locals.allowedMethods = methods;
-      next();
+  for (const [name, op] of all) {
+    const method = op.http.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
+    const what = describeCall(name);
+    const readInput = async (req: Request, res: Response, ctx: InvokeContext): Promise<unknown> => {
+      if (op.http.body === 'bytes') {
+        await parseWith(bytes, req, res);
+        ctx.upload = { bytes: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), mediaType: (req.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase() };
+        return requestInput(op, req, { fromBody: false });
+      }
+      if (op.http.method === 'POST' || op.http.method === 'PATCH') {
+        // An empty body is a caller mistake worth naming (express.json would turn it into `{}`).
+        if (!hasBody(req)) throw emptyBodyError();
+        await parseWith(json, req, res);
+      }
+      return requestInput(op, req);
+    };
+
+    router[method](op.http.path, async (req: Request, res: Response, next: NextFunction) => {
+      if (res.locals.route !== op.http.path) return next('route');
+      res.locals.op = name;
+      const auth = await identifyCaller(req, res, { what, optional: op.auth === 'optional', tokens: options.tokens });
+      res.locals.auth = auth;
+      const controller = new AbortController();
+      res.on('close', () => controller.abort());
+      const requestId = String(res.locals.requestId);
+      const lastEventId = req.get('last-event-id');
+      const ctx: InvokeContext = {
+        auth,
+        requestId,
+        log: options.log.child({ requestId }),
+        signal: controller.signal,
+        clientAddress: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+        ...(lastEventId === undefined ? {} : { lastEventId }),
+        onTokenLimit: (state: RateLimitResult) => {
+          const shown = res.locals.ipLimit as RateLimitResult | undefined;
+          if (!shown || !state.allowed || state.remaining <= shown.remaining) setRateLimitHeaders(res, state);
+        },
+      };
+      const result = await options.invoke(name, new DeferredInput(() => readInput(req, res, ctx)), ctx);
+      if (op.response === 'sse') return writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs, openStreams: options.openStreams });
+      if (op.http.noStore) res.set('Cache-Control', 'no-store');
+      const status = op.http.status ?? 200;
+      if (status === 204) res.status(204).end();
+      else res.status(status).json(result);
     });
   }
   return router;
 }
 
 /**
- * The last handler of the API router: a request on a contract path that no route served is 405
- * with `Allow` (the contract's methods, plus those routers beside it added to `allowedMethods`).
+ * The last handler of the API router: a request on a declared path that no route served is 405
+ * with `Allow`.
  */
 export function methodNotAllowed() {
-  return (req: Request, res: Response, next: () => void): void => {
+  return (req: Request, res: Response, next: NextFunction): void => {
     const methods = res.locals.allowedMethods as string[] | undefined;
     if (!methods) return next();
     res.set('Allow', methods.join(', '));

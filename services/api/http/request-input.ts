@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import type { TSchema } from '@sinclair/typebox';
-import type { Operation } from '../../contract';
+import { carriesBody, type Operation } from '../../contract';
 import { AppError } from '../../platform/app-error';
 
 type PropertySchema = { type?: string | string[] };
@@ -25,13 +25,16 @@ export function emptyBodyError(): AppError {
   return new AppError({ code: 'invalid_json', message: 'the request body is empty; send a JSON object (Content-Type: application/json)' });
 }
 
-/** Builds an operation's input object from the path, the query (GET) or the JSON body (POST). */
-export function requestInput(op: Operation, req: Request): unknown {
+/**
+ * Builds an operation's input object from the path and the query (GET, DELETE, and routes whose
+ * body is a file) or the JSON body (POST, PATCH).
+ */
+export function requestInput(op: Operation, req: Request, options: { fromBody?: boolean } = {}): unknown {
   const params = req.params as Record<string, string>;
   const fromPath: Record<string, unknown> = {};
   for (const name of op.http.pathParams) fromPath[name] = params[name];
 
-  if (op.http.method === 'GET') {
+  if (!carriesBody(op) || options.fromBody === false) {
     const properties = ((op.input as TSchema & { properties?: Record<string, PropertySchema> }).properties ?? {});
     const query: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(req.query as Record<string, unknown>)) {

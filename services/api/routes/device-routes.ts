@@ -1,24 +1,21 @@
-import { Router } from 'express';
-import { deviceApprovalRouter } from './device-approval-routes';
-import type { DeviceRouteDeps } from './device-ports';
+import type { Router } from 'express';
 import { deviceOAuthRouter } from './device-oauth-routes';
+import type { DeviceRouteDeps } from './device-ports';
 
 export type { DeviceRouteDeps } from './device-ports';
 export { DEVICE_GRANT_TYPE } from './device-oauth-routes';
 
 /**
- * Device login for the CLI, the OAuth 2.0 Device Authorization Grant (RFC 8628; docs/auth.md,
- * "Device login (svc login)"):
+ * The device's side of device login for the CLI, the OAuth 2.0 Device Authorization Grant
+ * (RFC 8628; docs/auth.md, "Device login (svc login)"), in RFC 8628's own formats:
  *
  * - `POST /oauth/device/code`: a device code for the client and a user code for the person;
  * - `POST /oauth/token` (device-code grant): polled until the person decides, then a session
- *   token (`svcs_…`, expiring, revocable), once;
- * - `GET /oauth/device/lookup`, `POST /oauth/device/approve`, `POST /oauth/device/deny`: the
- *   approving person's side, for the web editor's `/device` page.
+ *   token (`svcs_…`, expiring, revocable), once.
+ *
+ * The approving person's side (`device.lookup`, `device.approve`, `device.deny`) is declared in
+ * the contract's route registry like every other JSON route.
  */
 export function createDeviceRouter(deps: DeviceRouteDeps): Router {
-  const router = Router();
-  router.use(deviceOAuthRouter(deps));
-  router.use(deviceApprovalRouter(deps));
-  return router;
+  return deviceOAuthRouter(deps);
 }

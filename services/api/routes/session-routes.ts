@@ -8,6 +8,7 @@ import { dummyPasswordHash, verifyPassword } from '../../platform/passwords';
 import type { RateLimitResult, RateLimitRule } from '../../queue/rate-limiter';
 import type { AuthContext, TokenLookup, TokenRecord } from '../auth/auth-context';
 import { authenticateAccount } from '../auth/authenticate';
+import type { TokenLimit } from '../invoke/call-limits';
 import { assertSameOrigin } from '../auth/authenticate-cookie';
 import { clearedSessionCookie, readSessionCookie, sessionCookie, sitePolicyFor } from '../auth/session-cookie';
 
@@ -50,6 +51,8 @@ export interface SessionRouteDeps {
   sessions: SessionTokens;
   /** Authentication of `GET /auth/session` (the service's token lookup, which notes usage). */
   tokens: TokenLookup;
+  /** The per-token request limit every authenticated call counts against; absent when 0. */
+  tokenLimit: TokenLimit | undefined;
   limiter: SignInLimiter;
   /** Lifetime of a session (cookie and row), hours. */
   sessionHours: number;
@@ -192,7 +195,7 @@ export function createSessionRouter(deps: SessionRouteDeps): Router {
       throw new AppError({ code: 'unauthorized', message: 'not signed in: the request carries no session cookie; sign in with POST /auth/sign-in' });
     }
     next();
-  }, authenticateAccount('GET /auth/session', deps.tokens, { kinds: ['browser'] }), async (_req: Request, res: Response) => {
+  }, authenticateAccount('GET /auth/session', deps.tokens, { kinds: ['browser'], limit: deps.tokenLimit }), async (_req: Request, res: Response) => {
     const auth = res.locals.auth as AuthContext;
     const [user, organization, session] = await Promise.all([
       deps.users.findById(auth.userId),

@@ -28,6 +28,7 @@ export const runsCreate = defineOperation({
   ),
   output: strictObject({ outputs: OutputsSchema }),
   response: 'sse',
+  holdsStream: true,
   errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'rate_limited'],
   spendsMoney: true,
   readOnly: false,

@@ -27,6 +27,7 @@ export const runsNode = defineOperation({
   }),
   output: strictObject({ outputs: OutputsSchema }),
   response: 'json',
+  holdsStream: true,
   errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'run_failed', 'rate_limited'],
   spendsMoney: true,
   readOnly: false,

@@ -28,3 +28,10 @@ export type RunEventType = RunEvent['type'];
 
 /** Events after which the stream sends `[DONE]`. */
 export const TERMINAL_EVENT_TYPES: readonly RunEventType[] = ['run.completed', 'run.failed'];
+
+/**
+ * One event as it travels on a run's stream: the event and its per-run sequence number (1, 2,
+ * 3, … without gaps), sent as the SSE `id:`. The bus, the API and the SDK share this one shape.
+ */
+export const SequencedEventSchema = Type.Object({ seq: Type.Integer({ minimum: 1 }), event: RunEventSchema });
+export type SequencedEvent = Static<typeof SequencedEventSchema>;

@@ -1,0 +1,95 @@
+import { OPERATIONS, ROUTES, isOpName, validate, type Operation } from '../../contract';
+import { AppError } from '../../platform/app-error';
+import type { RateLimitResult } from '../../queue';
+import type { AuthContext } from '../auth/auth-context';
+import { admitCaller } from '../auth/admit-caller';
+import type { CallContext, CallName, EventStream, Handlers } from '../handlers/handler-types';
+import { takeStreamSlot, type StreamSlot, type StreamSlots, type TokenLimit } from './call-limits';
+
+/**
+ * An input read only once the caller is admitted: HTTP reads the body after authentication,
+ * scope and limits, so a refused caller learns nothing about its body and costs no parsing.
+ */
+export class DeferredInput {
+  constructor(readonly read: () => Promise<unknown>) {}
+}
+
+export interface InvokerDeps {
+  handlers: Handlers;
+  /** The per-token request limit; absent: none (`RATE_LIMIT_TOKEN_PER_MINUTE=0`). */
+  tokenLimit?: TokenLimit;
+  /** Open run streams per organization; absent: unlimited (`MAX_OPEN_STREAMS_PER_ORG=0`). */
+  streamSlots?: StreamSlots;
+}
+
+/** What `invoke` is told besides the call itself. */
+export interface InvokeContext extends CallContext {
+  /** Sees the per-token limit's window (HTTP: `RateLimit-*` headers). */
+  onTokenLimit?: (state: RateLimitResult) => void;
+}
+
+/** Calls one operation or route by name; the result is its JSON answer or, for streams, its events. */
+export type Invoke = (name: CallName, input: unknown, ctx: InvokeContext) => Promise<unknown>;
+
+/** The operation or route a name declares. */
+export function declarationOf(name: CallName): Operation {
+  return isOpName(name) ? OPERATIONS[name] : ROUTES[name];
+}
+
+/** Operations are named by name in messages, routes by method and path (`GET /v1/runs/:id`). */
+export function describeCall(name: CallName): string {
+  const op = declarationOf(name);
+  return isOpName(name) ? name : `${op.http.method} ${op.http.path}`;
+}
+
+/**
+ * The one call path under every surface (HTTP routes, the hosted MCP server, in-process
+ * clients): checks the caller against the declaration (a token when required, its kind and
+ * scope), counts the call against the token's limit, validates the input against the contract,
+ * takes an organization stream slot where the call holds a stream, and calls the handler. Who the
+ * caller is comes with `ctx`: each surface authenticates in its own way.
+ */
+export function createInvoker(deps: InvokerDeps): Invoke {
+  return async (name, input, ctx) => {
+    const op = declarationOf(name);
+    const what = describeCall(name);
+    const auth = ctx.auth;
+    if (op.auth === 'required' && !auth) {
+      throw new AppError({ code: 'unauthorized', message: `${what} needs an access token: send the header "Authorization: Bearer <token>"` });
+    }
+    if (auth) {
+      await deps.tokenLimit?.count(auth, ctx.onTokenLimit);
+      admitCaller({ what, scope: op.scope, kinds: op.kinds, optional: op.auth === 'optional' }, auth);
+    }
+    const raw = input instanceof DeferredInput ? await input.read() : input;
+    const checked = validate(op.input, raw);
+    if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
+    const handler = deps.handlers[name] as (input: unknown, ctx: CallContext) => Promise<unknown>;
+    if (!op.holdsStream || !deps.streamSlots) return handler(checked.value, ctx);
+    // The slot is taken before the handler starts a run: a refused call creates none.
+    const slot = await takeStreamSlot(deps.streamSlots, (auth as AuthContext).orgId);
+    // Given back as soon as the caller goes away, even while the stream's own cleanup goes on.
+    ctx.signal.addEventListener('abort', () => slot.release(), { once: true });
+    let result: unknown;
+    try {
+      result = await handler(checked.value, ctx);
+    } catch (err) {
+      slot.release();
+      throw err;
+    }
+    if (op.response !== 'sse') {
+      slot.release();
+      return result;
+    }
+    return holding(result as EventStream, slot);
+  };
+}
+
+/** The stream, holding its slot until it ends however it ends. */
+async function* holding(events: EventStream, slot: StreamSlot): EventStream {
+  try {
+    yield* events;
+  } finally {
+    slot.release();
+  }
+}

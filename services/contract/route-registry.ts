@@ -1,0 +1,50 @@
+import type { InputOf, OutputOf } from './operation';
+import { meGet, tokensCreate, tokensList, tokensRevoke } from './routes/account-routes';
+import { deviceApprove, deviceDeny, deviceLookup } from './routes/device-routes';
+import {
+  editorWorkflowsAssets,
+  editorWorkflowsCreate,
+  editorWorkflowsDelete,
+  editorWorkflowsGet,
+  editorWorkflowsLatest,
+  editorWorkflowsList,
+  editorWorkflowsPublish,
+  editorWorkflowsUpdate,
+  editorWorkflowsVersions,
+} from './routes/editor-routes';
+import { runsEvents, runsGet, runsList } from './routes/run-routes';
+
+/**
+ * Every JSON route beside the five operations, in the same shape: run records, history and
+ * event streams, the caller's identity, tokens, the editor's workflow routes and device-login
+ * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
+ * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
+ */
+export const ROUTES = {
+  'runs.list': runsList,
+  'runs.get': runsGet,
+  'runs.events': runsEvents,
+  'me.get': meGet,
+  'tokens.list': tokensList,
+  'tokens.create': tokensCreate,
+  'tokens.revoke': tokensRevoke,
+  'editor.workflows.list': editorWorkflowsList,
+  'editor.workflows.create': editorWorkflowsCreate,
+  'editor.workflows.get': editorWorkflowsGet,
+  'editor.workflows.update': editorWorkflowsUpdate,
+  'editor.workflows.delete': editorWorkflowsDelete,
+  'editor.workflows.publish': editorWorkflowsPublish,
+  'editor.workflows.assets': editorWorkflowsAssets,
+  'editor.workflows.versions': editorWorkflowsVersions,
+  'editor.workflows.latest': editorWorkflowsLatest,
+  'device.lookup': deviceLookup,
+  'device.approve': deviceApprove,
+  'device.deny': deviceDeny,
+} as const;
+
+export type Routes = typeof ROUTES;
+export type RouteName = keyof Routes;
+export type RouteInput<K extends RouteName> = InputOf<Routes[K]>;
+export type RouteOutput<K extends RouteName> = OutputOf<Routes[K]>;
+
+export const ROUTE_NAMES = Object.keys(ROUTES) as RouteName[];

@@ -1,0 +1,214 @@
+import type { ArtifactInput, OpInput, Outputs, RunError, SequencedEvent, Workflow } from '../contract';
+import {
+  effectiveCapMicros,
+  expandMounts,
+  isDataConnector,
+  looksLikeBrokenReference,
+  microsToUsd,
+  mountedAddresses,
+  parseReference,
+  parseWorkflowRef,
+  prepareWorkflow,
+  validateWorkflow,
+  type SpecLookup,
+  type WorkflowRef,
+} from '../engine';
+import type { NodeDefinition } from '../nodes';
+import { AppError } from '../platform/app-error';
+import type { Logger } from '../platform/logger';
+import { InsufficientCreditError } from '../store';
+import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
+import type { RunStarter } from './run-starter';
+
+/** A published workflow version a `workflowRef` resolves to. */
+export interface ResolvedWorkflow {
+  workflowId: string;
+  versionId: string;
+  definition: Workflow;
+}
+
+/** Port: resolves `workflowRef`s (and mounted workflow nodes) to published versions (`WorkflowRepository`). */
+export interface WorkflowResolver {
+  resolve(ref: WorkflowRef, orgId: string): Promise<ResolvedWorkflow | null>;
+}
+
+/** Who starts a run, and the call it comes with. */
+export interface RunCaller {
+  orgId: string;
+  userId: string;
+  tokenId: string | null;
+  /** Ends the caller's stream (it went away), never the run. */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+export interface RunLauncherDeps extends FollowDeps {
+  specs: SpecLookup;
+  findNode(id: string): NodeDefinition | undefined;
+  resolver: WorkflowResolver;
+  starter: Pick<RunStarter, 'start' | 'startFailed'>;
+}
+
+/** Most distinct workflows one run may mount, at any depth. */
+const MAX_MOUNTED_WORKFLOWS = 50;
+
+/**
+ * Starts runs as `runs.create` and `runs.node` ask: resolves the workflow (inline, by
+ * reference, and every workflow it mounts), validates the graph and the inputs, takes the cap
+ * and the balance hold as the run is stored, and follows the run's events from before it is
+ * stored. Every refusal is an `AppError` thrown before any event.
+ */
+export class RunLauncher {
+  constructor(private readonly deps: RunLauncherDeps) {}
+
+  /** `runs.create`: the run and its events, from `run.started` to the terminal one. */
+  async create(input: OpInput<'runs.create'>, caller: RunCaller): Promise<FollowedRun> {
+    const { definition, resolved } = await this.resolveDefinition(input, caller.orgId);
+    // The stream replays the run's log from its first event, so nothing appended before the
+    // subscription is missed; a caller that goes away ends the stream, never the run.
+    const followed = await startFollowed(this.deps, caller, (id) => this.start(caller, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id));
+    caller.log.info({ runId: followed.runId }, 'run started');
+    return followed;
+  }
+
+  /**
+   * `runs.node`: one model or llm node run as a one-node workflow; answers its outputs. The
+   * answer waits for the run, not for the caller: a caller that goes away stops waiting, the
+   * run still completes and is recorded.
+   */
+  async runNode(input: OpInput<'runs.node'>, caller: RunCaller): Promise<{ outputs: Outputs }> {
+    const node = this.deps.findNode(input.node);
+    if (!node) throw new AppError({ code: 'not_found', message: `no node with id "${input.node}"; list nodes with GET /v1/nodes?q=<text>` });
+    if (node.spec.kind !== 'model' && node.spec.kind !== 'llm') {
+      throw new AppError({ code: 'bad_request', message: `runs.node runs model and llm nodes; "${input.node}" is a ${node.spec.kind} node` });
+    }
+    for (const [port, value] of Object.entries(input.inputs)) {
+      if (parseReference(value) !== null || looksLikeBrokenReference(value)) {
+        throw new AppError({ code: 'validation_failed', message: `input "${port}" looks like a reference; runs.node takes values, not \${node.port} references` });
+      }
+    }
+    const { runId, events } = await startFollowed(this.deps, caller, (id) => this.start(caller, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd, undefined, id));
+    return outputsOf(runId, events);
+  }
+
+  private async resolveDefinition(input: OpInput<'runs.create'>, orgId: string): Promise<{ definition: Workflow; resolved?: ResolvedWorkflow }> {
+    if (input.workflow) return { definition: input.workflow };
+    const text = input.workflowRef!;
+    const parsed = parseWorkflowRef(text);
+    if (!parsed.ok) throw new AppError({ code: 'bad_request', message: `${parsed.message}; write <org-slug>/<workflow-slug>@<version> or <uuid>@<version>` });
+    const resolved = await this.deps.resolver.resolve(parsed.value, orgId);
+    if (!resolved) {
+      throw new AppError({ code: 'not_found', message: `workflowRef "${text}" does not resolve to a published workflow version; check the address and the version` });
+    }
+    return { definition: resolved.definition, resolved };
+  }
+
+  /** The latest definitions of every workflow the definition mounts, at any depth; 404 for one that does not resolve. */
+  private async resolveMounts(definition: Workflow, orgId: string): Promise<Map<string, Workflow>> {
+    const found = new Map<string, Workflow>();
+    const queue = mountedAddresses(definition);
+    while (queue.length > 0) {
+      const address = queue.shift()!;
+      if (found.has(address)) continue;
+      if (found.size >= MAX_MOUNTED_WORKFLOWS) throw new AppError({ code: 'validation_failed', message: `this workflow mounts more than ${MAX_MOUNTED_WORKFLOWS} workflows` });
+      const [org, slug] = address.split('/') as [string, string];
+      const resolved = await this.deps.resolver.resolve({ id: { kind: 'address', org, slug }, selector: { kind: 'latest' }, explicitSelector: false }, orgId);
+      if (!resolved) throw new AppError({ code: 'not_found', message: `the workflow mounts "${address}", which does not resolve to a published workflow version` });
+      found.set(address, resolved.definition);
+      queue.push(...mountedAddresses(resolved.definition));
+    }
+    return found;
+  }
+
+  /** Checks, mounts, balance and start of a run; returns its id. */
+  private async start(
+    caller: RunCaller,
+    definition: Workflow,
+    given: Record<string, ArtifactInput>,
+    maxCostUsd: number | undefined,
+    resolved: ResolvedWorkflow | undefined,
+    runId: string,
+  ): Promise<string> {
+    const request = {
+      runId,
+      orgId: caller.orgId,
+      userId: caller.userId,
+      tokenId: caller.tokenId,
+      capMicros: effectiveCapMicros(maxCostUsd),
+      workflowId: resolved?.workflowId ?? null,
+      workflowVersionId: resolved?.versionId ?? null,
+      requireCredit: true,
+    };
+    const { specs, starter } = this.deps;
+    let graph = definition;
+    const mounts = mountedAddresses(definition);
+    if (mounts.length > 0) {
+      // The graph as written first (ids, shapes, literals), then with the mounted workflows spliced in.
+      const written = validateWorkflow(definition, specs);
+      if (!written.ok) throw new AppError({ code: 'validation_failed', message: written.message, details: { issues: written.problems } });
+      const expanded = expandMounts(definition, await this.resolveMounts(definition, caller.orgId));
+      if (!expanded.ok) {
+        if (expanded.code === 'mount_invalid') throw new AppError({ code: 'validation_failed', message: expanded.message });
+        if (expanded.code === 'mount_not_found') throw new AppError({ code: 'not_found', message: expanded.message });
+        // A pinned or recursive mount is a run-time failure (SPEC): the run is recorded and fails.
+        const error = { code: expanded.code, message: expanded.message };
+        return withCredit(() => starter.startFailed({ ...request, definition, inputs: given }, error));
+      }
+      graph = expanded.workflow;
+    }
+    const prepared = prepareWorkflow(graph, specs, given, { spliced: mounts.length > 0 });
+    if (!prepared.ok) throw new AppError({ code: 'validation_failed', message: prepared.message, details: { issues: prepared.problems } });
+    return withCredit(() => starter.start({ ...request, definition: graph, prepared: prepared.prepared, inputs: prepared.inputs }));
+  }
+}
+
+/** Runs a start that takes the run's hold on the balance as it stores the run; nothing available is 402. */
+async function withCredit(start: () => Promise<string>): Promise<string> {
+  try {
+    return await start();
+  } catch (err) {
+    if (!(err instanceof InsufficientCreditError)) throw err;
+    // What may still be spent: the balance less what unfinished runs hold (docs/money.md, Holds); never shown below zero.
+    const balanceUsd = microsToUsd(Math.max(0, err.balanceMicros));
+    throw new AppError({
+      code: 'insufficient_credit',
+      message: `your organization's available balance is $${balanceUsd} (its balance less what its unfinished runs hold); add credit, or wait for those runs to finish`,
+      details: { balanceUsd },
+    });
+  }
+}
+
+/** The outputs of a followed run's `run.completed`; its `run.failed` as an error (a JSON answer has no stream to carry it). */
+async function outputsOf(runId: string, events: AsyncIterable<SequencedEvent>): Promise<{ outputs: Outputs }> {
+  for await (const { event } of events) {
+    if (event.type === 'run.completed') return { outputs: event.outputs as Outputs };
+    if (event.type === 'run.failed') throw runFailedError(runId, event.error);
+  }
+  throw new AppError({ code: 'unavailable', message: `run ${runId} is still running; read it with GET /v1/runs/${runId}` });
+}
+
+function runFailedError(runId: string, error: RunError): AppError {
+  return new AppError({
+    code: error.code === 'validation_failed' ? 'validation_failed' : 'run_failed',
+    message: error.message,
+    details: { runId, runError: error },
+  });
+}
+
+/**
+ * The one-node workflow `runs.node` runs: the node, and an output per output port. An inline
+ * artifact given to a value port (`{"kind":"structured","value":…}` for STRUCTURED, the only way
+ * the contract lets an object reach one) is its value there, as a run input's would be.
+ */
+function singleNodeWorkflow(node: NodeDefinition, inputs: Record<string, unknown>): Workflow {
+  // fromEntries defines own keys: an input named "__proto__" stays an input (and is refused as unknown), not a prototype.
+  const literals = Object.fromEntries(
+    Object.entries(inputs).map(([port, value]) => {
+      const connector = Object.hasOwn(node.spec.inputs, port) ? node.spec.inputs[port]!.connector : undefined;
+      const inline = value !== null && typeof value === 'object' && !Array.isArray(value) && Object.hasOwn(value, 'value');
+      return [port, connector && inline && !isDataConnector(connector.id) ? (value as { value: unknown }).value : value];
+    }),
+  );
+  const outputs = Object.keys(node.spec.outputs).map((port) => ({ id: port, uses: 'output', inputs: { value: `\${node.${port}}` } }));
+  return { version: 2, nodes: [{ id: 'node', uses: node.spec.id, inputs: literals }, ...outputs] };
+}
