@@ -5,33 +5,34 @@ import { AppError } from '../platform/app-error';
 import type { Metrics } from '../platform/metrics';
 import type { TokenLookup } from './auth/auth-context';
 import { installSitePolicy } from './auth/session-cookie';
-import type { Handlers } from './handlers/handler-types';
-import { contractRoutes, methodNotAllowed } from './http/contract-routes';
+import type { MinuteLimit } from './invoke/call-limits';
+import type { Invoke } from './invoke/invoke';
 import { errorHandler } from './http/error-handler';
 import { healthRoutes, type ReadinessProbe } from './http/health-routes';
 import { metricsRoute } from './http/metrics-route';
-import { rateLimits, type RateLimitOptions } from './http/rate-limits';
+import { methodNotAllowed, operationRoutes } from './http/operation-routes';
+import { ipRateLimit } from './http/rate-limits';
 import { requestId, requestLogging, requestMetrics } from './http/request-context';
-import type { StreamSlots } from './http/stream-slots';
 import type { Router } from 'express';
 
 export interface AppDeps {
-  handlers: Handlers;
+  /** The one call path (scope, limits, validation, handlers) the routes adapt to HTTP. */
+  invoke: Invoke;
   tokens: TokenLookup;
   log: Logger;
   metrics: Metrics;
   probes: readonly ReadinessProbe[];
   bodyLimitBytes: number;
+  /** Largest file an upload route (recipe assets) takes. */
+  uploadLimitBytes: number;
   trustProxy: boolean;
   /** Base URL clients use (the OpenAPI document's server). */
   publicBaseUrl: string;
-  /** Extra routers mounted beside the contract routes (blob downloads, editor endpoints). */
-  extraRoutes?: readonly Router[];
-  heartbeatMs?: number;
-  /** Per-token and per-IP request rate limits (shared through Redis); absent: none. */
-  rateLimits?: RateLimitOptions;
-  /** Open run streams per organization (shared through Redis); absent: unlimited. */
-  streamSlots?: StreamSlots;
+  /** Routers beside the declared routes: blob downloads, browser sign-in, RFC 8628 device login. */
+  extraRoutes: readonly Router[];
+  heartbeatMs: number;
+  /** The per-IP request limit (shared through Redis); absent: none (`RATE_LIMIT_IP_PER_MINUTE=0`). */
+  ipLimit?: MinuteLimit;
 }
 
 /**
@@ -50,7 +51,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestMetrics(deps.metrics));
   app.use(requestLogging(deps.log));
   // After logging and metrics, so refusals are logged and counted; before every router.
-  if (deps.rateLimits) app.use(rateLimits(deps.rateLimits));
+  if (deps.ipLimit) app.use(ipRateLimit(deps.ipLimit));
 
   const api = express.Router();
   api.use(healthRoutes(deps.probes, (probe, err) => deps.log.warn({ err, probe }, 'readiness probe failed')));
@@ -61,17 +62,17 @@ export function createApp(deps: AppDeps): Express {
     res.json(openapi);
   });
   api.use(
-    contractRoutes({
-      handlers: deps.handlers,
+    operationRoutes({
+      invoke: deps.invoke,
       tokens: deps.tokens,
       log: deps.log,
       bodyLimitBytes: deps.bodyLimitBytes,
-      heartbeatMs: deps.heartbeatMs ?? 15000,
+      uploadLimitBytes: deps.uploadLimitBytes,
+      heartbeatMs: deps.heartbeatMs,
       openStreams: deps.metrics.openStreams,
-      streamSlots: deps.streamSlots,
     }),
   );
-  for (const router of deps.extraRoutes ?? []) api.use(router);
+  for (const router of deps.extraRoutes) api.use(router);
   api.use(methodNotAllowed());
 
   app.use('/api', api);
