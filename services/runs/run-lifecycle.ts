@@ -3,7 +3,7 @@ import { collectRunOutputs, outputSources } from '../engine';
 import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import type { RunRepository } from '../store';
-import type { RunContext } from './run-contexts';
+import type { RunContext } from './run-context-cache';
 import type { RunAbortPublisher, RunEventAppender } from './ports';
 
 export interface RunLifecycleDeps {

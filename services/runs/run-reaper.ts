@@ -1,7 +1,7 @@
 import type { Logger } from '../platform/logger';
 import type { RunRecoveryRepository } from '../store';
-import type { RunContexts } from './run-contexts';
-import { UnpreparableRunError } from './run-contexts';
+import type { RunContextCache } from './run-context-cache';
+import { UnpreparableRunError } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
 
 /** Re-enqueues steps whose jobs are gone (the step queue's `requeue`). */
@@ -11,7 +11,7 @@ export interface StepRequeuer {
 
 export interface RunReaperOptions {
   recovery: RunRecoveryRepository;
-  contexts: RunContexts;
+  contexts: RunContextCache;
   lifecycle: RunLifecycle;
   queue: StepRequeuer;
   log: Logger;

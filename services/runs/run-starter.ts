@@ -4,7 +4,7 @@ import { resolveStepInputs, type PreparedWorkflow } from '../engine';
 import type { NodeDefinition } from '../nodes';
 import type { Logger } from '../platform/logger';
 import type { RunRepository } from '../store';
-import { createRunContext, type RunContexts } from './run-contexts';
+import { createRunContext, type RunContextCache } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
 import type { RunEventAppender, StepEnqueuer } from './ports';
 
@@ -32,7 +32,7 @@ export interface RunStarterDeps {
   queue: StepEnqueuer;
   lifecycle: RunLifecycle;
   /** The process's run contexts, seeded so a worker in the same process skips reloading the run. */
-  contexts?: RunContexts;
+  contexts?: RunContextCache;
   /**
    * The platform's nodes: with them, a run whose only first step is a local node (bounded work,
    * no provider) is stored with that step already reserved, and its job carries the attempt

@@ -1,6 +1,90 @@
 import type { RunEvent } from '../contract';
 import { microsToUsd } from '../engine';
-import type { CompleteStepResult, FollowerStep } from '../store';
+import type { CompleteStepInput, CompleteStepResult, FollowerStep } from '../store';
+
+/** A finished step whose commit is about to be made, or waits for its batch's. */
+export interface FinishedStep extends FollowerStep {
+  /** Its node's id in the catalog (for metrics). */
+  specId: string;
+}
+
+/**
+ * An event that waits for its batch's commit: `{ completed }` becomes `step.completed` with what
+ * the commit charged that step (unknown until then).
+ */
+export type UncommittedEvent = RunEvent | { completed: string };
+
+/** Most steps committed after a batch's head, and how long a batch may hold its events. */
+const MAX_BATCH_FOLLOWERS = 64;
+const BATCH_WINDOW_MS = 10;
+
+/**
+ * One commit of finished steps: a step alone, or a batch's head and its followers in order. It
+ * knows what to send to `completeStep` and which events the result stands for.
+ */
+export class StepCommit {
+  constructor(
+    /** The head first, then the followers in the order they ran. */
+    readonly steps: readonly [FinishedStep, ...FinishedStep[]],
+    /** Events held while the steps ran, before the last step's own `step.completed`. */
+    private readonly held: readonly UncommittedEvent[] = [],
+    /** The step settling now, whose `step.completed` is not among the held events. */
+    private readonly last?: string,
+  ) {}
+
+  /** A step committed on its own. */
+  static of(step: FinishedStep): StepCommit {
+    return new StepCommit([step], [], step.nodeId);
+  }
+
+  get followers(): readonly FinishedStep[] {
+    return this.steps.slice(1);
+  }
+
+  /** The commit's part of `completeStep`'s input: the head's result and its followers. */
+  input(): Pick<CompleteStepInput, 'nodeId' | 'costMicros' | 'output' | 'ms' | 'dependents' | 'followers'> {
+    const [head] = this.steps;
+    return { nodeId: head.nodeId, costMicros: head.costMicros, output: head.output, ms: head.ms, dependents: head.dependents, followers: this.followers };
+  }
+
+  /** The steps `result` committed, each with what it was charged. */
+  committed(result: CompleteStepResult): { step: FinishedStep; micros: number }[] {
+    const charges = [result.chargedMicros, ...result.followerCharges];
+    return this.steps.slice(0, charges.length).map((step, i) => ({ step, micros: charges[i]! }));
+  }
+
+  /** Whether the run stopped while the batch ran: the commit dropped some of its followers. */
+  dropped(result: CompleteStepResult): boolean {
+    return result.followerCharges.length < this.steps.length - 1;
+  }
+
+  /**
+   * The events of `result`: the held ones, each `{ completed }` turned into `step.completed` with
+   * what the commit charged, up to the first step it dropped; then the last step's own
+   * `step.completed`. None for a repeated commit (its events went out with the first).
+   */
+  events(result: CompleteStepResult): RunEvent[] {
+    if (result.duplicate) return [];
+    const charged = new Map(this.committed(result).map((entry) => [entry.step.nodeId, entry]));
+    const completedEvent = (nodeId: string): RunEvent | undefined => {
+      const entry = charged.get(nodeId);
+      return entry && { type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms) } };
+    };
+    const events: RunEvent[] = [];
+    for (const item of this.held) {
+      if (!('completed' in item)) {
+        events.push(item);
+        continue;
+      }
+      const event = completedEvent(item.completed);
+      if (!event) return events;
+      events.push(event);
+    }
+    const own = this.last === undefined ? undefined : completedEvent(this.last);
+    if (own) events.push(own);
+    return events;
+  }
+}
 
 /**
  * Local steps of a chain run one after another inside a lease, committed together. The first
@@ -11,86 +95,59 @@ import type { CompleteStepResult, FollowerStep } from '../store';
  * head in one call: a chain of fast local steps costs one round trip per batch, not per step.
  * Their events wait for that commit, so no client sees a step completed that Postgres has not.
  */
-
-/** A finished step whose commit waits for its batch. */
-export interface FinishedStep extends FollowerStep {
-  specId: string;
-}
-
-/** An event held by a batch: `{ completed }` becomes `step.completed` with what the commit charged. */
-export type HeldEvent = RunEvent | { completed: string };
-
-export interface Batch {
-  /** The head's attempt token, under which every step of the batch is committed. */
-  headToken: string;
-  /** The head, once it finished. */
-  head?: FinishedStep;
-  followers: FinishedStep[];
-  /** What is left of the lease after the estimates counted so far. */
-  leaseLeft: number;
+export class StepBatch {
+  /** The head once it finished; until then the head is the step running, and nothing is held. */
+  private head: FinishedStep | undefined;
+  private readonly followers: FinishedStep[] = [];
   /** Events held until the commit, in order. */
-  events: HeldEvent[];
-  openedAt: number;
-}
+  private readonly held: UncommittedEvent[] = [];
+  /** What is left of the lease after the estimates counted so far. */
+  private leaseLeft: number;
+  private readonly openedAt = performance.now();
 
-/** How a step runs: alone, as the head of a batch, or inside one (`virtual`). */
-export interface Lane {
-  batch?: Batch;
-  virtual: boolean;
-  /** Whether its dependent may run inside its batch (not at the job's last inline step). */
-  mayDefer: boolean;
-}
-
-/** Most steps committed after a batch's head, and how long a batch may hold its events. */
-const MAX_BATCH_FOLLOWERS = 64;
-const BATCH_WINDOW_MS = 10;
-
-/** A batch headed by the step reserved under `headToken` with a lease of `leaseMicros`. */
-export function openBatch(headToken: string, leaseMicros: number): Batch {
-  return { headToken, followers: [], leaseLeft: leaseMicros, events: [], openedAt: performance.now() };
-}
-
-/** Whether the finished step's only dependent, of worst case `estimate`, may run inside the batch before anything is committed. */
-export function fitsBatch(batch: Batch, lane: Lane, finished: FinishedStep, estimate: number): boolean {
-  return (
-    lane.mayDefer &&
-    finished.dependents.length === 1 &&
-    estimate <= batch.leaseLeft &&
-    batch.followers.length < MAX_BATCH_FOLLOWERS &&
-    performance.now() - batch.openedAt < BATCH_WINDOW_MS
-  );
-}
-
-/** The steps of a commit of `steps` (a head and its followers, in order) that it committed, with what each was charged. */
-export function committedSteps(result: CompleteStepResult, steps: readonly FinishedStep[]): { step: FinishedStep; micros: number }[] {
-  const charges = [result.chargedMicros, ...result.followerCharges];
-  return steps.slice(0, charges.length).map((step, i) => ({ step, micros: charges[i]! }));
-}
-
-/**
- * The events of a commit: the events held while its steps ran, each `{ completed }` turned into
- * `step.completed` with what the commit charged, up to the first step the commit dropped; then
- * `last`'s own `step.completed` (the step being settled, whose completion is not among the held
- * events). None for a repeated commit.
- */
-export function committedEvents(committed: readonly { step: FinishedStep; micros: number }[], duplicate: boolean, held: readonly HeldEvent[], last?: string): RunEvent[] {
-  if (duplicate) return [];
-  const charged = new Map(committed.map((entry) => [entry.step.nodeId, entry]));
-  const completedEvent = (nodeId: string): RunEvent | undefined => {
-    const entry = charged.get(nodeId);
-    return entry && { type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms) } };
-  };
-  const events: RunEvent[] = [];
-  for (const item of held) {
-    if (!('completed' in item)) {
-      events.push(item);
-      continue;
-    }
-    const event = completedEvent(item.completed);
-    if (!event) return events;
-    events.push(event);
+  /** A batch headed by the step reserved under `headToken` with a lease of `leaseMicros`. */
+  constructor(
+    /** The head's attempt token, under which every step of the batch is committed. */
+    readonly headToken: string,
+    leaseMicros: number,
+  ) {
+    this.leaseLeft = leaseMicros;
   }
-  const own = last === undefined ? undefined : completedEvent(last);
-  if (own) events.push(own);
-  return events;
+
+  /**
+   * Whether finished steps wait in the batch: then the step running is a follower, counted
+   * against the lease (no reservation of its own), and its events are held.
+   */
+  get holding(): boolean {
+    return this.head !== undefined;
+  }
+
+  /** Whether `finished`'s only dependent, of worst case `estimate`, may run inside the lease before anything is committed. */
+  admits(finished: FinishedStep, estimate: number): boolean {
+    return (
+      finished.dependents.length === 1 &&
+      estimate <= this.leaseLeft &&
+      this.followers.length < MAX_BATCH_FOLLOWERS &&
+      performance.now() - this.openedAt < BATCH_WINDOW_MS
+    );
+  }
+
+  /** Defers `finished`'s commit and starts `next` (its only dependent, of worst case `estimate`) inside the lease. */
+  defer(finished: FinishedStep, next: { nodeId: string; estimate: number }): void {
+    if (this.head) this.followers.push(finished);
+    else this.head = finished;
+    this.leaseLeft -= next.estimate;
+    this.held.push({ completed: finished.nodeId }, { type: 'step.started', nodeId: next.nodeId });
+  }
+
+  /** Holds an event of the step running inside the batch until the commit. */
+  hold(event: RunEvent): void {
+    this.held.push(event);
+  }
+
+  /** The commit of what the batch holds, with `last` (the step settling now) as its last follower. */
+  commit(last?: FinishedStep): StepCommit {
+    if (!this.head) throw new Error('a batch holds nothing before its head finished');
+    return new StepCommit([this.head, ...this.followers, ...(last ? [last] : [])], this.held, last?.nodeId);
+  }
 }

@@ -1,19 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { RunEvent } from '../contract';
-import { MissingValueError, resolveStepInputs } from '../engine';
+import type { RunError, RunEvent } from '../contract';
 import type { ArtifactStore, NodeDefinition } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Failpoints } from '../platform/failpoints';
 import type { Logger } from '../platform/logger';
 import type { CompleteStepResult, RunRepository, StepRepository } from '../store';
 import type { InFlightSteps } from './in-flight-steps';
-import { UnpreparableRunError, type RunContext, type RunContexts } from './run-contexts';
+import type { RunContextCache } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
+import { RunOutbox } from './run-outbox';
 import type { RunEventAppender, StepQueuePort } from './ports';
-import { RunEventPipe } from './run-event-pipe';
-import { committedEvents, committedSteps, fitsBatch, openBatch, type Batch, type FinishedStep, type Lane } from './step-batch';
+import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
-import { checkResult, lostChargeOf } from './step-result';
+import { checkResult } from './step-result';
+import { StepAdmission, startOfJob } from './step-admission';
+import { nodeIdOf, type NextStep, type PreparedStep, type ReservedStep } from './step-start';
 
 /** How transient provider failures are retried inside a step. */
 export interface RetryPolicy {
@@ -33,7 +34,7 @@ export interface StepObserver {
 export interface StepExecutorDeps {
   runs: RunRepository;
   steps: StepRepository;
-  contexts: RunContexts;
+  contexts: RunContextCache;
   lifecycle: RunLifecycle;
   events: RunEventAppender;
   queue: StepQueuePort;
@@ -54,251 +55,98 @@ export interface StepExecutorDeps {
   observer?: StepObserver;
 }
 
-/** A step whose inputs and worst case are known before it is reserved. */
-interface StartedStep {
-  nodeId: string;
-  definition: NodeDefinition;
-  inputs: Record<string, unknown>;
-  estimate: number;
-}
-
-/** A step this job runs next, inline, with the outputs of its predecessor in hand. */
-interface Continuation {
-  nodeId: string;
-  known: ReadonlyMap<string, Record<string, unknown>>;
-  /**
-   * Reserved already, with its predecessor's commit (its `step.started` is out), or `virtual`:
-   * counted against the lease of `batch` (its `step.started` waits in the batch): run it straight away.
-   */
-  started?: StartedStep & { attemptToken: string; virtual?: boolean };
-  batch?: Batch;
-  /** The attempt token of a reservation made with the run (the job's first delivery): used instead of reserving. */
-  reservedWith?: string;
-}
-
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
 const MAX_INLINE_STEPS = 256;
 
-/** A step whose attempt succeeded, before its commit. */
-interface DoneStep {
-  nodeId: string;
-  definition: NodeDefinition;
-  inputs: Record<string, unknown>;
-  estimate: number;
-  outputs: Record<string, unknown>;
-  /** What the attempt cost (the node's price of its result). */
-  costMicros: number;
-  /** The run's outputs, when this step's outputs are all they read. */
+/** A settling commit: the finished step, what was committed with it, and the dependent it meant to run next. */
+interface Settled {
+  done: FinishedStep;
+  commit: StepCommit;
+  result: CompleteStepResult;
+  candidate: PreparedStep | undefined;
   runOutputs: Record<string, unknown> | undefined;
-  attemptToken: string;
-  ms: number;
-  dependents: readonly string[];
 }
 
 /** One attempt's outcome. */
 type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { ok: false; err: unknown };
 
 /**
- * Executes one step of a run (the `step.execute` job), following DESIGN.md "Execution, step by
- * step": inputs from literals and finished predecessors → reserve the worst case against the cap
- * → execute (abortable, progress as events) → settle under the attempt's token → `step.completed`
- * → enqueue the dependents that became ready → complete the run after its last step. Node
- * failures become `step.failed` + `run.failed` (transient ones are retried first, each attempt
- * reserved and charged); the job itself fails only when our own infrastructure does (BullMQ
- * retries it, and `reserve` decides whether the step still needs running).
+ * Executes one step of a run (the `step.execute` job), and the chain of local steps it makes
+ * ready, as `ARCHITECTURE.md` beside this file describes: inputs → reserve → attempts → settle →
+ * `step.completed` and the dependents → the run's completion. What a transition makes happen
+ * (events, enqueues, failures) is released, in order, by the run's outbox.
  */
 export class StepExecutor {
-  private readonly pipe: RunEventPipe;
+  private readonly outbox: RunOutbox;
+  private readonly admission: StepAdmission;
   /** Attempts a step may have in all (config keeps it at least `retry.attempts`). */
   private readonly maxAttempts: number;
 
   constructor(private readonly deps: StepExecutorDeps) {
-    this.pipe = new RunEventPipe(deps.events);
+    this.outbox = new RunOutbox(deps);
     this.maxAttempts = deps.retry.maxAttempts ?? deps.retry.attempts + 2;
+    this.admission = new StepAdmission({ ...deps, outbox: this.outbox, maxAttempts: this.maxAttempts });
   }
 
   /**
    * Runs the step of a `step.execute` job, then, while a dependent it made ready may run inline
    * (a local node: bounded work in this process), that dependent in the same job with the
-   * predecessor's outputs in hand: a chain of local steps costs no queue round trip per step.
-   * Other ready dependents are enqueued for any worker. `redelivered`: BullMQ handed this job
-   * out again after its worker went silent, so a dependent that worker was running inline may
-   * be orphaned: those are enqueued again (the reservation decides who runs them).
-   * `attemptToken`: the step was reserved with its run under this token (on the job's first
-   * delivery only; a redelivery reserves, taking the step over).
+   * predecessor's outputs in hand. `redelivered`: BullMQ handed this job out again after its
+   * worker went silent. `attemptToken`: the step was reserved with its run under this token.
    */
   async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string } = {}): Promise<void> {
-    let next: Continuation | null = { nodeId, known: new Map(), ...(options.attemptToken && !options.redelivered ? { reservedWith: options.attemptToken } : {}) };
-    let redelivered = options.redelivered ?? false;
+    let next: NextStep | null = { start: startOfJob(nodeId, options), outputsInHand: new Map() };
     try {
       for (let inline = 0; next; inline++) {
         if (inline >= MAX_INLINE_STEPS) {
-          await this.pipe.flush(runId);
-          await this.deps.queue.enqueue(runId, [next.nodeId]);
+          await this.outbox.release(runId, [{ kind: 'enqueue', nodeIds: [nodeIdOf(next.start)] }]);
           return;
         }
-        next = await this.executeOne(runId, next, redelivered, inline + 1 < MAX_INLINE_STEPS);
-        redelivered = false;
+        const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS);
+        if (!step) return;
+        await this.deps.failpoints?.hit('step.afterReserve', step.nodeId);
+        next = await this.runAttempts(step);
       }
     } finally {
       // The job ends when its events are out (a failed append fails the job: BullMQ retries it).
-      await this.pipe.flush(runId);
+      await this.outbox.drain(runId);
     }
   }
 
-  private async executeOne(runId: string, step: Continuation, redelivered: boolean, mayDefer: boolean): Promise<Continuation | null> {
-    const { nodeId, known } = step;
-    let context: RunContext | null;
-    try {
-      context = await this.deps.contexts.get(runId);
-    } catch (err) {
-      if (!(err instanceof UnpreparableRunError)) throw err;
-      await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, { code: 'run_unrecoverable', message: err.message });
-      return null;
-    }
-    if (!context) {
-      this.deps.log.warn({ runId, nodeId }, 'step job for a run that does not exist; dropped');
-      return null;
-    }
-    const planned = context.prepared.plan.steps.get(nodeId);
-    const node = context.prepared.workflow.nodes.get(nodeId);
-    if (!planned || !node) {
-      this.deps.log.warn({ runId, nodeId }, 'step job for a node that is not a step of its run; dropped');
-      return null;
-    }
-
-    if (step.started) {
-      const { definition, inputs, estimate, attemptToken, virtual = false } = step.started;
-      await this.deps.failpoints?.hit('step.afterReserve', nodeId);
-      return this.runAttempts(context, nodeId, definition, inputs, estimate, attemptToken, planned.dependents, { batch: step.batch, virtual, mayDefer });
-    }
-
-    const stepOutputs = new Map(known);
-    const missing = planned.dependsOn.filter((id) => !known.has(id));
-    for (const [id, output] of await this.deps.runs.stepInputs(runId, missing)) stepOutputs.set(id, output);
-    // A predecessor not completed: the job came early (a duplicate, or a re-enqueue by the
-    // reaper); the step is enqueued again when its last predecessor completes.
-    if (planned.dependsOn.some((id) => !stepOutputs.has(id))) return null;
-
-    const definition = node.role === 'platform' ? this.deps.findNode(node.uses) : undefined;
-    let inputs: Record<string, unknown>;
-    let estimate: number;
-    try {
-      if (!definition) throw new AppError({ code: 'not_found', message: `node "${nodeId}" uses "${node.uses}", which this service cannot run` });
-      inputs = resolveStepInputs(node, { workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs });
-      estimate = definition.estimate(inputs);
-    } catch (err) {
-      if (err instanceof MissingValueError) return null;
-      // Inputs that only turned out wrong at run time (a STRUCTURED value of the wrong type):
-      // the step fails before any money is held.
-      await this.failBeforeStart(context, nodeId, err);
-      return null;
-    }
-
-    const reserved = step.reservedWith
-      ? { ok: true as const, attemptToken: step.reservedWith }
-      : await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: lostChargeOf(definition!, estimate, this.deps.mayRunInline), maxAttempts: this.maxAttempts });
-    if (!reserved.ok) {
-      await this.pipe.flush(runId);
-      if (reserved.reason === 'cap_exceeded' || reserved.reason === 'insufficient_credit' || reserved.reason === 'attempts_exhausted') {
-        const error = attemptRefused(reserved.reason, nodeId, estimate, this.maxAttempts);
-        // A lost attempt taken over: the step is ours, holding nothing; failing it settles what the lost attempt is charged.
-        if (reserved.attemptToken !== undefined) await this.failStep(runId, nodeId, reserved.attemptToken, 0, null, error);
-        else await this.deps.lifecycle.fail(runId, error, nodeId);
-      } else if (reserved.reason === 'step_not_runnable' && redelivered) {
-        await this.deps.queue.requeue(runId, planned.dependents);
-      }
-      // run_not_running / step_not_runnable: the run stopped, or another attempt has the step.
-      return null;
-    }
-
-    this.pipe.post(runId, [{ type: 'step.started', nodeId }]);
-    await this.deps.failpoints?.hit('step.afterReserve', nodeId);
-    return this.runAttempts(context, nodeId, definition!, inputs, estimate, reserved.attemptToken, planned.dependents, { virtual: false, mayDefer });
-  }
-
-  private async runAttempts(
-    context: RunContext,
-    nodeId: string,
-    definition: NodeDefinition,
-    inputs: Record<string, unknown>,
-    estimate: number,
-    attemptToken: string,
-    dependents: readonly string[],
-    lane: Lane,
-  ): Promise<Continuation | null> {
-    const { runId } = context;
+  /** Calls the node until an attempt succeeds (then settles it) or the step fails. */
+  private async runAttempts(step: ReservedStep): Promise<NextStep | null> {
     const started = performance.now();
-    const lostCharge = lostChargeOf(definition, estimate, this.deps.mayRunInline);
     for (let attempt = 1; ; attempt++) {
-      let outcome = await this.attempt(runId, nodeId, definition, inputs, lane.virtual ? lane.batch : undefined);
+      let outcome = await this.attempt(step);
       const ms = performance.now() - started;
       if (outcome.ok) {
-        const checked = checkResult(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs }, (o) => this.deps.lifecycle.hasForeignRefs(o));
-        if (checked.ok) return this.settle(context, { nodeId, definition, inputs, estimate, outputs: outcome.outputs, attemptToken, ms, dependents, ...checked }, lane);
+        const checked = checkResult(step.context, { ...step, outputs: outcome.outputs }, (o) => this.deps.lifecycle.hasForeignRefs(o));
+        if (checked.ok) return this.settle(step, finishedStep(step, outcome.outputs, checked.costMicros, ms), checked.runOutputs);
         outcome = checked;
       }
-      const { err } = outcome;
-      if (lane.virtual) {
-        // A step run inside a lease failed: what ran before it is committed, and it gets a
-        // reservation of its own, under which its failure (or its next attempt) is recorded.
-        const token = await this.commitHeld(context, lane.batch!, err instanceof AbortedByRun ? undefined : { nodeId, estimate });
-        if (token === null) return null;
-        attemptToken = token;
-      }
-      lane = { virtual: false, mayDefer: lane.mayDefer };
-      if (err instanceof AbortedByRun) {
-        // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
-        await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros: costOfFailure(err, lostCharge), error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
-        this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
-        return null;
-      }
-      if (isTransient(err) && attempt < this.deps.retry.attempts) {
-        // The retry holds the estimate alone: a lease this attempt had is given back.
-        const retry = await this.deps.steps.retryAttempt({
-          runId,
-          nodeId,
-          attemptToken,
-          costMicros: costOfFailure(err, lostCharge),
-          estimateMicros: estimate,
-          lostChargeMicros: lostCharge,
-          maxAttempts: this.maxAttempts,
-        });
-        if (retry.ok) {
-          this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
-          this.pipe.post(runId, [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }]);
-          const delay = this.deps.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5);
-          await sleep(delay);
-          continue;
-        }
-        if (retry.reason === 'run_not_running' || retry.reason === 'not_owner') return null; // the run stopped or the step was taken over
-        await this.failStep(runId, nodeId, attemptToken, costOfFailure(err, lostCharge), ms, retryRefused(retry.reason, err, nodeId, this.maxAttempts));
-        this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
-        return null;
-      }
-      if (!(err instanceof AppError) && !(err instanceof FailedAfterCall)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
-      await this.failStep(runId, nodeId, attemptToken, costOfFailure(err, lostCharge), ms, stepError(err, nodeId));
-      this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
-      return null;
+      const retrying = await this.afterFailure(step, outcome.err, attempt, ms);
+      if (!retrying) return null;
+      step = retrying;
+      await sleep(this.deps.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5));
     }
   }
 
   /**
-   * One call of the node, abortable by the run, its progress reported as events in order (held
-   * in `held`, the batch of a step run inside a lease, until that batch is committed).
+   * One call of the node, abortable by the run, its progress reported as events in order (held by
+   * the batch of a step run inside a lease, until that batch is committed).
    */
-  private async attempt(runId: string, nodeId: string, definition: NodeDefinition, inputs: Record<string, unknown>, held?: Batch): Promise<AttemptOutcome> {
+  private async attempt(step: ReservedStep): Promise<AttemptOutcome> {
+    const { runId } = step.context;
+    const held = step.batch?.holding ? step.batch : undefined;
     const controller = this.deps.inFlight.start(runId);
     try {
-      const outputs = await definition.execute(inputs, {
+      const outputs = await step.definition.execute(step.inputs, {
         signal: controller.signal,
         artifacts: this.deps.artifactsFor(runId, controller.signal),
-        // Through the run's event pipe: in order, and all before step.completed.
         progress: (message) => {
-          const event: RunEvent = { type: 'step.progress', nodeId, message: String(message).slice(0, 500) };
-          if (held) held.events.push(event);
-          else this.pipe.post(runId, [event]);
+          const event: RunEvent = { type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) };
+          if (held) held.hold(event);
+          else void this.outbox.release(runId, [{ kind: 'events', events: [event] }]);
         },
       });
       return { ok: true, outputs };
@@ -309,169 +157,133 @@ export class StepExecutor {
     }
   }
 
-  private async settle(context: RunContext, done: DoneStep, lane: Lane): Promise<Continuation | null> {
-    const { runId } = context;
-    const { nodeId, definition, outputs, dependents, runOutputs } = done;
-    const known = new Map([[nodeId, outputs]]);
-    const finished: FinishedStep = {
-      nodeId,
-      specId: definition.spec.id,
-      costMicros: done.costMicros,
-      estimateMicros: done.estimate,
-      output: outputs,
-      ms: done.ms,
-      dependents,
-    };
-    const candidate = this.nextCandidate(context, dependents, known);
-    await this.deps.failpoints?.hit('step.beforeSettle', nodeId);
-
-    const { batch } = lane;
-    if (batch && candidate && fitsBatch(batch, lane, finished, candidate.estimate)) {
-      // The only dependent fits in the lease: it runs now, and this step commits with it later.
-      if (lane.virtual) batch.followers.push(finished);
-      else batch.head = finished;
-      batch.leaseLeft -= candidate.estimate;
-      batch.events.push({ completed: nodeId }, { type: 'step.started', nodeId: candidate.nodeId });
-      return { nodeId: candidate.nodeId, known, started: { ...candidate, attemptToken: done.attemptToken, virtual: true }, batch };
+  /** Records a failed attempt: the step, alone under its own attempt token, when it is retried; else null (it failed or stopped). */
+  private async afterFailure(step: ReservedStep, err: unknown, attempt: number, ms: number): Promise<ReservedStep | null> {
+    const { runId, nodeId, definition } = step;
+    let { attemptToken } = step;
+    if (step.batch?.holding) {
+      // A step run inside a lease failed: what ran before it is committed, and it gets a
+      // reservation of its own, under which its failure (or its next attempt) is recorded.
+      const token = await this.commitHeld(step, step.batch, !(err instanceof AbortedByRun));
+      if (token === null) return null;
+      attemptToken = token;
     }
-
-    const head = lane.virtual ? batch!.head! : finished;
-    const followers = lane.virtual ? [...batch!.followers, finished] : [];
-    const result = await this.deps.steps.completeStep({
-      runId,
-      nodeId: head.nodeId,
-      attemptToken: done.attemptToken,
-      costMicros: head.costMicros,
-      output: head.output,
-      ms: head.ms,
-      dependents: head.dependents,
-      followers,
-      runOutputs,
-      next: candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate, lease: lane.mayDefer },
-    });
-    if (!result.committed) {
-      this.deps.log.info({ runId, nodeId: head.nodeId }, 'attempt no longer owns its step; its result was dropped');
+    const costMicros = costOfFailure(err, this.admission.lostChargeOf(step));
+    if (err instanceof AbortedByRun) {
+      // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
+      await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
+      this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
       return null;
     }
-    const completed = committedEvents(this.observeCommitted(result, [head, ...followers]), result.duplicate, lane.virtual ? batch!.events : [], nodeId);
-    if (result.followerCharges.length < followers.length) {
-      // The run stopped while the batch ran: what it committed is out, its terminal event is someone else's.
-      if (completed.length > 0) this.pipe.post(runId, completed);
-      return null;
+    let error: RunError;
+    if (isTransient(err) && attempt < this.deps.retry.attempts) {
+      // The retry holds the estimate alone: a lease this attempt had is given back.
+      const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros, estimateMicros: step.estimate, lostChargeMicros: this.admission.lostChargeOf(step), maxAttempts: this.maxAttempts });
+      if (retry.ok) {
+        this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
+        await this.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] }]);
+        return { ...step, attemptToken, batch: undefined };
+      }
+      if (retry.reason === 'run_not_running' || retry.reason === 'not_owner') return null; // the run stopped or the step was taken over
+      error = retryRefused(retry.reason, err, nodeId, this.maxAttempts);
+    } else {
+      if (!(err instanceof AppError) && !(err instanceof FailedAfterCall)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
+      error = stepError(err, nodeId);
     }
-
-    if (candidate && result.next && !result.next.ok) {
-      // The dependent this job meant to run next does not fit in the cap (or the run's hold): the run stops here.
-      if (completed.length > 0) this.pipe.post(runId, completed);
-      await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, attemptRefused(result.next.reason, candidate.nodeId, candidate.estimate, this.maxAttempts), candidate.nodeId);
-      return null;
-    }
-    const reserved = candidate && result.next?.ok ? result.next : undefined;
-    const started = reserved && candidate ? { ...candidate, attemptToken: reserved.attemptToken } : undefined;
-    // Reserved with this commit, or else another local step made ready: this job runs it next.
-    const inline = started?.nodeId ?? result.ready.find((id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses));
-    const queued = result.ready.filter((id) => id !== inline);
-    const events = started ? [...completed, { type: 'step.started', nodeId: started.nodeId } satisfies RunEvent] : completed;
-    if (result.runCompleted) {
-      await this.pipe.flush(runId);
-      await this.deps.failpoints?.hit('run.beforeAnnounce', nodeId);
-      await Promise.all([this.deps.lifecycle.announceCompletion(runId, runOutputs!, events), queued.length > 0 ? this.deps.queue.enqueue(runId, queued) : undefined]);
-      return null;
-    }
-    // A chain goes on without waiting for its events: the pipe keeps them in order, and the next
-    // step's database call overlaps this append.
-    if (events.length > 0) this.pipe.post(runId, events);
-    if (queued.length > 0 || result.remaining === 0) await this.pipe.flush(runId);
-    // Enqueued after this step's events are out, so another worker's step.started comes after them.
-    if (queued.length > 0) await this.deps.queue.enqueue(runId, queued);
-    if (result.remaining === 0) await this.deps.lifecycle.complete(context, known);
-    if (inline === undefined) return null;
-    const leased = reserved && reserved.leaseMicros > 0 ? openBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
-    return { nodeId: inline, known, started, batch: leased };
-  }
-
-  /** The steps a commit committed, each told to metrics. */
-  private observeCommitted(result: CompleteStepResult, steps: readonly FinishedStep[]): { step: FinishedStep; micros: number }[] {
-    const committed = committedSteps(result, steps);
-    for (const { step, micros } of committed) this.deps.observer?.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : micros);
-    return committed;
-  }
-
-  /**
-   * Commits what a batch ran so far (its head and followers), when a step inside it failed: with
-   * `next`, that step is reserved in the same call, on its own, and its new attempt token returned.
-   * Null when the batch could not be committed, or nothing was reserved.
-   */
-  private async commitHeld(context: RunContext, batch: Batch, next?: { nodeId: string; estimate: number }): Promise<string | null> {
-    const { runId } = context;
-    const head = batch.head!;
-    const result = await this.deps.steps.completeStep({
-      runId,
-      nodeId: head.nodeId,
-      attemptToken: batch.headToken,
-      costMicros: head.costMicros,
-      output: head.output,
-      ms: head.ms,
-      dependents: head.dependents,
-      followers: batch.followers,
-      next: next && { nodeId: next.nodeId, estimateMicros: next.estimate },
-    });
-    if (!result.committed) return null;
-    const events = committedEvents(this.observeCommitted(result, [head, ...batch.followers]), result.duplicate, batch.events);
-    if (events.length > 0) this.pipe.post(runId, events);
-    if (result.ready.length > 0) {
-      // Made ready and not reserved here (the run stopped has none): another job runs them.
-      await this.pipe.flush(runId);
-      await this.deps.queue.enqueue(runId, result.ready);
-    }
-    if (result.followerCharges.length < batch.followers.length || !next) return null;
-    if (result.next?.ok) return result.next.attemptToken;
-    if (result.next) {
-      await this.pipe.flush(runId);
-      await this.deps.lifecycle.fail(runId, attemptRefused(result.next.reason, next.nodeId, next.estimate, this.maxAttempts), next.nodeId);
-    }
+    await this.outbox.release(runId, [{ kind: 'failStep', nodeId, attemptToken, costMicros, ms, error }]);
+    this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
     return null;
   }
 
   /**
-   * The dependent this job will run next if the commit makes it ready: a local node whose only
-   * step inputs are in hand, so its inputs and estimate are known before the commit, which then
-   * reserves it too. None when no dependent qualifies (it is then found among the ready ones).
+   * Commits a finished step: alone, or with what its batch holds, or deferred into the batch when
+   * its only dependent fits in the lease. Returns the step this job runs next, if any.
    */
-  private nextCandidate(context: RunContext, dependents: readonly string[], known: ReadonlyMap<string, Record<string, unknown>>): StartedStep | undefined {
-    const { workflow, plan } = context.prepared;
-    for (const id of dependents) {
-      const node = workflow.nodes.get(id);
-      const planned = plan.steps.get(id);
-      if (!node || !planned || node.role !== 'platform' || !this.deps.mayRunInline(node.uses)) continue;
-      if (!planned.dependsOn.every((d) => known.has(d))) continue;
-      const definition = this.deps.findNode(node.uses);
-      if (!definition) continue;
-      try {
-        const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs: known });
-        return { nodeId: id, definition, inputs, estimate: definition.estimate(inputs) };
-      } catch {
-        // Inputs it cannot use: its own job reports that (it fails the step with the reason).
-        continue;
-      }
+  private async settle(step: ReservedStep, done: FinishedStep, runOutputs: Record<string, unknown> | undefined): Promise<NextStep | null> {
+    const { context, runId, batch } = step;
+    const outputsInHand = new Map([[done.nodeId, done.output]]);
+    const candidate = this.admission.candidateAfter(context, done.dependents, outputsInHand);
+    await this.deps.failpoints?.hit('step.beforeSettle', done.nodeId);
+    if (batch && candidate && step.mayContinue && batch.admits(done, candidate.estimate)) {
+      // The only dependent fits in the lease: it runs now, and this step commits with it later.
+      batch.defer(done, candidate);
+      return { start: { how: 'inBatch', step: candidate, batch }, outputsInHand };
     }
-    return undefined;
+
+    const commit = batch?.holding ? batch.commit(done) : StepCommit.of(done);
+    const next = candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate, lease: step.mayContinue };
+    const result = await this.deps.steps.completeStep({ runId, attemptToken: step.attemptToken, ...commit.input(), runOutputs, next });
+    if (!result.committed) {
+      this.deps.log.info({ runId, nodeId: commit.steps[0].nodeId }, 'attempt no longer owns its step; its result was dropped');
+      return null;
+    }
+    return this.afterCommit(step, { done, commit, result, candidate, runOutputs });
   }
 
-  private async failStep(runId: string, nodeId: string, attemptToken: string, costMicros: number, ms: number | null, error: { code: string; message: string }): Promise<void> {
-    const result = await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error, ms });
-    if (!result.committed) return;
-    await this.pipe.flush(runId);
-    if (result.runFailed) await this.deps.lifecycle.announceFailure(runId, error, nodeId);
-    else this.pipe.post(runId, [{ type: 'step.failed', nodeId, error }]);
+  /** Releases what a settling commit made happen; returns the step this job runs next, if any. */
+  private async afterCommit(step: ReservedStep, settled: Settled): Promise<NextStep | null> {
+    const { context, runId } = step;
+    const { done, commit, result, candidate, runOutputs } = settled;
+    const outputsInHand = new Map([[done.nodeId, done.output]]);
+    const events = this.observe(commit, result);
+    // The run stopped while the batch ran: what it committed is out, its terminal event is someone else's.
+    if (commit.dropped(result)) {
+      await this.outbox.release(runId, [{ kind: 'events', events }]);
+      return null;
+    }
+    if (candidate && result.next?.ok === false) {
+      // The dependent this job meant to run next does not fit in the cap (or the run's hold): the run stops here.
+      const error = attemptRefused(result.next.reason, candidate.nodeId, candidate.estimate, this.maxAttempts);
+      await this.outbox.release(runId, [{ kind: 'events', events }, { kind: 'failRun', error, nodeId: candidate.nodeId }]);
+      return null;
+    }
+
+    const reserved = candidate && result.next?.ok ? { step: candidate, attemptToken: result.next.attemptToken, leaseMicros: result.next.leaseMicros } : undefined;
+    // Reserved with this commit, or else another local step made ready: this job runs it next.
+    const inline = reserved?.step.nodeId ?? result.ready.find((id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses));
+    const queued = result.ready.filter((id) => id !== inline);
+    const released: RunEvent[] = reserved ? [...events, { type: 'step.started', nodeId: reserved.step.nodeId }] : events;
+    await this.outbox.release(
+      runId,
+      result.runCompleted
+        ? [{ kind: 'announceCompletion', outputs: runOutputs!, preceding: released, nodeId: done.nodeId }, { kind: 'enqueue', nodeIds: queued }]
+        : [{ kind: 'events', events: released }, { kind: 'enqueue', nodeIds: queued }, result.remaining === 0 && { kind: 'completeRun', context, outputsInHand }],
+    );
+    if (result.runCompleted || inline === undefined) return null;
+    if (!reserved) return { start: { how: 'reserve', nodeId: inline }, outputsInHand };
+    const lease = reserved.leaseMicros > 0 ? new StepBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
+    return { start: { how: 'reservedWithCommit', step: reserved.step, attemptToken: reserved.attemptToken, lease }, outputsInHand };
   }
 
-  /** Fails a step that cannot start (its inputs are unusable): it holds nothing, and its run fails. */
-  private async failBeforeStart(context: RunContext, nodeId: string, err: unknown): Promise<void> {
-    const error = stepError(err, nodeId);
-    if (!(err instanceof AppError)) this.deps.log.error({ err, runId: context.runId, nodeId }, 'step could not be prepared');
-    await this.pipe.flush(context.runId);
-    await this.deps.lifecycle.fail(context.runId, error, nodeId);
+  /**
+   * Commits what a batch holds, when the step running inside it failed: with `reserveFailed`,
+   * that step is reserved in the same call, on its own, and its new attempt token returned. Null
+   * when the batch could not be committed, or nothing was reserved.
+   */
+  private async commitHeld(step: ReservedStep, batch: StepBatch, reserveFailed: boolean): Promise<string | null> {
+    const { runId, nodeId, estimate } = step;
+    const commit = batch.commit();
+    const next = reserveFailed ? { nodeId, estimateMicros: estimate } : undefined;
+    const result = await this.deps.steps.completeStep({ runId, attemptToken: batch.headToken, ...commit.input(), next });
+    if (!result.committed) return null;
+    const refused = !commit.dropped(result) && result.next?.ok === false ? result.next : undefined;
+    await this.outbox.release(runId, [
+      { kind: 'events', events: this.observe(commit, result) },
+      // Made ready and not reserved here (a stopped run has none): another job runs them.
+      { kind: 'enqueue', nodeIds: result.ready },
+      refused && { kind: 'failRun', error: attemptRefused(refused.reason, nodeId, estimate, this.maxAttempts), nodeId },
+    ]);
+    return !commit.dropped(result) && result.next?.ok ? result.next.attemptToken : null;
   }
+
+  /** The events of a commit, each step it committed told to metrics. */
+  private observe(commit: StepCommit, result: CompleteStepResult): RunEvent[] {
+    for (const { step, micros } of commit.committed(result)) this.deps.observer?.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : micros);
+    return commit.events(result);
+  }
+}
+
+/** A step whose attempt returned `output`, priced `costMicros`, before its commit. */
+function finishedStep(step: ReservedStep, output: Record<string, unknown>, costMicros: number, ms: number): FinishedStep {
+  return { nodeId: step.nodeId, specId: step.definition.spec.id, costMicros, estimateMicros: step.estimate, output, ms, dependents: step.dependents };
 }

@@ -38,6 +38,7 @@ export {
   type ReserveResult,
   type RetryAttemptInput,
   type RetryAttemptResult,
+  type StepAttempt,
 } from './step-transitions';
 export { RunRecoveryRepository, type RunnableStep, type StuckStep } from './run-recovery-repository';
 export {

@@ -5,6 +5,17 @@ import type { RunError } from '../contract/schemas/run';
  * Money is integer micro-USD.
  */
 
+/**
+ * A step in flight: one attempt of a step (its run and node), named by the token that owns the
+ * step until the attempt settles. Postgres holds the token (`steps.attempt_token`); every
+ * transition of a running step names its attempt this way, so a stale attempt changes nothing.
+ */
+export interface StepAttempt {
+  runId: string;
+  nodeId: string;
+  attemptToken: string;
+}
+
 /** What `StepRepository.reserve` needs: the node's worst-case cost before it runs. */
 export interface ReserveInput {
   runId: string;
@@ -44,10 +55,7 @@ export type ReserveResult =
   | { ok: false; reason: ReserveRefusal; attemptToken?: undefined };
 
 /** A finished attempt's result. */
-export interface CompleteStepInput {
-  runId: string;
-  nodeId: string;
-  attemptToken: string;
+export interface CompleteStepInput extends StepAttempt {
   /** What the attempt really cost; above the reservation it is clamped to it. */
   costMicros: number;
   output: Record<string, unknown>;
@@ -114,10 +122,7 @@ export interface CompleteStepResult {
 }
 
 /** A failed attempt. */
-export interface FailStepInput {
-  runId: string;
-  nodeId: string;
-  attemptToken: string;
+export interface FailStepInput extends StepAttempt {
   /** What the failed attempt really cost (providers bill failed calls); clamped to the reservation. */
   costMicros: number;
   error: RunError;
@@ -137,10 +142,7 @@ export interface FailStepResult {
 }
 
 /** Another attempt of a step after a transient failure. */
-export interface RetryAttemptInput {
-  runId: string;
-  nodeId: string;
-  attemptToken: string;
+export interface RetryAttemptInput extends StepAttempt {
   /** What the failed attempt really cost; clamped to its reservation. */
   costMicros: number;
   /** The next attempt's worst case, held against the cap. */

@@ -11,7 +11,7 @@ import { flatPricing } from '../../services/nodes/pricing';
 import { AppError } from '../../services/platform/app-error';
 import { createLogger } from '../../services/platform/logger';
 import { createRedisConnection, publishRunAbort, subscribeRunAborts } from '../../services/queue';
-import { InFlightSteps, RunContexts, RunLifecycle, RunStarter, StepExecutor } from '../../services/runs';
+import { InFlightSteps, RunContextCache, RunLifecycle, RunStarter, StepExecutor } from '../../services/runs';
 import { LedgerRepository, RunRepository, StepRepository } from '../../services/store';
 import { startStepWorker } from '../../workers/step-worker';
 import { startTestService, type TestService } from '../support/service';
@@ -134,7 +134,7 @@ describe('step executor: transient retries and aborts', () => {
     const { database, runtime, config } = service;
     runs = new RunRepository(database);
     const steps = new StepRepository(database);
-    const contexts = new RunContexts(runs, catalog);
+    const contexts = new RunContextCache(runs, catalog);
     const publisher = createRedisConnection(stack().redisUrl);
     const subscriber = createRedisConnection(stack().redisUrl);
     const workerConnection = createRedisConnection(stack().redisUrl);

@@ -33,7 +33,7 @@ export class UnpreparableRunError extends Error {
  * once per process; the steps of a run reuse it. Least recently used runs are dropped beyond
  * `max`. Validation of a 10,000-node graph costs ~30 ms, so the cache matters for big runs.
  */
-export class RunContexts {
+export class RunContextCache {
   private readonly cache = new Map<string, Promise<RunContext | null>>();
 
   constructor(

@@ -1,0 +1,146 @@
+import { MissingValueError, resolveStepInputs } from '../engine';
+import type { NodeDefinition } from '../nodes';
+import { AppError } from '../platform/app-error';
+import type { Logger } from '../platform/logger';
+import type { RunRepository, StepRepository } from '../store';
+import { UnpreparableRunError, type RunContext, type RunContextCache } from './run-context-cache';
+import type { RunOutbox } from './run-outbox';
+import { attemptRefused, stepError } from './step-errors';
+import { lostChargeOf } from './step-result';
+import { nodeIdOf, type NextStep, type OutputsInHand, type PreparedStep, type ReservedStep, type StepStart } from './step-start';
+
+export interface StepAdmissionDeps {
+  runs: RunRepository;
+  steps: StepRepository;
+  contexts: RunContextCache;
+  findNode(id: string): NodeDefinition | undefined;
+  mayRunInline(uses: string): boolean;
+  log: Logger;
+  outbox: RunOutbox;
+  /** Attempts a step may have in all. */
+  maxAttempts: number;
+}
+
+/**
+ * How a step gets its attempt (ARCHITECTURE.md, "A step's life"): its run's context, its inputs
+ * and worst case, then its reservation, according to its `StepStart`. Whatever stops a step here
+ * (a refused reservation, inputs that cannot be used) is released through the run's outbox.
+ */
+export class StepAdmission {
+  constructor(private readonly deps: StepAdmissionDeps) {}
+
+  /** The step `next` names, with its attempt; null when it does not run (now, or here). */
+  async admit(runId: string, next: NextStep, mayContinue: boolean): Promise<ReservedStep | null> {
+    const { start } = next;
+    const nodeId = nodeIdOf(start);
+    const context = await this.contextOf(runId);
+    if (!context) return null;
+    const planned = context.prepared.plan.steps.get(nodeId);
+    if (!planned || !context.prepared.workflow.nodes.has(nodeId)) {
+      this.deps.log.warn({ runId, nodeId }, 'step job for a node that is not a step of its run; dropped');
+      return null;
+    }
+    const { dependents } = planned;
+    if (start.how === 'inBatch') return { ...start.step, context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue };
+    if (start.how === 'reservedWithCommit') return { ...start.step, context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue };
+
+    const stepOutputs = new Map(next.outputsInHand);
+    const missing = planned.dependsOn.filter((id) => !stepOutputs.has(id));
+    for (const [id, output] of await this.deps.runs.stepInputs(runId, missing)) stepOutputs.set(id, output);
+    // A predecessor not completed: the job came early (a duplicate, or a re-enqueue by the
+    // reaper); the step is enqueued again when its last predecessor completes.
+    if (planned.dependsOn.some((id) => !stepOutputs.has(id))) return null;
+    const prepared = await this.prepare(context, nodeId, stepOutputs);
+    if (!prepared) return null;
+    const attemptToken = start.how === 'reservedWithRun' ? start.attemptToken : await this.reserve(runId, prepared, start.how === 'redelivered' ? dependents : []);
+    if (attemptToken === null) return null;
+    await this.deps.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
+    return { ...prepared, context, runId, attemptToken, dependents, batch: undefined, mayContinue };
+  }
+
+  /**
+   * The dependent a job will run next if the commit makes it ready: a local node whose only
+   * step inputs are in hand, so its inputs and estimate are known before the commit, which then
+   * reserves it too. None when no dependent qualifies (it is then found among the ready ones).
+   */
+  candidateAfter(context: RunContext, dependents: readonly string[], outputsInHand: OutputsInHand): PreparedStep | undefined {
+    const { workflow, plan } = context.prepared;
+    for (const id of dependents) {
+      const node = workflow.nodes.get(id);
+      const planned = plan.steps.get(id);
+      if (!node || !planned || node.role !== 'platform' || !this.deps.mayRunInline(node.uses)) continue;
+      if (!planned.dependsOn.every((d) => outputsInHand.has(d))) continue;
+      const definition = this.deps.findNode(node.uses);
+      if (!definition) continue;
+      try {
+        const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs: outputsInHand });
+        return { nodeId: id, definition, inputs, estimate: definition.estimate(inputs) };
+      } catch {
+        // Inputs it cannot use: its own job reports that (it fails the step with the reason).
+        continue;
+      }
+    }
+    return undefined;
+  }
+
+  /** What an attempt of the step is charged when it is lost or stopped with its cost unknown. */
+  lostChargeOf(step: PreparedStep): number {
+    return lostChargeOf(step.definition, step.estimate, this.deps.mayRunInline);
+  }
+
+  /** The run's context; none for a run that does not exist, or cannot be prepared (then it fails). */
+  private async contextOf(runId: string): Promise<RunContext | null> {
+    try {
+      const context = await this.deps.contexts.get(runId);
+      if (!context) this.deps.log.warn({ runId }, 'step job for a run that does not exist; dropped');
+      return context;
+    } catch (err) {
+      if (!(err instanceof UnpreparableRunError)) throw err;
+      await this.deps.outbox.release(runId, [{ kind: 'failRun', error: { code: 'run_unrecoverable', message: err.message } }]);
+      return null;
+    }
+  }
+
+  /** The step's inputs and worst case; null when it cannot run (a missing value waits; unusable inputs fail the run). */
+  private async prepare(context: RunContext, nodeId: string, stepOutputs: OutputsInHand): Promise<PreparedStep | null> {
+    const node = context.prepared.workflow.nodes.get(nodeId)!;
+    const definition = node.role === 'platform' ? this.deps.findNode(node.uses) : undefined;
+    try {
+      if (!definition) throw new AppError({ code: 'not_found', message: `node "${nodeId}" uses "${node.uses}", which this service cannot run` });
+      const inputs = resolveStepInputs(node, { workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs });
+      return { nodeId, definition, inputs, estimate: definition.estimate(inputs) };
+    } catch (err) {
+      if (err instanceof MissingValueError) return null;
+      // Inputs that only turned out wrong at run time (a STRUCTURED value of the wrong type):
+      // the step fails before any money is held.
+      if (!(err instanceof AppError)) this.deps.log.error({ err, runId: context.runId, nodeId }, 'step could not be prepared');
+      await this.deps.outbox.release(context.runId, [{ kind: 'failRun', error: stepError(err, nodeId), nodeId }]);
+      return null;
+    }
+  }
+
+  /**
+   * Reserves the step's worst case against the cap: its attempt token, or null when refused.
+   * `requeue`: what to enqueue again when another attempt has the step.
+   */
+  private async reserve(runId: string, step: PreparedStep, requeue: readonly string[]): Promise<string | null> {
+    const { nodeId, estimate } = step;
+    const { maxAttempts, outbox } = this.deps;
+    const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: this.lostChargeOf(step), maxAttempts });
+    if (reserved.ok) return reserved.attemptToken;
+    if (reserved.reason === 'step_not_runnable') await outbox.release(runId, [{ kind: 'requeue', nodeIds: requeue }]);
+    if (reserved.reason === 'run_not_running' || reserved.reason === 'step_not_runnable') return null; // the run stopped, or another attempt has the step
+    const error = attemptRefused(reserved.reason, nodeId, estimate, maxAttempts);
+    // A lost attempt taken over: the step is ours, holding nothing; failing it settles what the lost attempt is charged.
+    const { attemptToken } = reserved;
+    await outbox.release(runId, [attemptToken === undefined ? { kind: 'failRun', error, nodeId } : { kind: 'failStep', nodeId, attemptToken, costMicros: 0, ms: null, error }]);
+    return null;
+  }
+}
+
+/** How the step of a job gets its attempt: reserved with its run (first delivery only), taken over (a redelivery), or reserved here. */
+export function startOfJob(nodeId: string, options: { redelivered?: boolean; attemptToken?: string }): StepStart {
+  if (options.redelivered) return { how: 'redelivered', nodeId };
+  if (options.attemptToken) return { how: 'reservedWithRun', nodeId, attemptToken: options.attemptToken };
+  return { how: 'reserve', nodeId };
+}

@@ -1,0 +1,57 @@
+import type { NodeDefinition } from '../nodes';
+import type { StepAttempt } from '../store';
+import type { RunContext } from './run-context-cache';
+import type { StepBatch } from './step-batch';
+
+/** A step whose inputs and worst case are known before it is reserved. */
+export interface PreparedStep {
+  nodeId: string;
+  definition: NodeDefinition;
+  inputs: Record<string, unknown>;
+  estimate: number;
+}
+
+/** Outputs of finished steps that a job holds, by node id: read before asking Postgres. */
+export type OutputsInHand = ReadonlyMap<string, Record<string, unknown>>;
+
+/**
+ * How a step that a job runs gets its attempt (ARCHITECTURE.md, "A step's life"):
+ * - `reserve`: the job's step, or a step the job's previous step made ready: reserved here.
+ * - `redelivered`: the job came back after its worker went silent: reserved here, taking over the
+ *   lost attempt; when another attempt has the step, the dependents that the lost worker may have
+ *   been running inline are enqueued again.
+ * - `reservedWithRun`: the job's first delivery of a step reserved when its run was stored.
+ * - `reservedWithCommit`: reserved by its predecessor's commit, inputs in hand; with a `lease`
+ *   (the rest of the cap's room) it heads a batch.
+ * - `inBatch`: runs inside a batch's lease, counted against it, with no reservation of its own.
+ */
+export type StepStart =
+  | { how: 'reserve'; nodeId: string }
+  | { how: 'redelivered'; nodeId: string }
+  | { how: 'reservedWithRun'; nodeId: string; attemptToken: string }
+  | { how: 'reservedWithCommit'; step: PreparedStep; attemptToken: string; lease: StepBatch | undefined }
+  | { how: 'inBatch'; step: PreparedStep; batch: StepBatch };
+
+/** The step a job runs next, with the outputs of the step before it in hand. */
+export interface NextStep {
+  start: StepStart;
+  outputsInHand: OutputsInHand;
+}
+
+/** The node a start is for. */
+export function nodeIdOf(start: StepStart): string {
+  return 'step' in start ? start.step.nodeId : start.nodeId;
+}
+
+/**
+ * A step with an attempt, as its attempts run it. `attemptToken` is its own, or the batch head's
+ * for a step inside a batch (it is committed under that token).
+ */
+export interface ReservedStep extends PreparedStep, StepAttempt {
+  context: RunContext;
+  dependents: readonly string[];
+  /** The batch it heads, or runs inside when the batch holds finished steps. */
+  batch: StepBatch | undefined;
+  /** Whether its job may run another step after it (not at the job's last inline step). */
+  mayContinue: boolean;
+}
