@@ -1,14 +1,6 @@
-import { TERMINAL_EVENT_TYPES, type RunEvent } from '../contract';
+import { TERMINAL_EVENT_TYPES, type RunEvent, type SequencedEvent } from '../contract';
 
-/**
- * One event of a run with its per-run sequence number (1, 2, 3, ... without gaps), sent as the
- * SSE `id:`. Structurally the same as the API's `SequencedEvent`: the queue may not import the
- * API, so the shape is declared here too and TypeScript treats the two as one.
- */
-export interface SequencedEvent {
-  seq: number;
-  event: RunEvent;
-}
+export type { SequencedEvent };
 
 /** Whether the stream of a run ends after this event (`run.completed`, `run.failed`). */
 export function isTerminalEvent(event: RunEvent): boolean {

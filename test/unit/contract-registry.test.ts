@@ -1,4 +1,4 @@
-import { OPERATIONS, OP_NAMES, validatorFor } from '../../services/contract';
+import { OPERATIONS, OP_NAMES, ROUTES, validatorFor } from '../../services/contract';
 
 describe('the operation registry', () => {
   it('holds exactly the five operations of the spec with their HTTP routes, tools and scopes', () => {
@@ -43,5 +43,34 @@ describe('the operation registry', () => {
       expect(() => validatorFor(op.input)).not.toThrow();
       expect(() => validatorFor(op.output)).not.toThrow();
     }
+  });
+});
+
+describe('the route registry beside the operations', () => {
+  it('names every route by its key, declares its path parameters, and rejects unknown fields', () => {
+    for (const [name, op] of Object.entries(ROUTES)) {
+      expect(op.name).toBe(name);
+      expect(op.mcpTool).toBe(name.replaceAll('.', '_'));
+      const inPath = [...op.http.path.matchAll(/:(\w+)/g)].map((m) => m[1]);
+      expect(inPath).toEqual([...op.http.pathParams]);
+      const properties = Object.keys((op.input as { properties: object }).properties);
+      for (const param of op.http.pathParams) expect(properties).toContain(param);
+      expect((op.input as { additionalProperties?: boolean }).additionalProperties).toBe(false);
+      expect(() => validatorFor(op.input)).not.toThrow();
+      expect(() => validatorFor(op.output)).not.toThrow();
+    }
+  });
+
+  it('answers 204 with nothing, and lets only people (not personal access tokens) mint credentials', () => {
+    for (const op of Object.values(ROUTES)) {
+      if (op.http.status === 204) expect(op.output).toEqual(expect.objectContaining({ type: 'null' }));
+      expect(op.readOnly).toBe(op.http.method === 'GET');
+    }
+    for (const name of ['tokens.create', 'tokens.revoke', 'device.approve', 'device.deny'] as const) expect(ROUTES[name].kinds).toEqual(['browser', 'session']);
+  });
+
+  it('holds a stream slot for every call that keeps its answer open while a run goes on', () => {
+    const holding = [...Object.values(OPERATIONS), ...Object.values(ROUTES)].filter((op) => op.holdsStream).map((op) => op.name);
+    expect(holding).toEqual(['runs.create', 'runs.node', 'runs.events']);
   });
 });

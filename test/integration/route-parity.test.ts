@@ -1,0 +1,69 @@
+import type { Express } from 'express';
+import { OPERATIONS, ROUTES } from '../../services/contract';
+import { startTestService, type TestService } from '../support/service';
+
+/**
+ * Routes the app serves beside the two registries, each with why it is not a declared JSON
+ * route. Nothing else may be hand-written: a JSON route outside the registries would be missing
+ * from the OpenAPI document, the SDK to come, and `invoke`'s scope and limit checks.
+ */
+const BESIDE_THE_REGISTRIES: Record<string, string> = {
+  'POST /oauth/device/code': "RFC 8628's own form-encoded request and error format (the device's side of svc login)",
+  'POST /oauth/token': "RFC 8628's own form-encoded request and error format (the device polls for its session token)",
+  'GET /healthz': 'liveness for orchestrators, outside the API',
+  'GET /readyz': 'readiness for orchestrators, outside the API',
+  'GET /metrics': 'Prometheus text format',
+  'GET /v1/openapi.json': 'the document that describes the registries',
+  'GET /blobs/*key': 'file downloads by signed URL: bytes, not JSON',
+  'POST /auth/sign-in': "the web editor's password sign-in: sets the HttpOnly session cookie",
+  'POST /auth/sign-out': "the web editor's sign-out: clears the session cookie",
+  'GET /auth/session': "the web editor's session probe: reads the cookie only",
+};
+
+interface Layer {
+  route?: { path: string; methods: Record<string, boolean> };
+  handle?: { stack?: Layer[] };
+}
+
+/** Every `METHOD path` an Express app serves (routers walked recursively; `all` marks left out). */
+function servedRoutes(app: Express): Set<string> {
+  const found = new Set<string>();
+  const walk = (stack: Layer[]): void => {
+    for (const layer of stack) {
+      if (layer.route) {
+        for (const [method, on] of Object.entries(layer.route.methods)) if (on && method !== '_all') found.add(`${method.toUpperCase()} ${layer.route.path}`);
+      } else if (layer.handle?.stack) {
+        walk(layer.handle.stack);
+      }
+    }
+  };
+  walk((app as unknown as { router: { stack: Layer[] } }).router.stack);
+  return found;
+}
+
+describe('every route the app serves is declared', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startTestService({ env: { ROLE: 'api' } });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('serves exactly the two registries and the short list of routes beside them', () => {
+    const declared = [...Object.values(OPERATIONS), ...Object.values(ROUTES)].map((op) => `${op.http.method} ${op.http.path}`);
+    expect(new Set(declared).size).toBe(declared.length);
+    const served = servedRoutes(service.runtime.app!);
+    const undeclared = [...served].filter((route) => !declared.includes(route) && !(route in BESIDE_THE_REGISTRIES));
+    expect(undeclared).toEqual([]);
+    const unserved = [...declared, ...Object.keys(BESIDE_THE_REGISTRIES)].filter((route) => !served.has(route));
+    expect(unserved).toEqual([]);
+  });
+
+  it('keeps the five operations of the spec as the only ones that become tools', () => {
+    expect(Object.keys(OPERATIONS)).toEqual(['nodes.list', 'nodes.get', 'workflows.get', 'runs.create', 'runs.node']);
+    for (const name of Object.keys(ROUTES)) expect(Object.keys(OPERATIONS)).not.toContain(name);
+  });
+});
