@@ -8,9 +8,18 @@ export interface BlobInfo {
   contentType: string;
 }
 
-/** A stored blob's bytes as a stream, with its metadata. Read or destroy `body`: it holds a file or a connection. */
+/**
+ * A stored blob's bytes as a stream, with its metadata (`size` is the whole blob's length, also
+ * when `body` holds only a range of it). Read or destroy `body`: it holds a file or a connection.
+ */
 export interface BlobObject extends BlobInfo {
   body: Readable;
+}
+
+/** Bytes `start` through `end`, both included (as HTTP's `Range: bytes=start-end` counts them), with `start <= end`. */
+export interface ByteRange {
+  start: number;
+  end: number;
 }
 
 export interface PutOptions {
@@ -28,8 +37,12 @@ export interface PutOptions {
 export interface BlobStore {
   /** Stores bytes under `key`, replacing whatever was there; readers see the old or the new blob, never a mix. */
   put(key: string, body: Buffer | Readable, options: PutOptions): Promise<BlobInfo>;
-  /** The blob's bytes and metadata; throws `BlobNotFoundError` when there is none. */
-  get(key: string): Promise<BlobObject>;
+  /**
+   * The blob's bytes and metadata, or only the bytes of `range` (an `end` past the blob's last
+   * byte reads to its end; a `start` past it, `RangeError`); throws `BlobNotFoundError` when
+   * there is no such blob.
+   */
+  get(key: string, range?: ByteRange): Promise<BlobObject>;
   /** Metadata, or null when there is no such blob. */
   stat(key: string): Promise<BlobInfo | null>;
   /** Removes the blob; removing a missing blob is not an error. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { BlobNotFoundError, BlobSizeMismatchError } from './blob-errors';
 import { checkBlobKey, checkContentType } from './blob-key';
-import type { BlobInfo, BlobObject, BlobStore, PutOptions } from './blob-store';
+import type { BlobInfo, BlobObject, BlobStore, ByteRange, PutOptions } from './blob-store';
 import { encodeHeader, openBlobFile } from './fs-blob-file';
 
 // A crash between creating a temporary file and renaming it leaves the file behind; `init`
@@ -72,12 +72,19 @@ export class FsBlobStore implements BlobStore {
     }
   }
 
-  async get(key: string): Promise<BlobObject> {
+  async get(key: string, range?: ByteRange): Promise<BlobObject> {
     const file = await openBlobFile(this.fileOf(key));
     if (!file) throw new BlobNotFoundError(key);
+    if (range && range.start >= file.size) {
+      await file.handle.close();
+      throw new RangeError(`bytes from ${range.start} are past the end of blob ${key} (${file.size} bytes)`);
+    }
     // The stream reads through the open handle, so a concurrent overwrite or delete (a rename or
     // unlink of the name) cannot change the bytes under it; it closes the handle when done.
-    const body = file.handle.createReadStream({ start: file.bodyStart });
+    const body = file.handle.createReadStream({
+      start: file.bodyStart + (range?.start ?? 0),
+      ...(range ? { end: file.bodyStart + Math.min(range.end, file.size - 1) } : {}),
+    });
     return { key, size: file.size, contentType: file.contentType, body };
   }
 

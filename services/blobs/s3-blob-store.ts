@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { Client, S3Error } from 'minio';
 import { BlobNotFoundError, BlobSizeMismatchError } from './blob-errors';
 import { checkBlobKey, checkContentType } from './blob-key';
-import type { BlobInfo, BlobObject, BlobStore, PutOptions } from './blob-store';
+import type { BlobInfo, BlobObject, BlobStore, ByteRange, PutOptions } from './blob-store';
 import { uploadStream } from './s3-stream-upload';
 
 export interface S3BlobStoreOptions {
@@ -85,18 +85,22 @@ export class S3BlobStore implements BlobStore {
     return { key, size, contentType };
   }
 
-  async get(key: string): Promise<BlobObject> {
+  async get(key: string, range?: ByteRange): Promise<BlobObject> {
     checkBlobKey(key);
     let body: Readable;
     try {
-      body = await this.client.getObject(this.bucket, key);
+      body = range
+        ? await this.client.getPartialObject(this.bucket, key, range.start, range.end - range.start + 1)
+        : await this.client.getObject(this.bucket, key);
     } catch (err) {
       if (isMissingObject(err)) throw new BlobNotFoundError(key);
+      if (range && err instanceof S3Error && err.code === 'InvalidRange') throw new RangeError(`bytes from ${range.start} are past the end of blob ${key}`);
       throw err;
     }
-    // The client hands back the HTTP response itself; its headers save a HEAD request.
+    // The client hands back the HTTP response itself; its headers save a HEAD request. A range's
+    // Content-Length is the range's; the whole length is after the "/" of its Content-Range.
     const headers = (body as Partial<IncomingMessage>).headers;
-    const length = Number(headers?.['content-length']);
+    const length = Number(range ? /\/(\d+)$/.exec(String(headers?.['content-range'] ?? ''))?.[1] : headers?.['content-length']);
     if (headers && Number.isSafeInteger(length)) {
       return { key, size: length, contentType: headers['content-type'] ?? 'application/octet-stream', body };
     }

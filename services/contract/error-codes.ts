@@ -18,6 +18,8 @@ export const ERROR_CODES = {
   gone: { status: 410, retryable: false },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
+  /** A blob download's `Range` asks for no byte of the blob; `Content-Range: bytes *\/size` gives its length. */
+  range_not_satisfiable: { status: 416, retryable: false },
   /** runs.node: the one-node run failed; the body carries `runId` and `runError` ({ code, message }). */
   run_failed: { status: 422, retryable: false },
   rate_limited: { status: 429, retryable: true },

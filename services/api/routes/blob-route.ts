@@ -1,8 +1,9 @@
 import { pipeline } from 'node:stream/promises';
 import { Router, type Request, type Response } from 'express';
-import { BlobNotFoundError, type BlobInfo, type BlobObject, type BlobStore, type BlobUrlSigner, type SignatureCheck } from '../../blobs';
+import { BlobNotFoundError, type BlobInfo, type BlobObject, type BlobStore, type BlobUrlSigner, type ByteRange, type SignatureCheck } from '../../blobs';
 import { assetWorkflowOf } from '../../nodes/workflow-assets';
 import { AppError } from '../../platform/app-error';
+import { parseRange } from './byte-range';
 
 type Refusal = Extract<SignatureCheck, { ok: false }>['reason'];
 
@@ -36,21 +37,31 @@ function single(value: unknown): string | undefined {
   return typeof first === 'string' ? first : undefined;
 }
 
-function setHeaders(res: Response, blob: BlobInfo, expires: number, now: Date): void {
+function setHeaders(res: Response, blob: BlobInfo, expires: number, now: Date, range?: ByteRange): void {
   // A cached copy must not outlive the URL that fetched it.
   const maxAge = Math.max(0, Math.min(MAX_CACHE_SECONDS, expires - Math.floor(now.getTime() / 1000)));
   res.set({
     ...SAFETY_HEADERS,
     'Content-Type': blob.contentType,
-    'Content-Length': String(blob.size),
+    'Content-Length': String(range ? range.end - range.start + 1 : blob.size),
+    'Accept-Ranges': 'bytes',
     'Cache-Control': `private, max-age=${maxAge}`,
+    ...(range ? { 'Content-Range': `bytes ${range.start}-${range.end}/${blob.size}` } : {}),
   });
+}
+
+/** 416, with the blob's length in `Content-Range` as RFC 9110 asks. */
+function unsatisfiable(res: Response, size: number): AppError {
+  res.set('Content-Range', `bytes */${size}`);
+  return new AppError({ code: 'range_not_satisfiable', message: `the Range header asks for no byte of this blob, which is ${size} bytes long` });
 }
 
 /**
  * `GET|HEAD /blobs/<key>?expires=&signature=`: streams a blob to whoever holds a valid signed
  * URL (the URL is the credential, so `<img src>` and plain downloads work without a token).
- * Refusals are 403 with a message naming the problem; a blob that is gone is 404.
+ * Refusals are 403 with a message naming the problem; a blob that is gone is 404. A single
+ * byte range (`Range: bytes=...`, resumed or seeking downloads) is answered 206; more than one,
+ * or any with `If-Range` (blobs have no validator to compare), with the whole blob.
  */
 export function createBlobRouter(deps: BlobRouteDeps): Router {
   const router = Router();
@@ -74,13 +85,24 @@ export function createBlobRouter(deps: BlobRouteDeps): Router {
       res.status(200).end();
       return;
     }
+    let range: ByteRange | undefined;
+    if (req.headers.range !== undefined && req.headers['if-range'] === undefined) {
+      const info = await deps.store.stat(key);
+      if (!info) throw missing();
+      const wanted = parseRange(req.headers.range, info.size);
+      if (wanted.kind === 'unsatisfiable') throw unsatisfiable(res, info.size);
+      if (wanted.kind === 'partial') range = wanted.range;
+    }
     let blob: BlobObject;
     try {
-      blob = await deps.store.get(key);
+      blob = await deps.store.get(key, range);
     } catch (err) {
+      if (err instanceof RangeError) throw unsatisfiable(res, (await deps.store.stat(key))?.size ?? 0);
       throw err instanceof BlobNotFoundError ? missing() : err;
     }
-    setHeaders(res, blob, Number(expires), now);
+    if (range) range = { start: range.start, end: Math.min(range.end, blob.size - 1) };
+    setHeaders(res, blob, Number(expires), now, range);
+    if (range) res.status(206);
     try {
       await pipeline(blob.body, res);
     } catch (err) {
