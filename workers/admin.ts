@@ -18,6 +18,7 @@ import { AppError } from '../services/platform/app-error';
 import { ConfigError, loadSettings } from '../services/platform/config';
 import { createPrismaClient, type PrismaClient } from '../services/store';
 import { AccountAdmin, ROLES } from './account-admin';
+import { usdText as usd } from './usd-text';
 
 type Print = (json: unknown, lines: string[]) => void;
 
@@ -33,12 +34,6 @@ async function passwordFromStdin(): Promise<string> {
   return (await readStdin()).replace(/\r?\n$/, '');
 }
 
-/** Exact to the micro-USD (money is exact), with at least cents: 25.10, 0.002, 25.100001. */
-function usd(micros: number): string {
-  const exact = String(microsToUsd(micros));
-  const [whole, fraction = ''] = exact.split('.');
-  return `${whole}.${fraction.padEnd(2, '0')} USD`;
-}
 
 /** The command tree; `run` gets the admin operations over an open database and prints. */
 function buildProgram(run: (work: (admin: AccountAdmin, print: Print) => Promise<void>, json: boolean) => Promise<void>): Command {
@@ -98,7 +93,7 @@ function buildProgram(run: (work: (admin: AccountAdmin, print: Print) => Promise
       const { organization, micros, posting } = await admin.addCredit(orgSlug, amount, opts.note);
       print(
         { organization: organization.slug, creditUsd: microsToUsd(micros), creditMicros: micros, balanceUsd: microsToUsd(posting.balanceMicros), entryId: posting.entry.id },
-        [`credited ${organization.slug} with ${microsToUsd(micros)} USD; balance ${usd(posting.balanceMicros)}`],
+        [`credited ${organization.slug} with ${usd(micros)}; balance ${usd(posting.balanceMicros)}`],
       );
     }, json(cmd)));
 
@@ -121,8 +116,11 @@ function buildProgram(run: (work: (admin: AccountAdmin, print: Print) => Promise
   return program;
 }
 
+// The README's commands run against make run's database only with its settings loaded.
+const SETTINGS_HINT = 'for the database of make run: make admin ARGS="...", or first: set -a; . .data/env; set +a';
+
 function oneLine(err: unknown): string {
-  if (err instanceof ConfigError) return err.problems.join('; ');
+  if (err instanceof ConfigError) return `${err.problems.join('; ')}; ${SETTINGS_HINT}`;
   if (err instanceof AppError || err instanceof RangeError) return err.message;
   return err instanceof Error ? `unexpected failure: ${err.message}` : `unexpected failure: ${String(err)}`;
 }

@@ -3,10 +3,10 @@
  * prints shell lines to use them, e.g. `eval "$(tsx workers/dev-bootstrap.ts)"`.
  */
 import path from 'node:path';
-import { microsToUsd } from '../services/engine';
 import { ConfigError, loadSettings } from '../services/platform/config';
 import { createPrismaClient } from '../services/store';
 import { bootstrapDevAccount, DEV_ACCOUNT } from './bootstrap-dev-account';
+import { usdText } from './usd-text';
 
 async function main(): Promise<void> {
   const { databaseUrl, dataDir, publicBaseUrl } = loadSettings(['databaseUrl', 'dataDir', 'publicBaseUrl']);
@@ -14,7 +14,7 @@ async function main(): Promise<void> {
   try {
     const account = await bootstrapDevAccount({ db: prisma, dataDir });
     const tokenFile = path.join(dataDir, DEV_ACCOUNT.tokenFile);
-    console.log(`# dev organization "${DEV_ACCOUNT.orgSlug}" (balance ${microsToUsd(account.balanceMicros).toFixed(2)} USD), owner ${DEV_ACCOUNT.email}`);
+    console.log(`# dev organization "${DEV_ACCOUNT.orgSlug}" (balance ${usdText(account.balanceMicros)}), owner ${DEV_ACCOUNT.email}`);
     console.log(`# token ${account.tokenReused ? 'reused from' : 'issued and saved to'} ${tokenFile} (scopes ${DEV_ACCOUNT.scopes.join(', ')})`);
     console.log(`export SERVICE_TOKEN=${account.token}`);
     console.log(`export SERVICE_URL=${publicBaseUrl}`);

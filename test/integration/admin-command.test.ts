@@ -49,6 +49,8 @@ describe('the admin command (npm run admin)', () => {
   async function json<T>(args: string[], input?: string): Promise<T> {
     const out = await admin([...args, '--json'], { input });
     expect({ code: out.code, stderr: out.stderr }).toEqual({ code: 0, stderr: '' });
+    // One document and its line break, so a shell prompt does not start on its last line.
+    expect(out.stdout).toMatch(/}\n$/);
     return JSON.parse(out.stdout) as T;
   }
 
@@ -162,6 +164,10 @@ describe('the admin command (npm run admin)', () => {
     await new MembershipRepository(prisma).create({ orgId: org.id, userId: user.id, role: 'owner' });
     const { organizations } = await json<{ organizations: { slug: string; balanceUsd: number }[] }>(['org', 'list']);
     expect(organizations).toEqual(expect.arrayContaining([expect.objectContaining({ slug: 'listed-org', balanceUsd: 0 })]));
+    expect((await admin(['org', 'list'])).stdout).toContain(`listed-org\tListed\t0.00 USD\t${org.id}\n`);
+    // Exact, not rounded up to 10.00.
+    await json(['credit', 'add', 'listed-org', '9.999051', '--note', 'odd amount']);
+    expect((await admin(['org', 'list'])).stdout).toContain(`listed-org\tListed\t9.999051 USD\t${org.id}\n`);
     const { users } = await json<{ users: { email: string; memberships: { slug: string; role: string }[] }[] }>(['user', 'list']);
     expect(users.find((u) => u.email === 'listed@example.test')?.memberships).toEqual([{ slug: 'listed-org', role: 'owner' }]);
     const text = await admin(['user', 'list']);
@@ -170,7 +176,11 @@ describe('the admin command (npm run admin)', () => {
 
   it('stops with one line and status 2 when DATABASE_URL is missing or malformed', async () => {
     const missing = await admin(['org', 'list'], { env: { DATABASE_URL: '' } });
-    expect(missing).toEqual({ code: 2, stdout: '', stderr: 'admin: DATABASE_URL is required (Postgres connection URL)\n' });
+    expect(missing).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: 'admin: DATABASE_URL is required (Postgres connection URL); for the database of make run: make admin ARGS="...", or first: set -a; . .data/env; set +a\n',
+    });
     const malformed = await admin(['org', 'list'], { env: { DATABASE_URL: 'mysql://x' } });
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain('DATABASE_URL must use postgres: or postgresql:');
