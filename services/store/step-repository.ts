@@ -23,8 +23,9 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
 
 /**
  * The money-moving step transitions. Each is one call of a Postgres function (the repeatable
- * files `prisma/functions/*.sql`, called through hot-sql.ts on the pool): one round trip, one transaction, taking the run's lock first as
- * run-lock.ts describes, so the invariants below hold at every commit:
+ * files `prisma/functions/*.sql`, called through hot-sql.ts on the pool): one round trip, one
+ * transaction, taking the run's lock first as prisma/functions/README.md describes (One lock
+ * order), so the invariants below hold at every commit:
  *
  * - `0 <= runs.reserved_micros = sum(steps.reserved_micros)`, a step holding money only while `running`;
  * - `runs.spent_micros + runs.reserved_micros <= min(runs.cap_micros, runs.authorized_micros)` (reserve

@@ -1,0 +1,226 @@
+import type { LedgerRepository, NewRun, PrismaClient, RunRecoveryRepository, RunRepository, StepRepository } from '../../services/store';
+import { DIAMOND, fundedAccount, reserveOk as reserveStep, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
+
+describe('run store: settling steps and runs', () => {
+  const bench = useRunStore();
+  let prisma: PrismaClient;
+  let runs: RunRepository;
+  let steps: StepRepository;
+  let recovery: RunRecoveryRepository;
+  let ledger: LedgerRepository;
+  let warnings: Record<string, unknown>[];
+
+  beforeAll(() => {
+    ({ prisma, runs, steps, recovery, ledger, warnings } = bench.get());
+  });
+
+  const reserveOk = (runId: string, nodeId: string, estimateMicros: number) => reserveStep(steps, runId, nodeId, estimateMicros);
+
+  it('stores a run with its first step already reserved when asked, inside the cap', async () => {
+    const account = await fundedAccount(prisma, 'prereserved');
+    const base = { orgId: account.orgId, userId: account.userId, tokenId: account.tokenId, definition: { version: 2, nodes: [] }, inputs: {}, capMicros: 50_000, start: true };
+    const runId = await runs.createRun({ ...base, steps: [{ nodeId: 'x', pendingDeps: 0, reservation: { estimateMicros: 20_000, attemptToken: 'token-x' } }, { nodeId: 'y', pendingDeps: 1 }] });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'running', reservedMicros: 20_000 });
+    expect(run.steps.find((s) => s.nodeId === 'x')).toMatchObject({ status: 'running', attempt: 1, reservedMicros: 20_000 });
+    // Its worker commits with the token it was given; a retried job instead takes the step over, releasing what it held.
+    const done = await steps.completeStep({ runId, nodeId: 'x', attemptToken: 'token-x', costMicros: 15_000, output: {}, ms: 1, dependents: ['y'] });
+    expect(done).toMatchObject({ committed: true, chargedMicros: 15_000, ready: ['y'] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ reservedMicros: 0, spentMicros: 15_000 });
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+
+    await expect(runs.createRun({ ...base, steps: [{ nodeId: 'x', pendingDeps: 0, reservation: { estimateMicros: 50_001, attemptToken: 't' } }] })).rejects.toThrow('the reservations exceed the cap');
+    await expect(runs.createRun({ ...base, start: false, steps: [{ nodeId: 'x', pendingDeps: 0, reservation: { estimateMicros: 1, attemptToken: 't' } }] })).rejects.toThrow('only a run stored running');
+  });
+
+  it('charges a commit once however often it is repeated, and repeats the ready set', async () => {
+    const account = await fundedAccount(prisma, 'repeat', 1_000_000);
+    const runId = await startRun(runs, account, { x: [], y: ['x'] }, 100_000);
+    const x = await reserveOk(runId, 'x', 40_000);
+    const commit = () => steps.completeStep({ runId, nodeId: 'x', attemptToken: x.attemptToken, costMicros: 30_000, output: { v: 1 }, ms: 4, dependents: ['y'] });
+    const concurrent = await Promise.all([commit(), commit(), commit()]);
+    expect(concurrent.filter((r) => !r.duplicate)).toHaveLength(1);
+    expect(concurrent.every((r) => r.committed && r.chargedMicros === 30_000 && r.ready.join() === 'y')).toBe(true);
+    await expect(commit()).resolves.toEqual({ committed: true, duplicate: true, ready: ['y'], chargedMicros: 30_000, clamped: false, remaining: 1, runCompleted: false, followerCharges: [] });
+
+    await expect(ledger.balance(account.orgId)).resolves.toBe(970_000);
+    const run = (await runs.getRun(runId))!;
+    expect(run.spentMicros).toBe(30_000);
+    expect(run.steps.find((s) => s.nodeId === 'y')!.pendingDeps).toBe(0);
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+  });
+
+  it('retries a transient failure as a new attempt: each attempt held against the cap, their costs summed and charged once', async () => {
+    const account = await fundedAccount(prisma, 'retry', 1_000_000);
+    const runId = await startRun(runs, account, { a: [], b: ['a'] }, 100_000);
+    const a = await reserveOk(runId, 'a', 40_000);
+    // The first attempt cost 10,000 (providers bill some failed calls); the second holds 40,000 more.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 10_000, estimateMicros: 40_000 })).resolves.toEqual({ ok: true, attempt: 2 });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 40_000 });
+    // Only the owner may retry.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: 'someone-else', costMicros: 0, estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'not_owner' });
+    // Another attempt may hold what is left: 100,000 - 10,000 - 30,000 (this attempt, if charged) = 60,000; 60,001 does not fit.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 30_000, estimateMicros: 60_001 })).resolves.toEqual({ ok: false, reason: 'cap_exceeded' });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 40_000 });
+    const done = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 25_000, output: { v: 1 }, ms: 9, dependents: ['b'] });
+    expect(done).toMatchObject({ committed: true, chargedMicros: 35_000, ready: ['b'], remaining: 1 });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ spentMicros: 35_000, reservedMicros: 0 });
+    expect(run.steps.find((s) => s.nodeId === 'a')).toMatchObject({ attempt: 2, costMicros: 35_000 });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 35_000);
+  });
+
+  it('charges the attempts a step already spent when its run fails around it', async () => {
+    const account = await fundedAccount(prisma, 'retry-fail', 1_000_000);
+    const runId = await startRun(runs, account, { a: [] }, 100_000);
+    const a = await reserveOk(runId, 'a', 40_000);
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 15_000, estimateMicros: 40_000 })).resolves.toMatchObject({ ok: true });
+    const failed = await runs.failRun(runId, { code: 'run_timeout', message: 'too slow' });
+    expect(failed).toMatchObject({ failed: true, releasedMicros: 40_000, cancelled: ['a'] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'failed', spentMicros: 15_000, reservedMicros: 0 });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 15_000);
+    // Failing it again charges nothing more.
+    await runs.failRun(runId, { code: 'run_timeout', message: 'too slow' });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 15_000);
+  });
+
+  it('completes the run with the last step’s commit when the caller hands over the run’s outputs', async () => {
+    const account = await fundedAccount(prisma, 'fused', 1_000_000);
+    const runId = await startRun(runs, account, { a: [], b: ['a'] }, 100_000);
+    const a = await reserveOk(runId, 'a', 10);
+    // Not the last step: the outputs are ignored and the run keeps running.
+    const first = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 1, output: { v: 1 }, ms: 1, dependents: ['b'], runOutputs: { out: { kind: 'int', value: 1 } } });
+    expect(first).toMatchObject({ committed: true, remaining: 1, runCompleted: false });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'running', outputs: null });
+    const b = await reserveOk(runId, 'b', 10);
+    const last = await steps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 2, output: { v: 2 }, ms: 1, dependents: [], runOutputs: { out: { kind: 'int', value: 2 } } });
+    expect(last).toMatchObject({ committed: true, remaining: 0, runCompleted: true });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'completed', outputs: { out: { kind: 'int', value: 2 } }, spentMicros: 3, reservedMicros: 0 });
+    expect(run.finishedAt).toBeInstanceOf(Date);
+    // Exactly once: completing it again is refused.
+    await expect(runs.completeRun(runId, { out: { kind: 'int', value: 3 } })).resolves.toBe(false);
+  });
+
+  it('reserves the dependent the caller runs next in the same commit, within the cap', async () => {
+    const account = await fundedAccount(prisma, 'chained', 1_000_000);
+    const runId = await startRun(runs, account, { a: [], b: ['a'], c: ['b'] }, 50);
+    const a = await reserveOk(runId, 'a', 10);
+    const doneA = await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 10, output: {}, ms: 1, dependents: ['b'], next: { nodeId: 'b', estimateMicros: 30 } });
+    expect(doneA).toMatchObject({ committed: true, ready: [], next: { ok: true, attempt: 1, attemptToken: expect.any(String) } });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10, reservedMicros: 30 });
+    // The reservation belongs to the caller: nobody else can start b, and b commits with the token it got.
+    await expect(steps.reserve({ runId, nodeId: 'b', estimateMicros: 1, staleAfterMs: 60_000 })).resolves.toEqual({ ok: false, reason: 'step_not_runnable' });
+    const token = doneA.next!.ok ? doneA.next!.attemptToken : '';
+    // c would need 20 more once b is settled: 10 + 25 spent + 20 > 50. Nothing is held for it and it stays ready.
+    const doneB = await steps.completeStep({ runId, nodeId: 'b', attemptToken: token, costMicros: 25, output: {}, ms: 1, dependents: ['c'], next: { nodeId: 'c', estimateMicros: 20 } });
+    expect(doneB).toMatchObject({ committed: true, ready: ['c'], next: { ok: false, reason: 'cap_exceeded' } });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 35, reservedMicros: 0 });
+    expect((await runs.getRun(runId))!.steps.find((x) => x.nodeId === 'c')).toMatchObject({ status: 'pending', attempt: 0 });
+  });
+
+  it('clamps a cost above the reservation to the reservation and logs it', async () => {
+    const account = await fundedAccount(prisma, 'clamp', 1_000_000);
+    const runId = await startRun(runs, account, { x: [] }, 10_000);
+    const x = await reserveOk(runId, 'x', 10_000);
+    const done = await steps.completeStep({ runId, nodeId: 'x', attemptToken: x.attemptToken, costMicros: 25_000, output: {}, ms: 1, dependents: [] });
+    expect(done).toMatchObject({ committed: true, chargedMicros: 10_000, clamped: true });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 10_000, reservedMicros: 0 });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(990_000);
+    expect(warnings).toContainEqual(expect.objectContaining({ runId, nodeId: 'x', costMicros: 25_000, reservedMicros: 10_000 }));
+    await runs.completeRun(runId, {});
+  });
+
+  it('fails a step: charges what the attempt cost, skips what had not started, fails the run', async () => {
+    const account = await fundedAccount(prisma, 'fail', 1_000_000);
+    const dag = { ...DIAMOND, e: [] };
+    const runId = await startRun(runs, account, dag, 500_000);
+    const a = await reserveOk(runId, 'a', 100_000);
+    await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 100_000, output: {}, ms: 1, dependents: ['b', 'c'] });
+    const [b, c] = await Promise.all([reserveOk(runId, 'b', 100_000), reserveOk(runId, 'c', 100_000)]);
+
+    const error = { code: 'provider_error', message: 'upstream said 500' };
+    const failed = await steps.failStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 70_000, error, ms: 9 });
+    expect(failed).toEqual({ committed: true, chargedMicros: 70_000, clamped: false, runFailed: true, skipped: ['d', 'e'] });
+    let run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'failed', error, spentMicros: 170_000, reservedMicros: 100_000 });
+    expect(Object.fromEntries(run.steps.map((s) => [s.nodeId, s.status]))).toEqual({ a: 'completed', b: 'failed', c: 'running', d: 'skipped', e: 'skipped' });
+    expect(run.steps.find((s) => s.nodeId === 'b')).toMatchObject({ costMicros: 70_000, ms: 9, error });
+
+    // Nothing new starts; the attempt still in flight settles what it really spent, readies nothing.
+    await expect(steps.reserve({ runId, nodeId: 'e', estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'run_not_running' });
+    await expect(steps.completeStep({ runId, nodeId: 'c', attemptToken: c.attemptToken, costMicros: 20_000, output: {}, ms: 1, dependents: ['d'] })).resolves.toMatchObject({ committed: true, ready: [] });
+    await expect(steps.failStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 70_000, error })).resolves.toMatchObject({ committed: false });
+    run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ status: 'failed', error, spentMicros: 190_000, reservedMicros: 0 });
+    await expect(runs.completeRun(runId, {})).resolves.toBe(false);
+    await expect(ledger.balance(account.orgId)).resolves.toBe(810_000);
+  });
+
+  it('fails a run on its own: in-flight attempts are cancelled and their reservations released', async () => {
+    const account = await fundedAccount(prisma, 'failrun', 1_000_000);
+    const runId = await startRun(runs, account, { x: [], y: [], z: ['x'] }, 300_000);
+    const x = await reserveOk(runId, 'x', 200_000);
+    await expect(steps.reserve({ runId, nodeId: 'y', estimateMicros: 200_000 })).resolves.toEqual({ ok: false, reason: 'cap_exceeded' });
+
+    const error = { code: 'spend_cap_exceeded', message: 'y needs more than the cap leaves' };
+    await expect(runs.failRun(runId, error)).resolves.toEqual({ failed: true, releasedMicros: 200_000, cancelled: ['x'], skipped: ['y', 'z'] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'failed', error, reservedMicros: 0, spentMicros: 0 });
+    await expect(steps.completeStep({ runId, nodeId: 'x', attemptToken: x.attemptToken, costMicros: 1, output: {}, ms: 1, dependents: ['z'] })).resolves.toMatchObject({ committed: false });
+    await expect(runs.failRun(runId, { code: 'internal', message: 'again' })).resolves.toEqual({ failed: false, releasedMicros: 0, cancelled: [], skipped: [] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ error });
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000);
+  });
+
+  it('completes a run exactly once, and only a running one', async () => {
+    const account = await fundedAccount(prisma, 'once');
+    const runId = await runs.createRun({ orgId: account.orgId, userId: account.userId, tokenId: null, definition: {}, inputs: { q: 1 }, capMicros: 1, steps: [] });
+    await expect(runs.completeRun(runId, { out: 0 })).resolves.toBe(false);
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'pending', inputs: { q: 1 }, tokenId: null, startedAt: null });
+    const started = await Promise.all([runs.markRunning(runId), runs.markRunning(runId)]);
+    expect(started.filter(Boolean)).toHaveLength(1);
+    const completed = await Promise.all(Array.from({ length: 8 }, (_, i) => runs.completeRun(runId, { out: i })));
+    expect(completed.filter(Boolean)).toHaveLength(1);
+    const winner = completed.indexOf(true);
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', outputs: { out: winner } });
+    await expect(runs.failRun(runId, { code: 'internal', message: 'too late' })).resolves.toMatchObject({ failed: false });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', error: null });
+  });
+
+  it('creates a run and its steps atomically', async () => {
+    const account = await fundedAccount(prisma, 'atomic');
+    const before = await prisma.run.count();
+    const base: NewRun = { orgId: account.orgId, userId: account.userId, tokenId: account.tokenId, definition: {}, inputs: {}, capMicros: 1_000, steps: [] };
+    await expect(runs.createRun({ ...base, steps: [{ nodeId: 'a', pendingDeps: 0 }, { nodeId: 'a', pendingDeps: 1 }] })).rejects.toThrow(RangeError);
+    await expect(runs.createRun({ ...base, capMicros: -1 })).rejects.toThrow(RangeError);
+    // A failing step insert (a negative count passes JS only if forced; use a missing user) rolls the run back.
+    await expect(runs.createRun({ ...base, userId: '00000000-0000-0000-0000-000000000000', steps: [{ nodeId: 'a', pendingDeps: 0 }] })).rejects.toThrow();
+    await expect(prisma.run.count()).resolves.toBe(before);
+    const runId = await runs.createRun({ ...base, workflowId: null, steps: stepsOf(DIAMOND) });
+    const run = (await runs.getRun(runId))!;
+    expect(run.steps.map((s) => [s.nodeId, s.status, s.pendingDeps, s.attempt])).toEqual([
+      ['a', 'pending', 0, 0],
+      ['b', 'pending', 1, 0],
+      ['c', 'pending', 1, 0],
+      ['d', 'pending', 2, 0],
+    ]);
+    await expect(steps.reserve({ runId, nodeId: 'a', estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'run_not_running' });
+  });
+
+  it('finds stuck attempts and ready steps for the reaper', async () => {
+    const account = await fundedAccount(prisma, 'reaper');
+    const runId = await startRun(runs, account, { x: [], y: [], z: ['x'] }, 100_000);
+    const x = await reserveOk(runId, 'x', 10_000);
+    const stuck = await recovery.findStuck({ startedBefore: new Date(Date.now() + 60_000) });
+    expect(stuck.filter((s) => s.runId === runId)).toEqual([{ runId, nodeId: 'x', attempt: 1, startedAt: expect.any(Date) }]);
+    await expect(recovery.findStuck({ startedBefore: new Date(Date.now() - 60_000) }).then((s) => s.filter((r) => r.runId === runId))).resolves.toEqual([]);
+    await expect(recovery.listRunnable({ runId })).resolves.toEqual([{ runId, nodeId: 'y' }]);
+    await steps.completeStep({ runId, nodeId: 'x', attemptToken: x.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: ['z'] });
+    await expect(recovery.listRunnable({ runId })).resolves.toEqual([
+      { runId, nodeId: 'y' },
+      { runId, nodeId: 'z' },
+    ]);
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+    await expect(recovery.listRunnable({ runId })).resolves.toEqual([]);
+  });
+});
