@@ -10,6 +10,7 @@ import {
   parseWorkflowRef,
   prepareWorkflow,
   validateWorkflow,
+  type PublishedVersion,
   type SpecLookup,
   type WorkflowRef,
 } from '../engine';
@@ -20,16 +21,9 @@ import { InsufficientCreditError } from '../store';
 import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
 import type { RunStarter } from './run-starter';
 
-/** A published workflow version a `workflowRef` resolves to. */
-export interface ResolvedWorkflow {
-  workflowId: string;
-  versionId: string;
-  definition: Workflow;
-}
-
 /** Port: resolves `workflowRef`s (and mounted workflow nodes) to published versions (`WorkflowRepository`). */
 export interface WorkflowResolver {
-  resolve(ref: WorkflowRef, orgId: string): Promise<ResolvedWorkflow | null>;
+  resolve(ref: WorkflowRef, orgId: string): Promise<PublishedVersion | null>;
 }
 
 /** Who starts a run, and the call it comes with. */
@@ -91,7 +85,7 @@ export class RunLauncher {
     return outputsOf(runId, events);
   }
 
-  private async resolveDefinition(input: OpInput<'runs.create'>, orgId: string): Promise<{ definition: Workflow; resolved?: ResolvedWorkflow }> {
+  private async resolveDefinition(input: OpInput<'runs.create'>, orgId: string): Promise<{ definition: Workflow; resolved?: PublishedVersion }> {
     if (input.workflow) return { definition: input.workflow };
     const text = input.workflowRef!;
     const parsed = parseWorkflowRef(text);
@@ -126,7 +120,7 @@ export class RunLauncher {
     definition: Workflow,
     given: Record<string, ArtifactInput>,
     maxCostUsd: number | undefined,
-    resolved: ResolvedWorkflow | undefined,
+    resolved: PublishedVersion | undefined,
     runId: string,
   ): Promise<string> {
     const request = {
