@@ -7,6 +7,7 @@ import { BlobUrlSigner, FsBlobStore } from '../../services/blobs';
 import type { Artifact, RunEvent } from '../../services/contract';
 import { BlobArtifactStore, localToolNodes, type NodeDefinition } from '../../services/nodes';
 import { runTool, ToolError } from '../../services/nodes/tools';
+import { eventually } from '../support/eventually';
 import { nodeContext } from '../support/node-harness';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
@@ -164,7 +165,7 @@ describe('local tool nodes with the real programs', () => {
     const marker = `sine=frequency=1234:duration=${100_000 + Math.floor(Math.random() * 1000)}`;
     const controller = new AbortController();
     const job = runTool('ffmpeg', ['-hide_banner', '-nostdin', '-re', '-f', 'lavfi', '-i', marker, '-f', 'null', '-'], { signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(() => processesWith(marker).length === 1, { what: 'ffmpeg to start' });
     expect(processesWith(marker)).toHaveLength(1);
     controller.abort(new Error('cancelled by the test'));
     // The job runs for 100,000 s unless the abort kills it: the rejection and the empty process list are the proof.
@@ -175,11 +176,11 @@ describe('local tool nodes with the real programs', () => {
     const sleeper = `${200_000 + Math.floor(Math.random() * 1000)}`;
     const group = new AbortController();
     const shell = runTool('sh', ['-c', `sleep ${sleeper} & sleep ${sleeper}`], { signal: group.signal });
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await eventually(() => processesWith(`sleep\0${sleeper}`).length >= 2, { what: 'both sleeps to start' });
     expect(processesWith(`sleep\0${sleeper}`).length).toBeGreaterThanOrEqual(2);
     group.abort(new Error('stop'));
     await expect(shell).rejects.toThrow('stop');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await eventually(() => processesWith(`sleep\0${sleeper}`).length === 0, { what: 'the grandchild to go' });
     expect(processesWith(`sleep\0${sleeper}`)).toEqual([]);
   });
 

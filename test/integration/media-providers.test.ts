@@ -8,6 +8,7 @@ import { BlobUrlSigner, FsBlobStore } from '../../services/blobs';
 import type { Artifact } from '../../services/contract';
 import { BlobArtifactStore, createInputFetcher, mediaProviderNodes, type MediaProviderSettings, type NodeDefinition } from '../../services/nodes';
 import { AppError } from '../../services/platform/app-error';
+import { eventually } from '../support/eventually';
 import { nodeContext } from '../support/node-harness';
 import { bearer, startTestService } from '../support/service';
 
@@ -45,14 +46,6 @@ async function fakeProvider(handler: Handler) {
 
 const json = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) =>
   res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-
-async function until(check: () => boolean, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const OPENAI_KEY = 'sk-test-openai-0123456789abcdef';
 const FAL_KEY = 'fal-test-key-0123456789abcdef';
@@ -207,10 +200,10 @@ describe('OpenAI-compatible media nodes against a local fake', () => {
     });
     const controller = new AbortController();
     const running = nodeOf(nodes, 'openai-image').execute({ prompt: 'p' }, nodeContext(controller.signal, artifacts));
-    await until(() => fake.seen.length === 1);
+    await eventually(() => fake.seen.length === 1);
     controller.abort(new Error('run cancelled'));
     await expect(running).rejects.toThrow('run cancelled');
-    await until(() => closed);
+    await eventually(() => closed);
   });
 
   it('embeds text and charges the tokens the provider reports (the reserve is one token per byte)', async () => {
@@ -368,10 +361,10 @@ describe('fal queue node against a local fake', () => {
     finishAfter = Number.POSITIVE_INFINITY;
     const controller = new AbortController();
     const running = node().execute({ prompt: 'never finishes' }, nodeContext(controller.signal, artifacts));
-    await until(() => polls >= 2);
+    await eventually(() => polls >= 2);
     controller.abort(new Error('run cancelled'));
     await expect(running).rejects.toThrow('run cancelled');
-    await until(() => fake.seen.some((s) => s.method === 'PUT'));
+    await eventually(() => fake.seen.some((s) => s.method === 'PUT'));
     const cancel = fake.seen.find((s) => s.method === 'PUT')!;
     expect(cancel.path).toMatch(/^\/fal-ai\/flux\/requests\/req-\d+\/cancel$/);
     expect(cancel.headers.authorization).toBe(`Key ${FAL_KEY}`);
@@ -439,10 +432,10 @@ describe('Replicate node against a local fake', () => {
     finishAfter = Number.POSITIVE_INFINITY;
     const controller = new AbortController();
     const running = node().execute({ prompt: 'slow' }, nodeContext(controller.signal, artifacts));
-    await until(() => gets >= 1);
+    await eventually(() => gets >= 1);
     controller.abort(new Error('run cancelled'));
     await expect(running).rejects.toThrow('run cancelled');
-    await until(() => fake.seen.some((s) => s.path === '/v1/predictions/pred-1/cancel'));
+    await eventually(() => fake.seen.some((s) => s.path === '/v1/predictions/pred-1/cancel'));
     expect(fake.seen.find((s) => s.path.endsWith('/cancel'))!).toMatchObject({ method: 'POST', headers: expect.objectContaining({ authorization: `Bearer ${REPLICATE_TOKEN}` }) });
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RunEvent } from '../../services/contract';
 import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
+import { eventually } from '../support/eventually';
 import { stack, uniqueName } from '../support/stack';
 
 const prefix = uniqueName('bus');
@@ -13,14 +14,6 @@ async function collect(stream: AsyncIterable<SequencedEvent>): Promise<Sequenced
   const items: SequencedEvent[] = [];
   for await (const item of stream) items.push(item);
   return items;
-}
-
-async function waitFor(check: () => Promise<boolean> | boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 const seqs = (items: SequencedEvent[]) => items.map((item) => item.seq);
@@ -44,7 +37,7 @@ describe('the run event bus', () => {
     return Number(reply[1]);
   };
   const clientInfo = async (id: number): Promise<string> => String(await admin.client('LIST', 'ID', String(id)));
-  const subscribedOnRedis = (runId: string) => waitFor(async () => (await numsub(runId)) === 1, `the subscription of ${runId}`);
+  const subscribedOnRedis = (runId: string) => eventually(async () => (await numsub(runId)) === 1, { what: `the subscription of ${runId}` });
 
   beforeAll(async () => {
     admin = connect();
@@ -168,7 +161,7 @@ describe('the run event bus', () => {
   it('serves 100 concurrent streams of 100 runs over one subscriber connection and leaves no subscription behind', async () => {
     const runIds = Array.from({ length: 100 }, () => randomUUID());
     const streams = runIds.map((runId) => collect(bus.events(runId)));
-    await waitFor(async () => (await clientInfo(subscriberId)).includes(' sub=100 '), '100 subscriptions on the one connection');
+    await eventually(async () => (await clientInfo(subscriberId)).includes(' sub=100 '), { what: '100 subscriptions on the one connection' });
     expect(bus.stats()).toEqual({ streams: 100, channels: 100, listeners: 100 });
     await Promise.all(runIds.map(async (runId) => {
       await bus.append(runId, progress('only'));
@@ -224,7 +217,7 @@ describe('the run event bus', () => {
     const done = (async () => {
       for await (const item of bus.events(runId, { signal: controller.signal })) items.push(item);
     })();
-    await waitFor(() => items.length === 1, 'the first event');
+    await eventually(() => items.length === 1, { what: 'the first event' });
     controller.abort();
     await done;
     expect(seqs(items)).toEqual([1]);

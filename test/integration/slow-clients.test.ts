@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { eventually, stillTrueFor } from '../support/eventually';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { sseMessages, type SseMessage } from '../support/sse';
 
@@ -88,11 +89,13 @@ describe('slow clients', () => {
     const res = await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: bearer(service.account.token), body: JSON.stringify({ workflow }) });
     expect(res.status).toBe(200);
     const messages: SseMessage[] = [];
+    let open = true;
     const reading = (async () => {
       for await (const message of sseMessages(res.body!)) messages.push(message);
-    })();
+    })().finally(() => (open = false));
     // No worker yet: the run waits, its stream open (heartbeats only) past the request timeout.
-    await new Promise((resolve) => setTimeout(resolve, REQUEST_TIMEOUT_MS + 1500));
+    await eventually(() => messages.length > 0, { what: 'run.started' });
+    await stillTrueFor(() => open && messages.length === 1, REQUEST_TIMEOUT_MS + 1500, { what: 'the open stream with run.started only' });
     expect(messages.map((m) => JSON.parse(m.data).type)).toEqual(['run.started']);
     await service.extra({ ROLE: 'worker' });
     await reading;

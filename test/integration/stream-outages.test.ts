@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { TERMINAL_EVENT_TYPES, type RunEvent } from '../../services/contract';
+import { eventually } from '../support/eventually';
 import { startPrivateServers, type PrivateServers } from '../support/private-servers';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse, type SseMessage } from '../support/sse';
@@ -115,7 +116,9 @@ describe('streams across a Postgres outage', () => {
 
   it('keeps every open stream through a stop of a few seconds, to its terminal event and [DONE]', async () => {
     const streams = await Promise.all(Array.from({ length: 12 }, () => openStream(service)));
-    await sleep(300);
+    // The worker holds as many of the steps as it may run at once, sleeping past the outage, before Postgres goes.
+    const held = Math.min(streams.length, service.config.workerConcurrency);
+    await eventually(async () => (await service.runtime.queue.counts()).active === held, { what: `${held} steps to be running in the worker` });
     await servers.crashPostgres();
     // Several record checks fail while it is down.
     await sleep(2000);
@@ -174,7 +177,7 @@ describe('a burst of streams on a small pool', () => {
     await blocker.end();
     await expectAllEnded(streams);
     // Every ended stream gave its log subscription back (none left behind by a reopened log).
-    for (let i = 0; i < 200 && service.runtime.bus.stats().streams > 0; i++) await sleep(25);
+    await eventually(() => service.runtime.bus.stats().streams === 0, { what: 'every stream to give its subscription back' });
     expect(service.runtime.bus.stats()).toMatchObject({ streams: 0, channels: 0 });
   }, 90_000);
 });

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { TokenListSchema, TokenCreatedSchema, validate } from '../../services/contract';
 import { issueToken } from '../../services/platform/access-token';
+import { eventually } from '../support/eventually';
 import { issueSessionToken, seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { stack } from '../support/stack';
@@ -104,13 +105,10 @@ describe('personal access tokens: create, list, revoke, and what a refused token
   it('records when a token was last used, without a write per request', async () => {
     const before = await service.prisma.accessToken.findUniqueOrThrow({ where: { id: service.account.tokenId! } });
     for (let i = 0; i < 5; i++) expect((await call('GET', '/v1/runs', service.account.token)).status).toBe(200);
-    const deadline = Date.now() + 10_000;
-    let after = before;
-    while (after.lastUsedAt === null || (before.lastUsedAt !== null && after.lastUsedAt <= before.lastUsedAt)) {
-      if (Date.now() > deadline) throw new Error('last_used_at was never written');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      after = await service.prisma.accessToken.findUniqueOrThrow({ where: { id: service.account.tokenId! } });
-    }
+    const after = await eventually(async () => {
+      const row = await service.prisma.accessToken.findUniqueOrThrow({ where: { id: service.account.tokenId! } });
+      return row.lastUsedAt !== null && (before.lastUsedAt === null || row.lastUsedAt > before.lastUsedAt) ? row : undefined;
+    }, { timeoutMs: 10_000, intervalMs: 100, what: 'last_used_at to be written' });
     expect(after.lastUsedAt!.getTime()).toBeLessThanOrEqual(Date.now());
     const listed = (await (await call('GET', '/v1/tokens', session)).json()) as { tokens: { id: string; lastUsedAt: string | null }[] };
     expect(listed.tokens.find((t) => t.id === service.account.tokenId)!.lastUsedAt).not.toBeNull();

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { applyMigrations } from '../../services/store/migration-runner';
+import { eventually } from './eventually';
 
 /**
  * Databases for integration tests: global setup migrates one template database once; each test
@@ -44,6 +45,27 @@ export async function onServer(server: PostgresServer, ...statements: string[]):
   } finally {
     await client.end();
   }
+}
+
+/** The rows of one query on the server's `postgres` database. */
+async function queryServer<T>(server: PostgresServer, sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ host: server.host, port: server.port, user: server.user, password: server.password, database: 'postgres' });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Closes every connection to `database` from the server's side, as a restart or failover would,
+ * and returns once each backend has exited (it tells its client before it does).
+ */
+export async function terminateConnections(server: PostgresServer, database: string): Promise<void> {
+  const terminated = await queryServer<{ pid: number }>(server, 'SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [database]);
+  const pids = terminated.map((row) => row.pid);
+  await eventually(async () => (await queryServer(server, 'SELECT 1 FROM pg_stat_activity WHERE pid = ANY($1)', [pids])).length === 0, { what: 'the terminated backends to exit' });
 }
 
 const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { prepareTemplateDatabase, type PostgresServer } from './database';
+import { eventually } from './eventually';
 import { freePorts, serverDir, startDurablePostgres, startPersistentRedis, stopPostgres, stopRedis } from './local-servers';
 
 /**
@@ -50,7 +50,7 @@ export async function startPrivateServers(): Promise<PrivateServers> {
       const pidFile = path.join(serverDir.postgres(dir), 'postmaster.pid');
       const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
       process.kill(pid, 'SIGQUIT');
-      for (let i = 0; i < 200 && alive(pid); i++) await sleep(50);
+      await eventually(() => !alive(pid), { timeoutMs: 10_000, intervalMs: 50, what: `Postgres (pid ${pid}) to exit` });
     },
     startPostgres: () => startDurablePostgres(dir, pgPort),
     async close() {

@@ -10,6 +10,7 @@ import {
   type NodeDefinition,
   type NodeInputs,
 } from '../../services/nodes';
+import { stillTrueFor } from '../support/eventually';
 
 /** Stands in for the blob store: a Map of buffers behind the artifact port. */
 function memoryArtifacts() {
@@ -325,7 +326,7 @@ describe('image nodes and the abort signal', () => {
     };
     await expect(node('image-convert').execute({ image, format: 'avif' }, context(controller.signal, abortOnEncode))).rejects.toThrow('run failed');
     // Let libvips finish in the background: its result must be dropped, not stored.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await stillTrueFor(() => artifacts.puts.length === 0, 500, { what: 'nothing stored' });
     expect(artifacts.puts).toEqual([]);
   });
 });
