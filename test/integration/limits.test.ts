@@ -1,20 +1,13 @@
 import { listen, type RunningServer } from '../../services/api';
 import { createRedisConnection, StreamLeases } from '../../services/queue';
 import { RunRepository } from '../../services/store';
+import { eventually, stillTrueFor } from '../support/eventually';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 import { stack, uniqueName } from '../support/stack';
 
 const sum = { workflow: { version: 2, nodes: [{ id: 'a', uses: 'math-add', inputs: { a: 2, b: 3 } }, { id: 'sum', uses: 'output', inputs: { value: '${a.result}' } }] } };
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** A second API replica of the service: its own runtime (same database and Redis prefix) and listener. */
 async function secondApi(service: TestService, servers: RunningServer[], overrides: Record<string, string> = {}): Promise<string> {
@@ -260,11 +253,11 @@ describe('open run streams per organization across two API replicas', () => {
 
     held.shift()!.abort();
     let stream: Response | undefined;
-    await waitFor(async () => (stream = await startRun(urls[1], owner)).status === 200, 'a closed stream to give its slot back');
+    await eventually(async () => (stream = await startRun(urls[1], owner)).status === 200, { what: 'a closed stream to give its slot back' });
     expect((await readSse(stream!)).at(-1)?.data).toBe('[DONE]');
 
     // The finished run's stream gave its slot back too: one more stream fits, the next does not.
-    await waitFor(async () => (await hold(urls[0], owner, runId)).status === 200, 'a finished stream to give its slot back');
+    await eventually(async () => (await hold(urls[0], owner, runId)).status === 200, { what: 'a finished stream to give its slot back' });
     expect((await startRun(urls[1], owner)).status).toBe(429);
     expect(await runCount(owner)).toBe(2);
   });
@@ -287,8 +280,7 @@ describe('stream leases in Redis', () => {
     expect(await dead.acquire('org', 2)).not.toBeNull();
     expect(await live.acquire('org', 2)).toBeNull();
     // Never renewed nor given back (its process is gone): free again after 300 ms.
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(await live.acquire('org', 2)).not.toBeNull();
+    await eventually(async () => (await live.acquire('org', 2)) !== null, { what: "the dead replica's leases to expire" });
     await live.close();
     await dead.close();
   });
@@ -297,11 +289,10 @@ describe('stream leases in Redis', () => {
     const leases = new StreamLeases({ redis, prefix, leaseMs: 300, renewMs: 50 });
     const lease = await leases.acquire('renewed', 1);
     expect(lease).not.toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 900));
-    expect(await leases.acquire('renewed', 1)).toBeNull();
+    await stillTrueFor(async () => (await leases.acquire('renewed', 1)) === null, 900, { what: 'the renewed lease holding its slot' });
     lease!.release();
     lease!.release();
-    await waitFor(async () => (await leases.acquire('renewed', 1)) !== null, 'the released lease to be gone');
+    await eventually(async () => (await leases.acquire('renewed', 1)) !== null, { what: 'the released lease to be gone' });
     await leases.close();
     expect(await redis.zcard(`${prefix}:stream-leases:renewed`)).toBe(0);
   });

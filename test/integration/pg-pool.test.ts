@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createDatabase, queryRows, type Database } from '../../services/store';
-import { createTestDatabase, onServer, type TestDatabase } from '../support/database';
+import { createTestDatabase, terminateConnections, type TestDatabase } from '../support/database';
 import { stack } from '../support/stack';
 
 /**
@@ -24,9 +23,9 @@ describe('the Postgres pool shared by Prisma and plain statements', () => {
   it('replaces idle connections the server closed, and answers the next statement', async () => {
     // Three connections opened and left idle by plain statements only (Prisma itself never connects).
     await Promise.all([1, 2, 3].map(() => queryRows(database.pool, 'SELECT pg_sleep(0.05)', [])));
-    await onServer(stack().postgres, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${db.name}' AND pid <> pg_backend_pid()`);
-    // The closings reach the idle clients asynchronously; an unhandled one would crash the process here.
-    await sleep(300);
+    // The closings reach the idle clients asynchronously (each backend tells its client, then
+    // exits: terminateConnections waits for that); an unhandled one would crash the process here.
+    await terminateConnections(stack().postgres, db.name);
     await expect(queryRows<{ one: number }>(database.pool, 'SELECT 1 AS one', [])).resolves.toEqual([{ one: 1 }]);
   });
 });

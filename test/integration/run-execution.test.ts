@@ -5,7 +5,8 @@ import { LedgerRepository, RunRepository } from '../../services/store';
 import { seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse, sseMessages, type SseMessage } from '../support/sse';
-import { onServer } from '../support/database';
+import { terminateConnections } from '../support/database';
+import { eventually } from '../support/eventually';
 import { stack } from '../support/stack';
 
 /** The events of a stream and whether it ended with `[DONE]`. */
@@ -121,8 +122,7 @@ describe('run execution over real Redis, Postgres and S3', () => {
     expect(await res.json()).toEqual({ code: 'insufficient_credit', balanceUsd: 0, error: expect.stringContaining('add credit') });
     expect(await service.prisma.run.count({ where: { orgId: broke.orgId } })).toBe(0);
     // The stream the refused run would have had (subscribed while the run was being stored) was given back.
-    const deadline = Date.now() + 5000;
-    while (service.runtime.bus.stats().streams > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await eventually(() => service.runtime.bus.stats().streams === 0, { what: 'the refused run to give its stream back' });
     expect(service.runtime.bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
   });
 
@@ -242,10 +242,10 @@ describe('run execution over real Redis, Postgres and S3', () => {
 
   it('keeps serving when Postgres closes its idle connections (a restart or failover)', async () => {
     const { postgres } = stack();
-    await onServer(postgres, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${service.db.name}' AND pid <> pg_backend_pid()`);
     // The server closes them asynchronously; a query sent on one in that instant fails like any
-    // query cut by a restart would. Wait until the closings have reached the pool.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // query cut by a restart would. terminateConnections waits until the closings have reached
+    // the pool (every terminated backend has told its client and exited).
+    await terminateConnections(postgres, service.db.name);
     const { events, done } = await runToEnd(service, { workflow: chain(2) });
     expect(done).toBe(true);
     expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 3 } } });
@@ -260,11 +260,7 @@ describe('run execution over real Redis, Postgres and S3', () => {
     expect(text).toMatch(/svc_step_jobs\{state="waiting",role="test"\} \d/);
     // Every stream of this file has ended: none is counted as open any more (a stream the client
     // dropped is counted down when the server sees the socket close, a moment later).
-    let open = text;
-    for (let i = 0; i < 40 && !/svc_sse_streams_open\{role="test"\} 0\n/.test(open); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      open = await (await fetch(`${service.url}/metrics`)).text();
-    }
-    expect(open).toMatch(/svc_sse_streams_open\{role="test"\} 0\n/);
+    const allStreamsClosed = async () => /svc_sse_streams_open\{role="test"\} 0\n/.test(await (await fetch(`${service.url}/metrics`)).text());
+    await eventually(allStreamsClosed, { timeoutMs: 2000, intervalMs: 50, what: 'svc_sse_streams_open to come down to 0' });
   });
 });

@@ -1,19 +1,12 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunEvent } from '../../services/contract';
 import { Prisma, RunRepository } from '../../services/store';
+import { eventually } from '../support/eventually';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 import { exited, startWorkerProcess } from '../support/worker-process';
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | null | false>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+/** Workers started as processes take seconds to get going. */
+const slowly = { timeoutMs: 20_000, intervalMs: 50 };
 
 const chain = {
   version: 2,
@@ -32,7 +25,7 @@ async function startRun(service: TestService, workflow: unknown): Promise<{ runI
   });
   expect(res.status).toBe(200);
   const stream = readSse(res).then((messages) => messages.filter((m) => m.data !== '[DONE]').map((m) => JSON.parse(m.data) as RunEvent));
-  const runId = await waitFor('the run row', async () => (await service.prisma.run.findFirst({ where: { orgId: service.account.orgId }, orderBy: { createdAt: 'desc' } }))?.id);
+  const runId = await eventually(async () => (await service.prisma.run.findFirst({ where: { orgId: service.account.orgId }, orderBy: { createdAt: 'desc' } }))?.id, { ...slowly, what: 'the run row' });
   return { runId, stream };
 }
 
@@ -56,7 +49,7 @@ describe('recovery: killed workers and lost jobs', () => {
       const { runId, stream } = await startRun(service, chain);
       const runs = new RunRepository(service.database);
       // The step is reserved with the run: it is running in the doomed worker once that worker holds its job.
-      await waitFor('the first step to be running in the doomed worker', async () => (await service.runtime.queue.counts()).active > 0 && (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'first' && s.status === 'running'));
+      await eventually(async () => (await service.runtime.queue.counts()).active > 0 && (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'first' && s.status === 'running'), { ...slowly, what: 'the first step to be running in the doomed worker' });
       const held = (await runs.getRun(runId))!;
       expect(held.reservedMicros).toBeGreaterThan(0);
       doomed.kill('SIGKILL');
@@ -113,7 +106,7 @@ describe('recovery: killed workers and lost jobs', () => {
     try {
       const { runId, stream } = await startRun(service, chain);
       const runs = new RunRepository(service.database);
-      await waitFor('the second step to be running in the doomed worker', async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'second' && s.status === 'running'));
+      await eventually(async () => (await runs.getRun(runId))?.steps.find((s) => s.nodeId === 'second' && s.status === 'running'), { ...slowly, what: 'the second step to be running in the doomed worker' });
       expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0 });
       doomed.kill('SIGKILL');
       await exited(doomed);
@@ -135,7 +128,7 @@ describe('recovery: killed workers and lost jobs', () => {
   it('re-enqueues steps whose jobs were lost (Redis emptied) from Postgres, and completes the run', async () => {
     const { runId, stream } = await startRun(service, chain);
     // No worker is running: the first step's job waits in Redis. Lose it, as a Redis restarted empty would.
-    await waitFor('the first job', async () => (await service.runtime.queue.counts()).waiting > 0);
+    await eventually(async () => (await service.runtime.queue.counts()).waiting > 0, { ...slowly, what: 'the first job' });
     await service.runtime.queue.queue.obliterate({ force: true });
     expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0, active: 0 });
     // The first step (a local node, the run's only first step) was reserved with the run: running, held, never started.
