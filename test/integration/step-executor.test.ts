@@ -14,6 +14,7 @@ import { createRedisConnection, publishRunAbort, subscribeRunAborts } from '../.
 import { InFlightSteps, RunContextCache, RunLifecycle, RunStarter, StepExecutor } from '../../services/runs';
 import { LedgerRepository, RunRepository, StepRepository } from '../../services/store';
 import { startStepWorker } from '../../workers/step-worker';
+import { eventually } from '../support/eventually';
 import { startTestService, type TestService } from '../support/service';
 import { stack, uniqueName } from '../support/stack';
 
@@ -231,16 +232,11 @@ describe('step executor: transient retries and aborts', () => {
     expect(events.at(-2)).toEqual({ type: 'step.failed', nodeId: 'bad', error: { code: 'bad_request', message: 'the provider refused the prompt' } });
     expect(events.at(-1)).toEqual({ type: 'run.failed', error: { code: 'bad_request', message: 'the provider refused the prompt' } });
     // Both slow steps were aborted (they reject on their own only after 20 s, without recording an abort), and settle once they stop.
-    const deadline = Date.now() + 5000;
-    while (abortedAt.length < 2 && Date.now() < deadline) await sleep(20);
+    await eventually(() => abortedAt.length >= 2, { what: 'both slow steps to be aborted' });
     expect(abortedAt).toHaveLength(2);
-    let record = (await runs.getRun(runId))!;
-    while (record.steps.some((s) => s.status === 'running') && Date.now() < deadline) {
-      await sleep(20);
-      record = (await runs.getRun(runId))!;
-    }
+    await eventually(async () => !(await runs.getRun(runId))!.steps.some((s) => s.status === 'running'), { what: 'the aborted steps to settle' });
     // getRun reads the run row, then its steps: read again so the run row postdates the last settlement seen.
-    record = (await runs.getRun(runId))!;
+    const record = (await runs.getRun(runId))!;
     const statuses = Object.fromEntries(record.steps.map((s) => [s.nodeId, s.status]));
     expect(statuses).toEqual({ bad: 'failed', after: 'skipped', wait1: expect.stringMatching(/^(failed|cancelled)$/), wait2: expect.stringMatching(/^(failed|cancelled)$/) });
     expect(record).toMatchObject({ status: 'failed', reservedMicros: 0 });
