@@ -3,11 +3,10 @@
  * `ROLE=api` and `ROLE=worker` run one of them, for scaling each separately. Workers also run
  * the stuck-run reaper and the retention sweeper (idempotent, so every worker may).
  */
-import { listen, type RunningServer } from '../services/api';
+import { buildService, listen, type RunningServer } from '../services/api';
 import { ConfigError, loadConfig } from '../services/platform/config';
 import { createLogger } from '../services/platform/logger';
 import { createMetrics } from '../services/platform/metrics';
-import { createServiceRuntime } from './service-runtime';
 
 async function main(): Promise<void> {
   let config;
@@ -22,7 +21,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ level: config.logLevel });
   const metrics = createMetrics({ role: config.role });
-  const runtime = await createServiceRuntime({ config, log, metrics, background: true });
+  const runtime = await buildService({ config, log, metrics, background: true });
 
   let server: RunningServer | undefined;
   if (runtime.app) {

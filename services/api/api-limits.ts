@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
-import { TokenLimit, type MinuteLimit, type StreamSlots } from '../services/api';
-import type { Config } from '../services/platform/config';
-import type { Logger } from '../services/platform/logger';
-import type { Metrics } from '../services/platform/metrics';
-import { RateLimiter, StreamLeases } from '../services/queue';
+import { TokenLimit, type MinuteLimit, type StreamSlots } from './invoke/call-limits';
+import type { Config } from '../platform/config';
+import type { Logger } from '../platform/logger';
+import type { Metrics } from '../platform/metrics';
+import { RateLimiter, StreamLeases } from '../queue';
 
 /** The API's limits, built from the configuration over the process's Redis connection. */
 export interface ApiLimits {

@@ -6,3 +6,5 @@ export type { ReadinessProbe } from './http/health-routes';
 export { DEFAULT_HTTP_SETTINGS, listen, type RunningServer } from './server';
 export { createInvoker, DeferredInput, type Invoke, type InvokeContext, type InvokerDeps } from './invoke/invoke';
 export { TokenLimit, type MinuteLimit, type RateCounter, type StreamSlots } from './invoke/call-limits';
+export { buildApi, type BuiltApi } from './build-api';
+export { buildService, type ServiceRuntime } from './build-service';

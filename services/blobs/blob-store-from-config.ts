@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { BlobUrlSigner, FsBlobStore, S3BlobStore, type BlobStore } from '../services/blobs';
-import type { Config } from '../services/platform/config';
+import { BlobUrlSigner, FsBlobStore, S3BlobStore, type BlobStore } from './index';
+import type { Config } from '../platform/config';
 
 /** The blob store the configuration names, ready to use, and the signer of its public URLs. */
 export async function createBlobStoreFromConfig(

@@ -1,5 +1,5 @@
-import { LOCAL_TOOL_NODE_IDS, llmProviderNodes, localToolNodes, mediaProviderNodes, type LlmProviderSettings, type MediaProviderSettings, type NodeDefinition } from '../services/nodes';
-import type { Logger } from '../services/platform/logger';
+import { LOCAL_TOOL_NODE_IDS, llmProviderNodes, localToolNodes, mediaProviderNodes, type LlmProviderSettings, type MediaProviderSettings, type NodeDefinition } from './index';
+import type { Logger } from '../platform/logger';
 
 /** The settings of the nodes a deployment may add. */
 export type ConfiguredNodeSettings = LlmProviderSettings & MediaProviderSettings;

@@ -159,6 +159,7 @@ export const SETTINGS = {
   reaperIntervalSeconds: { env: 'REAPER_INTERVAL_SECONDS', description: 'Seconds between sweeps of the stuck-run reaper (lost jobs, unfinished runs)', default: '30', parse: int(1, 3600) },
   stepStuckSeconds: { env: 'STEP_STUCK_SECONDS', description: 'A running step without a live job for this long is re-enqueued by the reaper', default: '120', parse: int(5, 86400) },
   streamRecordCheckMs: { env: 'STREAM_RECORD_CHECK_MS', description: "A run event stream silent this long reads the run's record; a run found finished there with no terminal event after one more such silence gets its terminal event from the record", default: '10000', parse: int(100, 600_000) },
+  sseHeartbeatMs: { env: 'SSE_HEARTBEAT_MS', description: 'Interval of the comment lines that keep an idle event stream open through proxies', default: '15000', parse: int(10, 600_000) },
   streamFinishedGraceMs: { env: 'STREAM_FINISHED_GRACE_MS', description: "A replay of a finished run whose log lacks the terminal event waits this long for it, then sends the one the run's record implies", default: '2000', parse: int(50, 600_000) },
   runTimeoutSeconds: { env: 'RUN_TIMEOUT_SECONDS', description: 'A run still unfinished this long after it started is failed with run_timeout', default: '3600', parse: int(10, 7 * 86400) },
   tokenUsageFlushSeconds: { env: 'TOKEN_USAGE_FLUSH_SECONDS', description: "Seconds between writes of tokens' last-used times (coalesced per API process)", default: '15', parse: int(1, 3600) },

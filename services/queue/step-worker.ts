@@ -1,7 +1,7 @@
 import { Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { QUEUE_NAMES, type JobCatalog, type JobName, type JobPayload } from '../services/queue';
+import { QUEUE_NAMES, type JobCatalog, type JobName, type JobPayload } from './index';
 
 /** One handler per job of the steps queue: exhaustive over the job catalog. */
 export type StepJobHandlers = {

@@ -39,7 +39,7 @@ describe('run history and replay over HTTP', () => {
 
   beforeAll(async () => {
     // An API alone (no worker): the runs here are brought to each state by hand, as the executor would.
-    service = await startTestService({ env: { ROLE: 'api', STREAM_RECORD_CHECK_MS: '200', STREAM_FINISHED_GRACE_MS: '300' }, heartbeatMs: 50 });
+    service = await startTestService({ env: { ROLE: 'api', STREAM_RECORD_CHECK_MS: '200', STREAM_FINISHED_GRACE_MS: '300', SSE_HEARTBEAT_MS: '50' } });
     prisma = service.prisma;
     prefix = service.config.redisPrefix;
     runs = new RunRepository(service.database);

@@ -13,7 +13,7 @@ import { createLogger } from '../../services/platform/logger';
 import { createRedisConnection, publishRunAbort, subscribeRunAborts } from '../../services/queue';
 import { InFlightSteps, RunContextCache, RunLifecycle, RunStarter, StepExecutor } from '../../services/runs';
 import { LedgerRepository, RunRepository, StepRepository } from '../../services/store';
-import { startStepWorker } from '../../workers/step-worker';
+import { startStepWorker } from '../../services/queue/step-worker';
 import { eventually } from '../support/eventually';
 import { startTestService, type TestService } from '../support/service';
 import { stack, uniqueName } from '../support/stack';

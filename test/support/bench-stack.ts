@@ -7,7 +7,7 @@ import { createLogger } from '../../services/platform/logger';
 import { createMetrics } from '../../services/platform/metrics';
 import { applyMigrations } from '../../services/store/migration-runner';
 import { createPrismaClient, type PrismaClient } from '../../services/store';
-import { createServiceRuntime, type ServiceRuntime } from '../../workers/service-runtime';
+import { buildService, type ServiceRuntime } from '../../services/api';
 import { databaseUrl, onServer, type PostgresServer } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
 import { freePorts, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';
@@ -134,7 +134,7 @@ export async function startBenchService(stack: BenchStack, options: BenchService
     // 1,000 USD: a bench spends 1 micro-USD per math step.
     const account = await seedAccount(prisma, { slug: 'bench', scopes: ['read', 'run'], balanceMicros: options.balanceMicros ?? 1_000_000_000 });
     const log = createLogger({ level: config.logLevel });
-    runtime = await createServiceRuntime({ config, log, metrics: createMetrics({ role: 'bench' }) });
+    runtime = await buildService({ config, log, metrics: createMetrics({ role: 'bench' }) });
     if (!runtime.app) throw new Error(`ROLE=${config.role} serves no API`);
     server = await listen(runtime.app, config.host, config.port, config.http);
     const [started, running] = [runtime, server];

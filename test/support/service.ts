@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../../services/platform/config';
 import { createLogger } from '../../services/platform/logger';
 import { createMetrics, type Metrics } from '../../services/platform/metrics';
 import { createDatabase, type Database, type PrismaClient } from '../../services/store';
-import { createServiceRuntime, type ServiceRuntime } from '../../workers/service-runtime';
+import { buildService, type ServiceRuntime } from '../../services/api';
 import { createTestDatabase, type PostgresServer, type TestDatabase } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
 import { stack, uniqueName } from './stack';
@@ -38,8 +38,6 @@ export interface TestServiceOptions {
   balanceMicros?: number;
   /** A Postgres server of the test's own (with the template database) instead of the stack's. */
   postgres?: PostgresServer;
-  /** Interval of SSE keep-alive comments; default 1 s. */
-  heartbeatMs?: number;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -55,6 +53,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     WORKER_CONCURRENCY: '8',
     STEP_RETRY_BASE_MS: '10',
+    SSE_HEARTBEAT_MS: '1000',
     // Generous limits: suites make many requests with one token from one address. Suites about
     // the limits override them.
     RATE_LIMIT_TOKEN_PER_MINUTE: '100000',
@@ -73,7 +72,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 
   // The port is only known after listening, and blob URLs are built from the public base: bind first.
   const config0 = loadConfig(env);
-  const boot = await createServiceRuntime({ config: { ...config0, role: 'api' }, log, metrics, heartbeatMs: 1000 });
+  const boot = await buildService({ config: { ...config0, role: 'api' }, log, metrics });
   const probe: RunningServer = await listen(boot.app!, '127.0.0.1', 0);
   const url = probe.url;
   await probe.close(0);
@@ -81,7 +80,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   env.PORT = new URL(url).port;
   env.PUBLIC_BASE_URL = url;
   const config = loadConfig(env);
-  const runtime = await createServiceRuntime({ config, log, metrics, heartbeatMs: options.heartbeatMs ?? 1000 });
+  const runtime = await buildService({ config, log, metrics });
   const server = await listen(runtime.app!, '127.0.0.1', config.port, config.http);
   const extras: ServiceRuntime[] = [];
 
@@ -97,7 +96,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     account,
     async extra(overrides = {}) {
       const extraConfig = loadConfig({ ...env, ...overrides });
-      const started = await createServiceRuntime({ config: extraConfig, log, metrics: createMetrics({ role: 'test' }) });
+      const started = await buildService({ config: extraConfig, log, metrics: createMetrics({ role: 'test' }) });
       extras.push(started);
       return started;
     },

@@ -1,0 +1,57 @@
+import type { Express } from 'express';
+import type { Worker } from 'bullmq';
+import type { Config } from '../platform/config';
+import type { Logger } from '../platform/logger';
+import type { Metrics } from '../platform/metrics';
+import type { RunEventBus, StepQueue } from '../queue';
+import { buildResources, buildWorker, type RetentionSweeper, type RunReaper, type ServiceResources } from '../runs';
+import { buildApi } from './build-api';
+import type { Invoke } from './invoke/invoke';
+
+/** The parts of one service process, as its role asks. */
+export interface ServiceRuntime {
+  resources: ServiceResources;
+  /** The Express app and the call path under it (roles all and api). */
+  app: Express | undefined;
+  invoke: Invoke | undefined;
+  /** The step worker, with its reaper and sweeper (roles all and worker). */
+  worker: Worker | undefined;
+  reaper: RunReaper | undefined;
+  sweeper: RetentionSweeper | undefined;
+  bus: RunEventBus;
+  queue: StepQueue;
+  /** Stops everything this runtime started, in order (worker, API, resources), and closes its connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root (DESIGN.md: adapters are wired in each process's entry point): the
+ * shared resources built once, then the API and the worker over them as `ROLE` asks.
+ * `workers/serve.ts` uses it, and so do the integration tests and benchmarks, which run the very
+ * same parts. `background`: the worker runs its reaper and sweeper on their timers.
+ */
+export async function buildService(options: { config: Config; log: Logger; metrics: Metrics; background?: boolean }): Promise<ServiceRuntime> {
+  const { config, log, metrics } = options;
+  const servesApi = config.role === 'all' || config.role === 'api';
+  const runsWorker = config.role === 'all' || config.role === 'worker';
+  const resources = await buildResources(config, log, metrics, { subscribe: servesApi });
+  const api = servesApi ? buildApi(resources) : undefined;
+  const worker = runsWorker ? await buildWorker(resources, { background: options.background ?? false }) : undefined;
+  let closed = false;
+  return {
+    resources,
+    app: api?.app,
+    invoke: api?.invoke,
+    worker: worker?.worker,
+    reaper: worker?.reaper,
+    sweeper: worker?.sweeper,
+    bus: resources.bus,
+    queue: resources.queue,
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const part of [worker, api]) await part?.close().catch((err: unknown) => log.warn({ err }, 'error while closing'));
+      await resources.close();
+    },
+  };
+}

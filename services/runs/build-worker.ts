@@ -1,0 +1,96 @@
+import type { Worker } from 'bullmq';
+import { Failpoints } from '../platform/failpoints';
+import { createRedisConnection, createRedisSubscriber, subscribeRunAborts } from '../queue';
+import { isRedelivery, startStepWorker } from '../queue/step-worker';
+import { RunRecoveryRepository } from '../store';
+import { InFlightSteps } from './in-flight-steps';
+import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
+import { RunReaper } from './run-reaper';
+import type { ServiceResources } from './service-resources';
+import { StepExecutor } from './step-executor';
+
+/** A step worker with its reaper and retention sweeper. */
+export interface BuiltWorker {
+  worker: Worker;
+  reaper: RunReaper;
+  sweeper: RetentionSweeper;
+  /** Stops taking jobs (finishing those in hand), stops the timers, closes its connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * The worker side of the service over the shared resources: a BullMQ worker running steps with
+ * the step executor, listening for aborted runs; the stuck-run reaper and the retention sweeper
+ * on their timers when `background` (every worker may run them: both are idempotent). Without
+ * `background` they are built but left for the caller to drive (tests sweep by hand).
+ */
+export async function buildWorker(resources: ServiceResources, options: { background: boolean }): Promise<BuiltWorker> {
+  const { config, log, metrics } = resources;
+  const inFlight = new InFlightSteps();
+  const abortSubscriber = createRedisSubscriber(config.redisUrl);
+  const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
+    inFlight.abortRun(runId, new Error('the run stopped'));
+  });
+  const executor = new StepExecutor({
+    runs: resources.runs,
+    steps: resources.steps,
+    contexts: resources.contexts,
+    lifecycle: resources.lifecycle,
+    events: resources.runEvents,
+    queue: resources.queue,
+    inFlight,
+    findNode: resources.findNode,
+    mayRunInline: resources.mayRunInline,
+    artifactsFor: (runId, signal) => resources.runArtifacts(runId, signal),
+    retry: { attempts: config.stepRetryAttempts, maxAttempts: config.stepMaxAttempts, baseDelayMs: config.stepRetryBaseMs },
+    log,
+    failpoints: new Failpoints(config.failpoints),
+    observer: {
+      stepFinished: (node, outcome, seconds, costMicros) => {
+        metrics.stepDuration.observe({ node, outcome }, seconds);
+        if (costMicros > 0) metrics.costSettled.inc({ node }, costMicros / 1_000_000);
+      },
+    },
+  });
+  const workerConnection = createRedisConnection(config.redisUrl);
+  const worker = startStepWorker({
+    connection: workerConnection,
+    prefix: config.redisPrefix,
+    concurrency: config.workerConcurrency,
+    lockMs: config.stepLockMs,
+    log,
+    handlers: {
+      'step.execute': ({ runId, nodeId, attemptToken }, job) =>
+        executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) }),
+    },
+  });
+  const reaper = new RunReaper({
+    recovery: new RunRecoveryRepository(resources.database.prisma),
+    contexts: resources.contexts,
+    lifecycle: resources.lifecycle,
+    queue: resources.queue,
+    log,
+    stepStuckMs: config.stepStuckSeconds * 1000,
+    runTimeoutMs: config.runTimeoutSeconds * 1000,
+  });
+  const sweeper = createRetentionSweeper({ artifacts: resources.artifacts, blobs: resources.blobs.store, log, batchSize: 200, intervalMs: config.retentionSweepIntervalSeconds * 1000 });
+  if (options.background) {
+    reaper.start(config.reaperIntervalSeconds * 1000);
+    sweeper.start();
+  }
+  return {
+    worker,
+    reaper,
+    sweeper,
+    async close() {
+      if (options.background) {
+        await reaper.stop();
+        await sweeper.stop();
+      }
+      await worker.close();
+      await workerConnection.quit();
+      await unsubscribe();
+      await abortSubscriber.quit();
+    },
+  };
+}

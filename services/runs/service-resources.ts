@@ -1,0 +1,131 @@
+import type { Redis } from 'ioredis';
+import type { Artifact } from '../contract';
+import { createBlobStoreFromConfig } from '../blobs/blob-store-from-config';
+import type { BlobStore, BlobUrlSigner } from '../blobs';
+import { BlobArtifactStore, createInputFetcher, createNodeRegistry, type NodeCatalog, type RemoteFetcher, type NodeDefinition } from '../nodes';
+import { configuredNodes } from '../nodes/configured-nodes';
+import type { Config } from '../platform/config';
+import type { Logger } from '../platform/logger';
+import type { Metrics } from '../platform/metrics';
+import { createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RunEventBus, StepQueue } from '../queue';
+import { MountTallyAppender } from '../queue/mount-tally-appender';
+import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
+import { presentingMountEvents } from './mount-events';
+import type { RunEventAppender } from './ports';
+import { RunContextCache } from './run-context-cache';
+import { RunLifecycle } from './run-lifecycle';
+
+/**
+ * What every process of the service shares, built once from the configuration and handed to
+ * `buildApi` and `buildWorker` (and to tests, which build the service the same way): the
+ * connections, the stores, the node catalog, the run event bus and the run lifecycle.
+ */
+export interface ServiceResources {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  database: Database;
+  redis: Redis;
+  bus: RunEventBus;
+  queue: StepQueue;
+  runs: RunRepository;
+  steps: StepRepository;
+  workflows: WorkflowRepository;
+  artifacts: ArtifactRepository;
+  catalog: NodeCatalog;
+  findNode(id: string): NodeDefinition | undefined;
+  mayRunInline(uses: string): boolean;
+  contexts: RunContextCache;
+  /** The bus as steps append to it: mounted workflows' steps shown as progress of their mount. */
+  runEvents: RunEventAppender;
+  lifecycle: RunLifecycle;
+  blobs: { store: BlobStore; signer: BlobUrlSigner };
+  /** Fetches a foreign input file safely (address policy, size and time limits). */
+  fetchInput: RemoteFetcher;
+  /** The artifact store of one run: outputs under its prefix, foreign input refs fetched and re-hosted. */
+  runArtifacts(runId: string, signal?: AbortSignal): BlobArtifactStore;
+  /** Closes what these resources opened; what was built on them closes first. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds the shared resources. `subscribe`: the process follows run streams (the API), so the
+ * bus gets its own pub/sub connection.
+ */
+export async function buildResources(config: Config, log: Logger, metrics: Metrics, options: { subscribe: boolean }): Promise<ServiceResources> {
+  // Prisma for CRUD, its pool for the hot paths' typed SQL (services/store/database.ts).
+  const database = createDatabase(config.databaseUrl, { onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it') });
+  const redis = createRedisConnection(config.redisUrl);
+  const subscriber = options.subscribe ? createRedisSubscriber(config.redisUrl) : undefined;
+  const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
+  const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix });
+  const close = async (): Promise<void> => {
+    const steps: (() => Promise<unknown>)[] = [() => queue.close(), () => bus.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
+    for (const step of steps) await step().catch((err: unknown) => log.warn({ err }, 'error while closing'));
+  };
+
+  const runs = new RunRepository(database);
+  // The platform's nodes, plus providers with a configured key and installed local tools.
+  const nodes = createNodeRegistry(await configuredNodes(config, log));
+  const contexts = new RunContextCache(runs, nodes.catalog);
+  // Steps of mounted workflows show as progress of the node that mounts them, framed by its own
+  // step.started and step.completed (tallied in Redis with the append, across workers).
+  const runEvents = presentingMountEvents({
+    events: bus,
+    tally: new MountTallyAppender({ redis, prefix: config.redisPrefix, logTtlSeconds: DEFAULT_LOG_TTL_SECONDS }),
+    stepsOf: async (runId) => (await contexts.get(runId))?.prepared.plan.steps ?? null,
+  });
+  const blobs = await createBlobStoreFromConfig(config);
+  const artifacts = new ArtifactRepository(database.prisma);
+  const fetchInput = createInputFetcher(config.fetch);
+  const runArtifacts = (runId: string, signal?: AbortSignal) =>
+    new BlobArtifactStore({
+      store: blobs.store,
+      signer: blobs.signer,
+      publicBaseUrl: config.publicBaseUrl,
+      keyPrefix: `runs/${runId}`,
+      urlTtlSeconds: config.blobUrlTtlSeconds,
+      retentionSeconds: config.artifactRetentionDays * 86_400,
+      recorder: { record: (entry) => artifacts.record(runId, entry) },
+      fetchRemote: fetchInput,
+      ...(signal ? { signal } : {}),
+    });
+  const ownBlobPrefix = `${config.publicBaseUrl}/blobs/`;
+  const lifecycle = new RunLifecycle({
+    runs,
+    events: runEvents,
+    publishAbort: (runId) => publishRunAbort(redis, config.redisPrefix, runId),
+    log,
+    onTerminal: (outcome, reason) => metrics.runsFinished.inc({ outcome, reason }),
+    isOwnRef: (ref) => ref.startsWith(ownBlobPrefix),
+    adoptOutputs: async (runId, outputs) => {
+      const store = runArtifacts(runId);
+      const adopted = await Promise.all(Object.entries(outputs).map(async ([name, artifact]) => [name, await store.adopt(artifact as Artifact)] as const));
+      return Object.fromEntries(adopted);
+    },
+  });
+
+  return {
+    config,
+    log,
+    metrics,
+    database,
+    redis,
+    bus,
+    queue,
+    runs,
+    steps: new StepRepository(database, { logger: log }),
+    workflows: new WorkflowRepository(database.prisma),
+    artifacts,
+    catalog: nodes.catalog,
+    findNode: nodes.find,
+    mayRunInline: nodes.mayRunInline,
+    contexts,
+    runEvents,
+    lifecycle,
+    blobs,
+    fetchInput,
+    runArtifacts,
+    close,
+  };
+}
