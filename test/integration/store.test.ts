@@ -13,6 +13,7 @@ import {
 } from '../../services/store';
 import { bootstrapDevAccount, DEV_ACCOUNT } from '../../workers/bootstrap-dev-account';
 import { createTestDatabase, type TestDatabase } from '../support/database';
+import { eventually } from '../support/eventually';
 import { stack } from '../support/stack';
 
 describe('store repositories', () => {
@@ -128,7 +129,8 @@ describe('store repositories', () => {
       const make = async (name: string, orgId: string, kind: 'personal' | 'session') => {
         const issued = issueToken(kind);
         const token = await tokens.create({ userId: user.id, orgId, name, hash: issued.hash, displayPrefix: issued.displayPrefix, scopes: ['read'], kind });
-        await new Promise((resolve) => setTimeout(resolve, 5));
+        // The next token is created after this one: listings order by creation time.
+        await eventually(() => Date.now() > token.createdAt.getTime(), { intervalMs: 1, what: "the clock to pass the token's creation time" });
         return token;
       };
       const a = await make('a', org.id, 'personal');
