@@ -1,5 +1,8 @@
 import path from 'node:path';
 import { AddressAllowList } from './address-policy';
+import { baseUrl, bool, int, nameList, nonEmptyNameList, oneOf, priceList, secret, SettingError, text, tokenPriceTable, url, verbatim } from './setting-parsers';
+
+export type { TokenPrice } from './setting-parsers';
 
 /**
  * The one place that reads the environment. Every setting is declared once, in `SETTINGS`: its
@@ -26,81 +29,6 @@ interface Setting<T> {
   path?: `${string}.${string}`;
 }
 
-class SettingError extends Error {}
-
-const int = (min: number, max: number) => (raw: string): number => {
-  if (!/^-?\d+$/.test(raw.trim())) throw new SettingError(`must be an integer, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new SettingError(`must be between ${min} and ${max}, got ${n}`);
-  return n;
-};
-
-const oneOf = <T extends string>(...values: T[]) => (raw: string): T => {
-  if (!(values as string[]).includes(raw)) throw new SettingError(`must be one of ${values.join(', ')}, got "${raw}"`);
-  return raw as T;
-};
-
-const url = (...protocols: string[]) => (raw: string): string => {
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new SettingError(`must be a URL, got "${raw}"`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new SettingError(`must use ${protocols.join(' or ')}, got "${parsed.protocol}"`);
-  }
-  return raw;
-};
-
-const text = (raw: string): string => {
-  if (raw.trim() === '') throw new SettingError('must not be empty');
-  return raw;
-};
-
-const secret = (raw: string): string => {
-  if (raw.length < 32) throw new SettingError('must be at least 32 characters long');
-  return raw;
-};
-
-const bool = (raw: string): boolean => {
-  if (['1', 'true', 'yes'].includes(raw.toLowerCase())) return true;
-  if (['0', 'false', 'no'].includes(raw.toLowerCase())) return false;
-  throw new SettingError(`must be true or false, got "${raw}"`);
-};
-
-/** `name=micros,name=micros`: offered models (or apps) and their integer micro-USD prices; `none`: none. */
-const priceList = (raw: string): Record<string, number> => {
-  const prices: Record<string, number> = {};
-  if (raw.trim() === 'none') return prices;
-  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
-    const match = /^([A-Za-z0-9._:/-]+)=(\d{1,12})$/.exec(entry);
-    if (!match) throw new SettingError(`must be a comma list of name=micro-USD (e.g. gpt-image-1=250000), got "${entry}"`);
-    prices[match[1]!] = Number(match[2]);
-  }
-  return prices;
-};
-
-/** A comma list of names; empty: none. */
-const nameList = (raw: string): string[] => raw.split(',').map((e) => e.trim()).filter(Boolean);
-
-/** A model's token prices, USD per million input and output tokens, as validated decimal text. */
-export interface TokenPrice {
-  input: string;
-  output: string;
-}
-
-/** `model=input/output,…` in USD per million tokens (e.g. `gpt-4o-mini=0.15/0.60`). */
-const tokenPriceTable = (raw: string): Record<string, TokenPrice> => {
-  const prices: Record<string, TokenPrice> = {};
-  for (const entry of raw.split(',').map((e) => e.trim()).filter(Boolean)) {
-    const match = /^([A-Za-z0-9._:/@-]+)=(\d{1,6}(?:\.\d{1,6})?)\/(\d{1,6}(?:\.\d{1,6})?)$/.exec(entry);
-    if (!match) throw new SettingError(`must be a comma list of model=input/output in USD per million tokens (e.g. gpt-4o-mini=0.15/0.60), got "${entry}"`);
-    prices[match[1]!] = { input: match[2]!, output: match[3]! };
-  }
-  return prices;
-};
-
 /** Every setting the service reads. The README's configuration table mirrors this list. */
 export const SETTINGS = {
   role: { env: 'ROLE', description: 'What this process runs: all (API + step worker), api, or worker', default: 'all', parse: oneOf<Role>('all', 'api', 'worker') },
@@ -110,7 +38,7 @@ export const SETTINGS = {
     env: 'PUBLIC_BASE_URL',
     description: 'Base URL clients use to reach this service (blob URLs and printed links are built from it)',
     default: (env: Env) => `http://127.0.0.1:${env.PORT ?? '8080'}`,
-    parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, ''),
+    parse: baseUrl,
   },
   databaseUrl: { env: 'DATABASE_URL', description: 'Postgres connection URL', parse: url('postgres:', 'postgresql:') },
   redisUrl: { env: 'REDIS_URL', description: 'Redis connection URL (BullMQ queues, event bus, rate limits)', parse: url('redis:', 'rediss:') },
@@ -127,8 +55,8 @@ export const SETTINGS = {
   artifactRetentionDays: { env: 'ARTIFACT_RETENTION_DAYS', description: 'Days a run artifact is kept after it is stored, then deleted by the retention sweeper', default: '30', parse: int(1, 3650) },
   retentionSweepIntervalSeconds: { env: 'RETENTION_SWEEP_INTERVAL_SECONDS', description: 'Seconds between retention sweeps (each deletes every expired run artifact)', default: '3600', parse: int(10, 86400) },
   s3Endpoint: { path: 's3.endpoint', env: 'S3_ENDPOINT', description: 'S3 endpoint URL, e.g. http://127.0.0.1:9000 (required when BLOB_DRIVER=s3)', default: '', parse: (raw: string) => (raw === '' ? '' : url('http:', 'https:')(raw)) },
-  s3AccessKey: { path: 's3.accessKey', env: 'S3_ACCESS_KEY', description: 'S3 access key', default: '', parse: (raw: string) => raw },
-  s3SecretKey: { path: 's3.secretKey', env: 'S3_SECRET_KEY', description: 'S3 secret key', default: '', parse: (raw: string) => raw },
+  s3AccessKey: { path: 's3.accessKey', env: 'S3_ACCESS_KEY', description: 'S3 access key', default: '', parse: verbatim },
+  s3SecretKey: { path: 's3.secretKey', env: 'S3_SECRET_KEY', description: 'S3 secret key', default: '', parse: verbatim },
   s3Bucket: { path: 's3.bucket', env: 'S3_BUCKET', description: 'S3 bucket for run artifacts', default: 'svc-artifacts', parse: text },
   s3Region: { path: 's3.region', env: 'S3_REGION', description: 'S3 region', default: 'us-east-1', parse: text },
   rateLimitTokenPerMinute: { env: 'RATE_LIMIT_TOKEN_PER_MINUTE', description: 'Requests per minute one access token may make, across all API replicas (then 429); 0 disables', default: '600', parse: int(0, 10_000_000) },
@@ -179,26 +107,26 @@ export const SETTINGS = {
   deviceUserCodeMaxFailuresPerIp: { env: 'DEVICE_USER_CODE_MAX_FAILURES_PER_IP', description: 'Wrong or stale device-login user codes one client IP may submit within the window before 429', default: '30', parse: int(1, 1000000) },
   deviceUserCodeFailureWindowSeconds: { env: 'DEVICE_USER_CODE_FAILURE_WINDOW_SECONDS', description: 'Window over which wrong device-login user codes are counted', default: '900', parse: int(10, 86400) },
   sessionTokenTtlDays: { env: 'SESSION_TOKEN_TTL_DAYS', description: 'Lifetime of a device-login session token (svcs_), days', default: '30', parse: int(1, 365) },
-  openaiApiKey: { env: 'OPENAI_API_KEY', description: 'API key of OpenAI or an OpenAI-compatible server; empty leaves its nodes out of the catalog', default: '', parse: (raw: string) => raw },
-  openaiBaseUrl: { env: 'OPENAI_BASE_URL', description: 'Base URL of the OpenAI(-compatible) API, up to and including /v1', default: 'https://api.openai.com/v1', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  openaiApiKey: { env: 'OPENAI_API_KEY', description: 'API key of OpenAI or an OpenAI-compatible server; empty leaves its nodes out of the catalog', default: '', parse: verbatim },
+  openaiBaseUrl: { env: 'OPENAI_BASE_URL', description: 'Base URL of the OpenAI(-compatible) API, up to and including /v1', default: 'https://api.openai.com/v1', parse: baseUrl },
   providerTimeoutMs: { env: 'PROVIDER_TIMEOUT_MS', description: 'Longest one request to a hosted provider may take (headers and body), then it fails or is retried', default: '120000', parse: int(1000, 600_000) },
   openaiImagePrices: { env: 'OPENAI_IMAGE_PRICES', description: 'openai-image models and their worst-case price per image, micro-USD (model=micros,...); none: no openai-image node', default: 'gpt-image-1=250000', parse: priceList },
   openaiEmbeddingPrices: { env: 'OPENAI_EMBEDDING_PRICES', description: 'openai-embed models and their price per million input tokens, micro-USD; none: no openai-embed node', default: 'text-embedding-3-small=20000,text-embedding-3-large=130000', parse: priceList },
   openaiTtsPrices: { env: 'OPENAI_TTS_PRICES', description: 'openai-speech models and their price per million input characters, micro-USD; none: no openai-speech node', default: 'tts-1=15000000,tts-1-hd=30000000', parse: priceList },
   openaiTtsVoices: { env: 'OPENAI_TTS_VOICES', description: 'Voices the openai-speech node offers (comma list)', default: 'alloy,ash,coral,echo,fable,onyx,nova,sage,shimmer', parse: nameList },
   openaiTranscribePrices: { env: 'OPENAI_TRANSCRIBE_PRICES', description: 'openai-transcribe models and their price per minute of audio (charged by the second), micro-USD; none: no openai-transcribe node', default: 'whisper-1=6000', parse: priceList },
-  falKey: { env: 'FAL_KEY', description: 'fal.ai API key; empty leaves the fal-image node out of the catalog', default: '', parse: (raw: string) => raw },
-  falBaseUrl: { env: 'FAL_BASE_URL', description: 'Base URL of the fal queue API', default: 'https://queue.fal.run', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  falKey: { env: 'FAL_KEY', description: 'fal.ai API key; empty leaves the fal-image node out of the catalog', default: '', parse: verbatim },
+  falBaseUrl: { env: 'FAL_BASE_URL', description: 'Base URL of the fal queue API', default: 'https://queue.fal.run', parse: baseUrl },
   falApps: { env: 'FAL_APPS', description: 'fal apps the fal-image node offers and their worst-case price per image, micro-USD (app=micros,...)', default: 'fal-ai/flux/schnell=3000', parse: priceList },
-  replicateApiToken: { env: 'REPLICATE_API_TOKEN', description: 'Replicate API token; empty leaves the replicate-image node out of the catalog', default: '', parse: (raw: string) => raw },
-  replicateBaseUrl: { env: 'REPLICATE_BASE_URL', description: 'Base URL of the Replicate API (without /v1)', default: 'https://api.replicate.com', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
+  replicateApiToken: { env: 'REPLICATE_API_TOKEN', description: 'Replicate API token; empty leaves the replicate-image node out of the catalog', default: '', parse: verbatim },
+  replicateBaseUrl: { env: 'REPLICATE_BASE_URL', description: 'Base URL of the Replicate API (without /v1)', default: 'https://api.replicate.com', parse: baseUrl },
   replicateModels: { env: 'REPLICATE_MODELS', description: 'Replicate models (owner/name or owner/name:version) the replicate-image node offers and their worst-case price per output image, micro-USD', default: 'black-forest-labs/flux-schnell=3000', parse: priceList },
   providerPollMs: { env: 'PROVIDER_POLL_MS', description: 'Pause between status polls of queued provider jobs (fal, Replicate)', default: '1000', parse: int(10, 60_000) },
-  openaiModels: { env: 'OPENAI_MODELS', description: 'Chat models the openai-chat node offers (comma list, the first the default); each needs a price in OPENAI_PRICES', default: 'gpt-4o-mini,gpt-4o', parse: (raw: string) => text(raw).split(',').map((e) => e.trim()).filter(Boolean) },
+  openaiModels: { env: 'OPENAI_MODELS', description: 'Chat models the openai-chat node offers (comma list, the first the default); each needs a price in OPENAI_PRICES', default: 'gpt-4o-mini,gpt-4o', parse: nonEmptyNameList },
   openaiPrices: { env: 'OPENAI_PRICES', description: 'Token prices of the chat models, USD per million input/output tokens (model=in/out,...)', default: 'gpt-4o-mini=0.15/0.60,gpt-4o=2.50/10.00', parse: tokenPriceTable },
-  anthropicApiKey: { env: 'ANTHROPIC_API_KEY', description: 'Anthropic API key; empty leaves the anthropic-messages node out of the catalog', default: '', parse: (raw: string) => raw },
-  anthropicBaseUrl: { env: 'ANTHROPIC_BASE_URL', description: 'Base URL of the Anthropic API (without /v1)', default: 'https://api.anthropic.com', parse: (raw: string) => url('http:', 'https:')(raw).replace(/\/+$/, '') },
-  anthropicModels: { env: 'ANTHROPIC_MODELS', description: 'Claude models the anthropic-messages node offers (comma list, the first the default); each needs a price in ANTHROPIC_PRICES', default: 'claude-3-5-haiku-latest,claude-sonnet-4-0', parse: (raw: string) => text(raw).split(',').map((e) => e.trim()).filter(Boolean) },
+  anthropicApiKey: { env: 'ANTHROPIC_API_KEY', description: 'Anthropic API key; empty leaves the anthropic-messages node out of the catalog', default: '', parse: verbatim },
+  anthropicBaseUrl: { env: 'ANTHROPIC_BASE_URL', description: 'Base URL of the Anthropic API (without /v1)', default: 'https://api.anthropic.com', parse: baseUrl },
+  anthropicModels: { env: 'ANTHROPIC_MODELS', description: 'Claude models the anthropic-messages node offers (comma list, the first the default); each needs a price in ANTHROPIC_PRICES', default: 'claude-3-5-haiku-latest,claude-sonnet-4-0', parse: nonEmptyNameList },
   anthropicPrices: { env: 'ANTHROPIC_PRICES', description: 'Token prices of the Claude models, USD per million input/output tokens (model=in/out,...)', default: 'claude-3-5-haiku-latest=0.80/4.00,claude-sonnet-4-0=3.00/15.00', parse: tokenPriceTable },
   fetchAllowPrivate: {
     path: 'fetch.allowPrivate',
@@ -217,7 +145,7 @@ export const SETTINGS = {
   },
   fetchMaxBytes: { path: 'fetch.maxBytes', env: 'FETCH_MAX_BYTES', description: 'Largest file fetched from an input URL, bytes', default: String(64 * 1024 * 1024), parse: int(1, 1024 * 1024 * 1024) },
   fetchTimeoutMs: { path: 'fetch.timeoutMs', env: 'FETCH_TIMEOUT_MS', description: 'Time limit of fetching one input URL, redirects and body included, ms', default: '30000', parse: int(100, 600_000) },
-  failpoints: { env: 'SVC_FAILPOINTS', description: 'Fault injection for the fault suite, e.g. step.afterReserve=sleep(5000); empty in production', default: '', parse: (raw: string) => raw },
+  failpoints: { env: 'SVC_FAILPOINTS', description: 'Fault injection for the fault suite, e.g. step.afterReserve=sleep(5000); empty in production', default: '', parse: verbatim },
 } as const satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;
