@@ -86,11 +86,15 @@ export DATA_DIR PORT
 # `set -a; . .data/env; set +a` gives a shell what the service got (the admin command needs
 # DATABASE_URL); it holds the signing secret, hence 0600.
 (
+  # The umask must hold when the file is created, so the redirection is inside the subshell.
   umask 077
-  printf '# written by make run; load with: set -a; . %s; set +a\n' "$DATA_DIR/env"
-  for name in DATABASE_URL REDIS_URL BLOB_SIGNING_SECRET DATA_DIR PORT; do printf '%s=%q\n' "$name" "${!name}"; done
-  printf 'SERVICE_URL=%q\n' "${PUBLIC_BASE_URL:-http://127.0.0.1:$PORT}"
-) >"$DATA_DIR/env.tmp"
+  {
+    printf '# written by make run; load with: set -a; . %s; set +a\n' "$DATA_DIR/env"
+    for name in DATABASE_URL REDIS_URL BLOB_SIGNING_SECRET DATA_DIR PORT; do printf '%s=%q\n' "$name" "${!name}"; done
+    printf 'SERVICE_URL=%q\n' "${PUBLIC_BASE_URL:-http://127.0.0.1:$PORT}"
+  } >"$DATA_DIR/env.tmp"
+  chmod 600 "$DATA_DIR/env.tmp"
+)
 mv "$DATA_DIR/env.tmp" "$DATA_DIR/env"
 
 node_modules/.bin/tsx workers/migrate.ts

@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from '../support/eventually';
 import { freePorts } from '../support/local-servers';
@@ -9,6 +10,7 @@ import { stack, uniqueName } from '../support/stack';
 import { exited } from '../support/worker-process';
 
 const ROOT = path.resolve(__dirname, '../..');
+const execFileAsync = promisify(execFile);
 // make run migrates and bootstraps before it serves: generous, on a busy 2-core machine.
 const START_MS = 180_000;
 // The service's grace (SHUTDOWN_GRACE_MS, 10 s) and its hard stop 5 s after, then the servers.
@@ -92,6 +94,17 @@ describe('make run stops cleanly', () => {
     }
   }, STOP_MS);
 
+  /** The admin command both ways the README gives, against make run's database. */
+  async function orgListThroughEnvFile(dataDir: string): Promise<void> {
+    const env = cleanEnv({ DATA_DIR: dataDir });
+    const envFile = path.join(dataDir, 'env');
+    expect(fs.statSync(envFile).mode & 0o777).toBe(0o600);
+    const viaMake = await execFileAsync('make', ['-s', 'admin', 'ARGS=org list --json'], { cwd: ROOT, env });
+    expect(JSON.parse(viaMake.stdout)).toEqual({ organizations: [expect.objectContaining({ slug: 'dev', balanceUsd: 10 })] });
+    const sourced = await execFileAsync('bash', ['-c', `set -a; . "${envFile}"; set +a; npm run -s admin -- org list`], { cwd: ROOT, env });
+    expect(sourced.stdout).toMatch(/^dev\tDev Org\t10\.00 USD\t[0-9a-f-]{36}\n$/);
+  }
+
   it.each(['SIGTERM', 'SIGINT'] as const)('stops the service, then Redis and Postgres, when make alone gets %s', async (signal) => {
     const run = await startMakeRun();
     started.push(run);
@@ -100,6 +113,7 @@ describe('make run stops cleanly', () => {
     const [servicePid] = childrenOf(scriptPid, 'workers/serve.ts');
     const pids = { service: servicePid, redis: pidIn(path.join(run.dataDir, 'redis/redis.pid')), postgres: pidIn(path.join(run.dataDir, 'postgres/postmaster.pid')) };
     expect(pids).toEqual({ service: expect.any(Number), redis: expect.any(Number), postgres: expect.any(Number) });
+    if (signal === 'SIGTERM') await orgListThroughEnvFile(run.dataDir);
 
     run.make.kill(signal);
     await eventually(() => !running(pids.service) && !running(pids.redis) && !running(pids.postgres), { timeoutMs: STOP_MS, intervalMs: 100, what: 'the service, Redis and Postgres to exit' });
