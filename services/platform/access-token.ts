@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { TokenKind } from '../contract';
 
 /**
  * Access tokens: `<prefix>_<body><checksum>`.
@@ -13,7 +14,7 @@ import { createHash, randomBytes } from 'node:crypto';
  * display prefix so a user can recognise a token in a list without the secret being stored.
  */
 
-export type TokenKind = 'personal' | 'session' | 'browser';
+export type { TokenKind };
 
 const PREFIXES: Record<TokenKind, string> = { personal: 'svc', session: 'svcs', browser: 'svcb' };
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -1,4 +1,7 @@
-import type { Scope } from '../../contract';
+import type { Scope, TokenKind } from '../../contract';
+import type { TokenRecord } from '../../store';
+
+export type { TokenRecord };
 
 /** Who is calling: set by the authentication middleware, read by handlers. */
 export interface AuthContext {
@@ -6,18 +9,7 @@ export interface AuthContext {
   userId: string;
   orgId: string;
   scopes: readonly Scope[];
-  kind: 'personal' | 'session' | 'browser';
-}
-
-/** A stored token as the authentication middleware needs it (the store's token repository provides it). */
-export interface TokenRecord {
-  id: string;
-  userId: string;
-  orgId: string;
-  scopes: readonly string[];
-  kind: 'personal' | 'session' | 'browser';
-  expiresAt: Date | null;
-  revokedAt: Date | null;
+  kind: TokenKind;
 }
 
 /** Port: finds a token by the SHA-256 of its value. */

@@ -1,27 +1,14 @@
 import type { Scope, TokenSummaryBody } from '../../contract';
 import { issueToken } from '../../platform/access-token';
 import { AppError } from '../../platform/app-error';
-import type { NewToken, OrganizationRepository, TokenRepository, UserRepository } from '../../store';
+import type { NewToken, OrganizationRepository, TokenRepository, TokenSummary, UserRepository } from '../../store';
 import type { AuthContext } from '../auth/auth-context';
 import type { CallContext, Handler } from './handler-types';
 
-/** A stored token as a listing shows it (the store's `TokenSummary` satisfies it). */
-export interface TokenSummaryRecord {
-  id: string;
-  kind: 'personal' | 'session' | 'browser';
-  name: string;
-  displayPrefix: string;
-  scopes: readonly string[];
-  createdAt: Date;
-  lastUsedAt: Date | null;
-  expiresAt: Date | null;
-  revokedAt: Date | null;
-}
-
 /** Port: the token store (`TokenRepository` satisfies it). */
 export interface TokenStore {
-  create(input: NewToken & { kind: 'personal' }): Promise<TokenSummaryRecord>;
-  listForUser(userId: string, filter: { orgId?: string }): Promise<TokenSummaryRecord[]>;
+  create(input: NewToken & { kind: 'personal' }): Promise<TokenSummary>;
+  listForUser(userId: string, filter: { orgId?: string }): Promise<TokenSummary[]>;
   revoke(id: string, options: { userId?: string }): Promise<boolean>;
   findById: TokenRepository['findById'];
 }
@@ -36,7 +23,7 @@ export interface AccountHandlerDeps {
 const DAY_MS = 86_400_000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-function summaryBody(row: TokenSummaryRecord): TokenSummaryBody {
+function summaryBody(row: TokenSummary): TokenSummaryBody {
   return {
     id: row.id,
     kind: row.kind,
