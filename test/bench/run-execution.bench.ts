@@ -189,7 +189,7 @@ class RawBullmq {
   }
 
   /** The completion message of `id`; register before adding the job (the worker may publish before `add` resolves). */
-  private waitFor(id: string): Promise<string> {
+  private completionOf(id: string): Promise<string> {
     const done = new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiters.delete(id);
@@ -209,7 +209,7 @@ class RawBullmq {
   async once(): Promise<number> {
     const id = `single_${++this.counter}`;
     const started = performance.now();
-    const done = this.waitFor(id);
+    const done = this.completionOf(id);
     await this.queue.add('single', { id, a: 1, b: 2 }, { jobId: id });
     const payload = await done;
     const elapsed = performance.now() - started;
@@ -221,7 +221,7 @@ class RawBullmq {
   async chainOnce(n: number): Promise<number> {
     const id = `chain_${++this.counter}`;
     const started = performance.now();
-    const done = this.waitFor(id);
+    const done = this.completionOf(id);
     await this.queue.add('chain', { id, i: 0, n, value: 1 }, { jobId: `${id}_0` });
     const payload = await done;
     const elapsed = performance.now() - started;
