@@ -19,7 +19,7 @@ export type RunEffect =
   | { kind: 'requeue'; nodeIds: readonly string[] }
   /** Fails the run (`RunLifecycle.fail`), for `nodeId` when given. */
   | { kind: 'failRun'; error: RunError; nodeId?: string }
-  /** Fails the step of the attempt (`StepRepository.failStep`), then announces what that changed. */
+  /** Fails the step of the attempt (`StepRepository.failStep`), then, after the events before it, announces what that changed. */
   | ({ kind: 'failStep' } & Omit<FailStepInput, 'runId'>)
   /** Completes a run whose steps are all completed, collecting its outputs (`RunLifecycle.complete`). */
   | { kind: 'completeRun'; context: RunContext; outputsInHand: ReadonlyMap<string, Record<string, unknown>> }
@@ -59,7 +59,9 @@ export class RunOutbox {
         this.append(runId, effect.events);
         continue;
       }
-      await this.drain(runId);
+      // A step's failure is recorded before the wait (its own perform waits before announcing it):
+      // an append that fails must not leave the step running, to be called again on redelivery.
+      if (effect.kind !== 'failStep') await this.drain(runId);
       await this.perform(runId, effect);
     }
   }
@@ -95,7 +97,6 @@ export class RunOutbox {
         const { kind: _, ...attempt } = effect;
         const result = await this.deps.steps.failStep({ runId, ...attempt });
         if (!result.committed) return;
-        // Events another job of this run released during the transition come before its failure too.
         await this.drain(runId);
         const { nodeId, error } = effect;
         if (result.runFailed) await lifecycle.announceFailure(runId, error, nodeId);
