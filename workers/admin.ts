@@ -17,8 +17,8 @@ import { microsToUsd } from '../services/engine/money';
 import { AppError } from '../services/platform/app-error';
 import { ConfigError, loadSettings } from '../services/platform/config';
 import { createPrismaClient, type PrismaClient } from '../services/store';
-import { AccountAdmin, ROLES } from './account-admin';
-import { usdText as usd } from './usd-text';
+import { AccountAdmin, ROLES } from '../services/store/account-admin';
+import { usdText as usd } from '../services/engine/money';
 
 type Print = (json: unknown, lines: string[]) => void;
 

@@ -5,8 +5,8 @@
 import path from 'node:path';
 import { ConfigError, loadSettings } from '../services/platform/config';
 import { createPrismaClient } from '../services/store';
-import { bootstrapDevAccount, DEV_ACCOUNT } from './bootstrap-dev-account';
-import { usdText } from './usd-text';
+import { bootstrapDevAccount, DEV_ACCOUNT } from '../services/store/dev-account';
+import { usdText } from '../services/engine/money';
 
 async function main(): Promise<void> {
   const { databaseUrl, dataDir, publicBaseUrl } = loadSettings(['databaseUrl', 'dataDir', 'publicBaseUrl']);

@@ -11,7 +11,7 @@ import {
   UserRepository,
   type PrismaClient,
 } from '../../services/store';
-import { bootstrapDevAccount, DEV_ACCOUNT } from '../../workers/bootstrap-dev-account';
+import { bootstrapDevAccount, DEV_ACCOUNT } from '../../services/store/dev-account';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from '../support/eventually';
 import { stack } from '../support/stack';

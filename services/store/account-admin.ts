@@ -1,14 +1,14 @@
 /**
- * Account administration: the operations behind `npm run admin` (workers/admin.ts), each one
+ * Account administration: the operations behind `npm run admin` (workers/admin.ts, `make admin`), each one
  * checked and named in its errors, over the store's repositories. The dev bootstrap issues its
  * token with {@link issuePersonalToken} too.
  */
-import { MAX_TOKEN_DAYS, type Scope } from '../services/contract';
-import { checkEmail } from '../services/engine/account-rules';
-import { parseUsdText } from '../services/engine/money';
-import { issueToken } from '../services/platform/access-token';
-import { AppError } from '../services/platform/app-error';
-import { hashPassword, passwordProblem } from '../services/platform/passwords';
+import { MAX_TOKEN_DAYS, type Scope } from '../contract';
+import { checkEmail } from '../engine/account-rules';
+import { parseUsdText } from '../engine/money';
+import { issueToken } from '../platform/access-token';
+import { AppError } from '../platform/app-error';
+import { hashPassword, passwordProblem } from '../platform/passwords';
 import {
   LedgerRepository,
   MembershipRepository,
@@ -22,7 +22,7 @@ import {
   type Role,
   type TokenSummary,
   type User,
-} from '../services/store';
+} from './index';
 
 /** The most one `credit add` may add: a typo of a few zeros should not mint a fortune. */
 export const MAX_CREDIT_MICROS = 100_000 * 1_000_000;

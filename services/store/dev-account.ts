@@ -1,7 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseToken } from '../services/platform/access-token';
-import { LedgerRepository, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository, type Db } from '../services/store';
+import { parseToken } from '../platform/access-token';
+import { LedgerRepository, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository, type Db } from './index';
 import { issuePersonalToken } from './account-admin';
 
 /** The local development account `make run` creates; fixed so that scripts and docs can name it. */
