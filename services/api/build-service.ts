@@ -1,5 +1,6 @@
 import type { Express } from 'express';
 import type { Worker } from 'bullmq';
+import type { NodeDefinition } from '../nodes';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
@@ -28,13 +29,14 @@ export interface ServiceRuntime {
  * The composition root (DESIGN.md: adapters are wired in each process's entry point): the
  * shared resources built once, then the API and the worker over them as `ROLE` asks.
  * `workers/serve.ts` uses it, and so do the integration tests and benchmarks, which run the very
- * same parts. `background`: the worker runs its reaper and sweeper on their timers.
+ * same parts. `background`: the worker runs its reaper and sweeper on their timers. `nodes`:
+ * nodes an embedding adds to the catalog (a node with `inline` may run in batches).
  */
-export async function buildService(options: { config: Config; log: Logger; metrics: Metrics; background?: boolean }): Promise<ServiceRuntime> {
+export async function buildService(options: { config: Config; log: Logger; metrics: Metrics; background?: boolean; nodes?: readonly NodeDefinition[] }): Promise<ServiceRuntime> {
   const { config, log, metrics } = options;
   const servesApi = config.role === 'all' || config.role === 'api';
   const runsWorker = config.role === 'all' || config.role === 'worker';
-  const resources = await buildResources(config, log, metrics, { subscribe: servesApi });
+  const resources = await buildResources(config, log, metrics, { subscribe: servesApi, nodes: options.nodes ?? [] });
   const api = servesApi ? buildApi(resources) : undefined;
   const worker = runsWorker ? await buildWorker(resources, { background: options.background ?? false }) : undefined;
   let closed = false;

@@ -33,6 +33,12 @@ export interface NodeDefinition {
    * with `ctx.signal.reason` once the signal aborts. Outputs map every output port to its value.
    */
   execute(inputs: NodeInputs, ctx: NodeContext): Promise<NodeOutputs>;
+  /**
+   * Bounded local work that calls no provider: the step worker may run it inline, chained with
+   * its neighbours in one reservation (docs/runs.md, batches), as it runs the platform's local
+   * nodes. For nodes a deployment adds; default false.
+   */
+  readonly inline?: boolean;
 }
 
 function checkedMicros(spec: NodeSpec, what: string, amount: Micros): Micros {
@@ -53,6 +59,7 @@ export function defineNode(node: NodeDefinition): NodeDefinition {
   const estimate = (inputs: NodeInputs): Micros => checkedMicros(spec, 'estimate', node.estimate(applyDefaults(spec, inputs)));
   return {
     spec,
+    ...(node.inline ? { inline: true } : {}),
     estimate,
     price(inputs, outputs) {
       const actual = checkedMicros(spec, 'price', node.price(applyDefaults(spec, inputs), outputs));

@@ -60,6 +60,6 @@ export function createNodeRegistry(extra: readonly NodeDefinition[] = []): NodeR
   return {
     catalog: createCatalog(all.map((node) => node.spec)),
     find: (id) => definitions.get(id),
-    mayRunInline: isLocalNode,
+    mayRunInline: (id) => isLocalNode(id) || definitions.get(id)?.inline === true,
   };
 }

@@ -10,6 +10,6 @@ export { presentEvent, presentingMountEvents } from './mount-events';
 export { RunLauncher, type RunCaller, type RunLauncherDeps, type WorkflowResolver } from './run-launcher';
 export { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
 export { DEFAULT_RECORD_CHECK_MS, followRunEvents, isFinished, replayEvents, terminalEventOf, type RunEventSource, type StoredRun } from './run-event-stream';
-export { buildResources, type ServiceResources } from './service-resources';
+export { buildResources, type ResourceOptions, type ServiceResources } from './service-resources';
 export { buildWorker, type BuiltWorker } from './build-worker';
 export { createRetentionSweeper, type RetentionSweeper, type RetentionSweeperOptions } from './retention-sweeper';

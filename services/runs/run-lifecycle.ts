@@ -12,15 +12,15 @@ export interface RunLifecycleDeps {
   publishAbort: RunAbortPublisher;
   log: Logger;
   /** Called once per run that reaches a terminal state here (metrics). */
-  onTerminal?: (outcome: 'completed' | 'failed', reason: string) => void;
+  onTerminal: (outcome: 'completed' | 'failed', reason: string) => void;
   /** Whether a ref is one of the service's own blob URLs. */
-  isOwnRef?: (ref: string) => boolean;
+  isOwnRef: (ref: string) => boolean;
   /**
    * Makes every output artifact the service's own: a foreign ref (a run input wired straight to
    * an output) is fetched safely and re-hosted under the run's prefix. Outputs point only at
    * our storage (SPEC: Artifact).
    */
-  adoptOutputs?: (runId: string, outputs: Record<string, unknown>) => Promise<Record<string, unknown>>;
+  adoptOutputs: (runId: string, outputs: Record<string, unknown>) => Promise<Record<string, unknown>>;
 }
 
 /**
@@ -50,7 +50,7 @@ export class RunLifecycle {
       this.deps.log.error({ err, runId }, 'outputs of a finished run could not be collected');
       return this.fail(runId, { code: 'internal', message: 'the run finished but its outputs could not be collected; the failure was logged' });
     }
-    if (this.hasForeignRefs(outputs) && this.deps.adoptOutputs) {
+    if (this.hasForeignRefs(outputs)) {
       try {
         outputs = (await this.deps.adoptOutputs(runId, outputs)) as typeof outputs;
       } catch (err) {
@@ -66,7 +66,6 @@ export class RunLifecycle {
   /** Whether some output artifact points somewhere else than the service's own storage. */
   hasForeignRefs(outputs: Record<string, unknown>): boolean {
     const isOwn = this.deps.isOwnRef;
-    if (!isOwn) return false;
     return Object.values(outputs).some((artifact) => {
       const ref = (artifact as { ref?: unknown } | null)?.ref;
       return typeof ref === 'string' && !isOwn(ref);
@@ -79,7 +78,7 @@ export class RunLifecycle {
    */
   async announceCompletion(runId: string, outputs: Record<string, unknown>, preceding: readonly RunEvent[] = []): Promise<void> {
     await this.deps.events.appendAll(runId, [...preceding, { type: 'run.completed', outputs: outputs as Outputs }]);
-    this.deps.onTerminal?.('completed', 'completed');
+    this.deps.onTerminal('completed', 'completed');
   }
 
   /**
@@ -98,7 +97,7 @@ export class RunLifecycle {
   async announceFailure(runId: string, error: RunError, nodeId?: string): Promise<void> {
     const stepFailed: RunEvent[] = nodeId === undefined ? [] : [{ type: 'step.failed', nodeId, error }];
     await this.deps.events.appendAll(runId, [...stepFailed, { type: 'run.failed', error }]);
-    this.deps.onTerminal?.('failed', error.code);
+    this.deps.onTerminal('failed', error.code);
     await this.deps.publishAbort(runId).catch((err: unknown) => this.deps.log.warn({ err, runId }, 'could not publish the run abort'));
   }
 }

@@ -31,7 +31,7 @@ export interface RunOutboxDeps {
   queue: StepQueuePort;
   lifecycle: RunLifecycle;
   steps: StepRepository;
-  failpoints?: Failpoints;
+  failpoints: Failpoints;
 }
 
 /**
@@ -107,7 +107,7 @@ export class RunOutbox {
         await lifecycle.complete(effect.context, effect.outputsInHand);
         return;
       case 'announceCompletion':
-        await this.deps.failpoints?.hit('run.beforeAnnounce', effect.nodeId);
+        await this.deps.failpoints.hit('run.beforeAnnounce', effect.nodeId);
         await lifecycle.announceCompletion(runId, effect.outputs, effect.preceding);
         return;
     }

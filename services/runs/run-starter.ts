@@ -32,13 +32,13 @@ export interface RunStarterDeps {
   queue: StepEnqueuer;
   lifecycle: RunLifecycle;
   /** The process's run contexts, seeded so a worker in the same process skips reloading the run. */
-  contexts?: RunContextCache;
+  contexts: RunContextCache;
   /**
-   * The platform's nodes: with them, a run whose only first step is a local node (bounded work,
+   * The process's nodes: a run whose only first step is a local node (bounded work,
    * no provider) is stored with that step already reserved, and its job carries the attempt
    * token, so the worker starts it without a database round trip.
    */
-  nodes?: { find(id: string): NodeDefinition | undefined; mayRunInline(uses: string): boolean };
+  nodes: { find(id: string): NodeDefinition | undefined; mayRunInline(uses: string): boolean };
   log: Logger;
 }
 
@@ -76,7 +76,7 @@ export class RunStarter {
       })),
     );
     const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
-    this.deps.contexts?.put(context);
+    this.deps.contexts.put(context);
     await this.deps.events.append(runId, { type: 'run.started', runId });
     if (plan.order.length === 0) {
       await this.deps.lifecycle.complete(context);
@@ -99,7 +99,7 @@ export class RunStarter {
   private reservationOfFirstStep(request: RunRequest): { nodeId: string; reservation: { estimateMicros: number; attemptToken: string } } | undefined {
     const { workflow, plan } = request.prepared;
     const nodes = this.deps.nodes;
-    if (!nodes || plan.initial.length !== 1) return undefined;
+    if (plan.initial.length !== 1) return undefined;
     const nodeId = plan.initial[0]!;
     const node = workflow.nodes.get(nodeId);
     if (!node || node.role !== 'platform' || !nodes.mayRunInline(node.uses)) return undefined;

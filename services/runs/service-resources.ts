@@ -48,11 +48,16 @@ export interface ServiceResources {
   close(): Promise<void>;
 }
 
-/**
- * Builds the shared resources. `subscribe`: the process follows run streams (the API), so the
- * bus gets its own pub/sub connection.
- */
-export async function buildResources(config: Config, log: Logger, metrics: Metrics, options: { subscribe: boolean }): Promise<ServiceResources> {
+/** How {@link buildResources} builds. */
+export interface ResourceOptions {
+  /** The process follows run streams (the API): the bus gets its own pub/sub connection. */
+  subscribe: boolean;
+  /** Nodes an embedding of the service adds beside the platform's and the configured ones. */
+  nodes?: readonly NodeDefinition[];
+}
+
+/** Builds the shared resources. */
+export async function buildResources(config: Config, log: Logger, metrics: Metrics, options: ResourceOptions): Promise<ServiceResources> {
   // Prisma for CRUD, its pool for the hot paths' typed SQL (services/store/database.ts).
   const database = createDatabase(config.databaseUrl, { onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it') });
   const redis = createRedisConnection(config.redisUrl);
@@ -65,8 +70,8 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
   };
 
   const runs = new RunRepository(database);
-  // The platform's nodes, plus providers with a configured key and installed local tools.
-  const nodes = createNodeRegistry(await configuredNodes(config, log));
+  // The platform's nodes, plus providers with a configured key, installed local tools, and the embedding's.
+  const nodes = createNodeRegistry([...(await configuredNodes(config, log)), ...(options.nodes ?? [])]);
   const contexts = new RunContextCache(runs, nodes.catalog);
   // Steps of mounted workflows show as progress of the node that mounts them, framed by its own
   // step.started and step.completed (tallied in Redis with the append, across workers).

@@ -20,8 +20,8 @@ import { nodeIdOf, type NextStep, type PreparedStep, type ReservedStep } from '.
 export interface RetryPolicy {
   /** Attempts in all, the first included (1 = no retry), of one delivery of the step's job. */
   attempts: number;
-  /** Attempts of the step in all, in-step retries and redeliveries together (default: `attempts` + 2). */
-  maxAttempts?: number;
+  /** Attempts of the step in all, in-step retries and redeliveries together (`STEP_MAX_ATTEMPTS`). */
+  maxAttempts: number;
   /** Delay before the first retry; doubled each time, with ±25 % jitter. */
   baseDelayMs: number;
 }
@@ -51,8 +51,8 @@ export interface StepExecutorDeps {
   retry: RetryPolicy;
   log: Logger;
   /** Fault injection for the fault suite (`step.afterReserve`, `step.beforeSettle`, `run.beforeAnnounce`). */
-  failpoints?: Failpoints;
-  observer?: StepObserver;
+  failpoints: Failpoints;
+  observer: StepObserver;
 }
 
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
@@ -84,7 +84,7 @@ export class StepExecutor {
 
   constructor(private readonly deps: StepExecutorDeps) {
     this.outbox = new RunOutbox(deps);
-    this.maxAttempts = deps.retry.maxAttempts ?? deps.retry.attempts + 2;
+    this.maxAttempts = deps.retry.maxAttempts;
     this.admission = new StepAdmission({ ...deps, outbox: this.outbox, maxAttempts: this.maxAttempts });
   }
 
@@ -104,7 +104,7 @@ export class StepExecutor {
         }
         const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS);
         if (!step) return;
-        await this.deps.failpoints?.hit('step.afterReserve', step.nodeId);
+        await this.deps.failpoints.hit('step.afterReserve', step.nodeId);
         next = await this.runAttempts(step);
       }
     } finally {
@@ -172,7 +172,7 @@ export class StepExecutor {
     if (err instanceof AbortedByRun) {
       // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
       await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
-      this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+      this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
       return null;
     }
     let error: RunError;
@@ -191,7 +191,7 @@ export class StepExecutor {
       error = stepError(err, nodeId);
     }
     await this.outbox.release(runId, [{ kind: 'failStep', nodeId, attemptToken, costMicros, ms, error }]);
-    this.deps.observer?.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+    this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
     return null;
   }
 
@@ -203,7 +203,7 @@ export class StepExecutor {
     const { context, runId, batch } = step;
     const outputsInHand = new Map([[done.nodeId, done.output]]);
     const candidate = this.admission.candidateAfter(context, done.dependents, outputsInHand);
-    await this.deps.failpoints?.hit('step.beforeSettle', done.nodeId);
+    await this.deps.failpoints.hit('step.beforeSettle', done.nodeId);
     if (batch && candidate && step.mayContinue && batch.admits(done, candidate.estimate)) {
       // The only dependent fits in the lease: it runs now, and this step commits with it later.
       batch.defer(done, candidate);
@@ -278,7 +278,7 @@ export class StepExecutor {
 
   /** The events of a commit, each step it committed told to metrics. */
   private observe(commit: StepCommit, result: CompleteStepResult): RunEvent[] {
-    for (const { step, micros } of commit.committed(result)) this.deps.observer?.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : micros);
+    for (const { step, micros } of commit.committed(result)) this.deps.observer.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : micros);
     return commit.events(result);
   }
 }

@@ -1,22 +1,13 @@
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Worker } from 'bullmq';
-import type { Redis } from 'ioredis';
-import { BlobUrlSigner, FsBlobStore } from '../../services/blobs';
 import type { RunEvent, Workflow } from '../../services/contract';
-import { prepareWorkflow } from '../../services/engine';
-import { BlobArtifactStore, createCatalog, defineNode, findNode, isLocalNode, PLATFORM_NODES, type NodeDefinition } from '../../services/nodes';
+import { defineNode, type NodeDefinition } from '../../services/nodes';
 import { connector, ports } from '../../services/nodes/spec-builders';
 import { flatPricing } from '../../services/nodes/pricing';
 import { AppError } from '../../services/platform/app-error';
 import { createLogger } from '../../services/platform/logger';
-import { createRedisConnection, publishRunAbort, subscribeRunAborts } from '../../services/queue';
-import { InFlightSteps, RunContextCache, RunLifecycle, RunStarter, StepExecutor } from '../../services/runs';
-import { LedgerRepository, RunRepository, StepRepository } from '../../services/store';
-import { startStepWorker } from '../../services/queue/step-worker';
+import { LedgerRepository, RunRepository } from '../../services/store';
 import { eventually } from '../support/eventually';
 import { startTestService, type TestService } from '../support/service';
-import { stack, uniqueName } from '../support/stack';
 
 /**
  * The step executor with nodes that behave like providers do (flaky, slow, failing), which the
@@ -79,6 +70,7 @@ const localSpec = (id: string) => ({
 });
 const localInc = defineNode({
   spec: localSpec('test-local-inc'),
+  inline: true,
   estimate: () => 3,
   price: () => 2,
   async execute(inputs, ctx) {
@@ -89,6 +81,7 @@ const localInc = defineNode({
 });
 const localFail = defineNode({
   spec: localSpec('test-local-fail'),
+  inline: true,
   ...flatPricing(3),
   async execute(inputs) {
     localCalls.push(`fail ${inputs.n as number}`);
@@ -97,6 +90,7 @@ const localFail = defineNode({
 });
 const localFlaky = defineNode({
   spec: localSpec('test-local-flaky'),
+  inline: true,
   estimate: () => 3,
   price: () => 2,
   async execute(inputs) {
@@ -105,7 +99,6 @@ const localFlaky = defineNode({
     return { n: (inputs.n as number) + 1 };
   },
 });
-const mayRunInline = (uses: string) => isLocalNode(uses) || uses.startsWith('test-local-');
 
 /** A chain n0 → n1 → … of local test nodes (`uses(i)`, default test-local-inc), its last step's `n` as output "o". */
 function localChain(length: number, uses: (i: number) => string = () => 'test-local-inc'): Workflow {
@@ -119,65 +112,36 @@ function localChain(length: number, uses: (i: number) => string = () => 'test-lo
 }
 
 const TEST_NODES: NodeDefinition[] = [flaky, slow, broken, localInc, localFail, localFlaky];
-const catalog = createCatalog([...PLATFORM_NODES, ...TEST_NODES].map((n) => n.spec));
-const nodeById = (id: string) => TEST_NODES.find((n) => n.spec.id === id) ?? findNode(id);
 
 describe('step executor: transient retries and aborts', () => {
   let service: TestService;
-  let starter: RunStarter;
-  let worker: Worker;
-  let connections: Redis[];
-  let unsubscribe: () => Promise<void>;
   let runs: RunRepository;
 
   beforeAll(async () => {
-    service = await startTestService({ env: { ROLE: 'api' } });
-    const { database, runtime, config } = service;
-    runs = new RunRepository(database);
-    const steps = new StepRepository(database);
-    const contexts = new RunContextCache(runs, catalog);
-    const publisher = createRedisConnection(stack().redisUrl);
-    const subscriber = createRedisConnection(stack().redisUrl);
-    const workerConnection = createRedisConnection(stack().redisUrl);
-    connections = [publisher, subscriber, workerConnection];
-    const lifecycle = new RunLifecycle({ runs, events: runtime.bus, publishAbort: (runId) => publishRunAbort(publisher, config.redisPrefix, runId), log });
-    const inFlight = new InFlightSteps();
-    unsubscribe = await subscribeRunAborts(subscriber, config.redisPrefix, (runId) => inFlight.abortRun(runId, new Error('the run stopped')));
-    const blobs = new FsBlobStore(path.join(stack().tmpDir, uniqueName('executor-blobs')));
-    const signer = new BlobUrlSigner({ publicBaseUrl: config.publicBaseUrl, secret: config.blobSigningSecret });
-    const executor = new StepExecutor({
-      runs,
-      steps,
-      contexts,
-      lifecycle,
-      events: runtime.bus,
-      queue: runtime.queue,
-      inFlight,
-      findNode: nodeById,
-      mayRunInline,
-      artifactsFor: (runId) => new BlobArtifactStore({ store: blobs, signer, publicBaseUrl: config.publicBaseUrl, keyPrefix: `runs/${runId}`, urlTtlSeconds: 3600 }),
-      retry: { attempts: 3, baseDelayMs: 5 },
-      log,
-    });
-    worker = startStepWorker({ connection: workerConnection, prefix: config.redisPrefix, concurrency: 8, lockMs: 30_000, log, handlers: { 'step.execute': ({ runId, nodeId }) => executor.execute(runId, nodeId) } });
-    starter = new RunStarter({ runs, events: runtime.bus, queue: runtime.queue, lifecycle, log });
+    // The service as production builds it, with the test nodes added to its catalog.
+    service = await startTestService({ env: { STEP_RETRY_ATTEMPTS: '3', STEP_RETRY_BASE_MS: '5' }, nodes: TEST_NODES });
+    runs = new RunRepository(service.database);
   });
 
   afterAll(async () => {
-    await worker?.close();
-    await unsubscribe?.();
-    for (const connection of connections ?? []) await connection.quit();
     await service?.close();
   });
 
+  /** Runs `workflow` through the in-process call path (`runs.create`), its whole stream collected. */
   async function run(workflow: Workflow, capMicros = 500_000): Promise<{ runId: string; events: RunEvent[] }> {
-    const prepared = prepareWorkflow(workflow, catalog, {});
-    if (!prepared.ok) throw new Error(prepared.message);
     const { account } = service;
-    const runId = await starter.start({ orgId: account.orgId, userId: account.userId, tokenId: account.tokenId, definition: workflow, prepared: prepared.prepared, inputs: prepared.inputs, capMicros });
+    const ctx = {
+      auth: { tokenId: account.tokenId!, userId: account.userId, orgId: account.orgId, scopes: ['read', 'run'] as const, kind: 'personal' as const },
+      requestId: 'step-executor-test',
+      log,
+      signal: new AbortController().signal,
+    };
+    const stream = (await service.runtime.invoke!('runs.create', { workflow, maxCostUsd: capMicros / 1_000_000 }, ctx)) as AsyncIterable<{ event: RunEvent }>;
     const events: RunEvent[] = [];
-    for await (const { event } of service.runtime.bus.events(runId)) events.push(event);
-    return { runId, events };
+    for await (const { event } of stream) events.push(event);
+    const started = events[0];
+    if (started?.type !== 'run.started') throw new Error(`the stream began with ${JSON.stringify(started)}`);
+    return { runId: started.runId, events };
   }
 
   it('retries a transient provider failure, charging every attempt, and completes', async () => {

@@ -5,6 +5,7 @@ import { createLogger } from '../../services/platform/logger';
 import { createMetrics, type Metrics } from '../../services/platform/metrics';
 import { createDatabase, type Database, type PrismaClient } from '../../services/store';
 import { buildService, type ServiceRuntime } from '../../services/api';
+import type { NodeDefinition } from '../../services/nodes';
 import { createTestDatabase, type PostgresServer, type TestDatabase } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
 import { stack, uniqueName } from './stack';
@@ -32,6 +33,8 @@ export interface TestService {
 }
 
 export interface TestServiceOptions {
+  /** Nodes added to the catalog, as an embedding of the service adds its own. */
+  nodes?: readonly NodeDefinition[];
   /** Environment overrides (e.g. `STEP_LOCK_MS`, `ROLE`). */
   env?: Record<string, string>;
   blobs?: 'fs' | 's3';
@@ -72,7 +75,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 
   // The port is only known after listening, and blob URLs are built from the public base: bind first.
   const config0 = loadConfig(env);
-  const boot = await buildService({ config: { ...config0, role: 'api' }, log, metrics });
+  const boot = await buildService({ config: { ...config0, role: 'api' }, log, metrics, nodes: options.nodes ?? [] });
   const probe: RunningServer = await listen(boot.app!, '127.0.0.1', 0);
   const url = probe.url;
   await probe.close(0);
@@ -80,7 +83,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   env.PORT = new URL(url).port;
   env.PUBLIC_BASE_URL = url;
   const config = loadConfig(env);
-  const runtime = await buildService({ config, log, metrics });
+  const runtime = await buildService({ config, log, metrics, nodes: options.nodes ?? [] });
   const server = await listen(runtime.app!, '127.0.0.1', config.port, config.http);
   const extras: ServiceRuntime[] = [];
 
@@ -96,7 +99,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     account,
     async extra(overrides = {}) {
       const extraConfig = loadConfig({ ...env, ...overrides });
-      const started = await buildService({ config: extraConfig, log, metrics: createMetrics({ role: 'test' }) });
+      const started = await buildService({ config: extraConfig, log, metrics: createMetrics({ role: 'test' }), nodes: options.nodes ?? [] });
       extras.push(started);
       return started;
     },
