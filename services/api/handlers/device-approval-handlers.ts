@@ -3,7 +3,7 @@ import { AppError } from '../../platform/app-error';
 import { formatUserCode, hashUserCode, normalizeUserCode } from '../../platform/device-code';
 import type { DeviceAuthorization, DecisionRefusal } from '../../store';
 import type { AuthContext } from '../auth/auth-context';
-import type { DeviceRouteDeps } from '../routes/device-ports';
+import type { DeviceRouteDeps } from './device-ports';
 import type { CallContext, Handler } from './handler-types';
 
 export type DeviceApprovalDeps = Pick<DeviceRouteDeps, 'authorizations' | 'organizations' | 'memberships' | 'limiter' | 'userCodeFailures' | 'clock'>;

@@ -3,7 +3,7 @@ import { checkSlug, parseSemver, validateWorkflow, type SpecLookup } from '../..
 import { withHostedRefs } from '../../nodes/workflow-assets';
 import { AppError } from '../../platform/app-error';
 import type { AuthContext } from '../auth/auth-context';
-import { summaryBody, versionBody, workflowBody, type EditorWorkflowStore, type MemberRoles, type WorkflowAssetHost } from '../routes/workflow-editor-ports';
+import { summaryBody, versionBody, workflowBody, type EditorWorkflowStore, type MemberRoles, type WorkflowAssetHost } from './editor-ports';
 import type { CallContext, Handler } from './handler-types';
 import { publishedBody } from './workflow-handlers';
 

@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import type { Scope } from '../../contract';
 import { issueToken } from '../../platform/access-token';
 import { hashDeviceCode, issueDeviceCodes } from '../../platform/device-code';
-import type { DeviceRouteDeps, FailureLimit } from './device-ports';
+import type { DeviceRouteDeps, FailureLimit } from '../handlers/device-ports';
 import { allowOnly, routeLabel } from './route-marks';
 import { invalidRequest, noStore, OAuthError, oauthBody, oauthErrors, oauthParams, required } from './oauth-params';
 

@@ -1,8 +1,8 @@
 import type { Router } from 'express';
 import { deviceOAuthRouter } from './device-oauth-routes';
-import type { DeviceRouteDeps } from './device-ports';
+import type { DeviceRouteDeps } from '../handlers/device-ports';
 
-export type { DeviceRouteDeps } from './device-ports';
+export type { DeviceRouteDeps } from '../handlers/device-ports';
 export { DEVICE_GRANT_TYPE } from './device-oauth-routes';
 
 /**
