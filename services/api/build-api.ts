@@ -72,7 +72,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
       resolver: workflows,
       starter: { start: counted((request) => starter.start(request)), startFailed: counted((request, error) => starter.startFailed(request, error)) },
       events: bus,
-      records: runs,
+      runs,
       recordCheckMs: config.streamRecordCheckMs,
     }),
     runRecords: { runs, events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },

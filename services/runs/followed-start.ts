@@ -7,10 +7,10 @@ import { DEFAULT_RECORD_CHECK_MS, followRunEvents, type RunEventSource, type Sto
 export interface FollowDeps {
   events: Pick<RunEventSource, 'events'>;
   /**
-   * The run records: a stream silent for `recordCheckMs` reads its run's record, so that a run
+   * The run store: a stream silent for `recordCheckMs` reads its run's record, so that a run
    * finished in Postgres whose terminal event never reached the log still ends its stream.
    */
-  records: { getRun(runId: string, orgId: string): Promise<StoredRun | null> };
+  runs: { getRun(runId: string, orgId: string): Promise<StoredRun | null> };
   recordCheckMs?: number;
 }
 
@@ -78,7 +78,7 @@ async function* announced(runId: string, iterator: AsyncIterator<SequencedEvent>
 
 /** A started run's events, from its first, to its terminal one (from its record if the log lacks it). */
 function followRun(deps: FollowDeps, runId: string, caller: { orgId: string; log: Logger }, signal: AbortSignal): AsyncIterable<SequencedEvent> {
-  return followRunEvents(deps.events, () => deps.records.getRun(runId, caller.orgId), {
+  return followRunEvents(deps.events, () => deps.runs.getRun(runId, caller.orgId), {
     runId,
     afterSeq: 0,
     signal,
