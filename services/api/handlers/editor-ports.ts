@@ -1,30 +1,11 @@
 import type { Artifact, EditorWorkflow, EditorWorkflowSummary, Workflow, WorkflowVersionEntry } from '../../contract';
 import { formatSemver, type PublishedVersion, type PublishRequest, type Semver } from '../../engine';
+import type { WorkflowRecord, WorkflowVersionRecord } from '../../store';
 
 /**
- * The ports of the web editor's workflow routes and the views of their answers. The store's
- * `WorkflowRepository` and `MembershipRepository` satisfy the ports as they are.
+ * The ports of the web editor's workflow routes and the views of their answers, over the store's
+ * own records. The store's `WorkflowRepository` and `MembershipRepository` satisfy the ports.
  */
-
-/** A workflow as the store keeps it. */
-export interface StoredWorkflow {
-  id: string;
-  name: string;
-  address: string | null;
-  draft: Workflow | null;
-  latest: { version: Semver; sequence: number } | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
-
-/** One published version in a workflow's history. */
-export interface StoredWorkflowVersion {
-  version: Semver;
-  sequence: number;
-  createdAt: Date;
-  publishedBy: { id: string; name: string } | null;
-  latest: boolean;
-}
 
 /** Port: a workflow's recipe assets (the nodes' `WorkflowAssets` satisfies it). */
 export interface WorkflowAssetHost {
@@ -36,14 +17,14 @@ export interface WorkflowAssetHost {
 
 /** Port: the organization's workflows. Lookups find only live (not deleted) workflows of `orgId`. */
 export interface EditorWorkflowStore {
-  createDraft(input: { orgId: string; name: string; draft: Workflow | null }): Promise<StoredWorkflow>;
-  updateDraft(id: string, orgId: string, changes: { name?: string; draft?: Workflow }): Promise<StoredWorkflow | null>;
-  findForOrg(id: string, orgId: string): Promise<StoredWorkflow | null>;
-  listForOrg(orgId: string): Promise<StoredWorkflow[]>;
-  listVersions(id: string, orgId: string): Promise<StoredWorkflowVersion[] | null>;
+  createDraft(input: { orgId: string; name: string; draft: Workflow | null }): Promise<WorkflowRecord>;
+  updateDraft(id: string, orgId: string, changes: { name?: string; draft?: Workflow }): Promise<WorkflowRecord | null>;
+  findForOrg(id: string, orgId: string): Promise<WorkflowRecord | null>;
+  listForOrg(orgId: string): Promise<WorkflowRecord[]>;
+  listVersions(id: string, orgId: string): Promise<WorkflowVersionRecord[] | null>;
   /** Refusals (no such workflow, no draft, a taken or retired slug, a missing bump) are `AppError`s. */
   publish(command: PublishRequest): Promise<PublishedVersion>;
-  setLatest(id: string, orgId: string, version: Semver): Promise<StoredWorkflow | null>;
+  setLatest(id: string, orgId: string, version: Semver): Promise<WorkflowRecord | null>;
   delete(id: string, orgId: string): Promise<boolean>;
 }
 
@@ -52,7 +33,7 @@ export interface MemberRoles {
   find(orgId: string, userId: string): Promise<{ role: 'owner' | 'admin' | 'member' } | null>;
 }
 
-export function summaryBody(workflow: StoredWorkflow): EditorWorkflowSummary {
+export function summaryBody(workflow: WorkflowRecord): EditorWorkflowSummary {
   return {
     id: workflow.id,
     name: workflow.name,
@@ -63,10 +44,10 @@ export function summaryBody(workflow: StoredWorkflow): EditorWorkflowSummary {
   };
 }
 
-export function workflowBody(workflow: StoredWorkflow): EditorWorkflow {
+export function workflowBody(workflow: WorkflowRecord): EditorWorkflow {
   return { ...summaryBody(workflow), draft: workflow.draft };
 }
 
-export function versionBody(entry: StoredWorkflowVersion): WorkflowVersionEntry {
+export function versionBody(entry: WorkflowVersionRecord): WorkflowVersionEntry {
   return { version: formatSemver(entry.version), sequence: entry.sequence, createdAt: entry.createdAt.toISOString(), publishedBy: entry.publishedBy, latest: entry.latest };
 }
