@@ -1,4 +1,4 @@
-import type { Express } from 'express';
+import type { Express, Router } from 'express';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
@@ -8,6 +8,7 @@ import { createApp } from './app';
 import { TokenUsageRecorder } from './auth/token-usage';
 import { createHandlers } from './handlers/create-handlers';
 import type { ReadinessProbe } from './http/health-routes';
+import type { TokenLimit } from './invoke/call-limits';
 import { createInvoker, type Invoke } from './invoke/invoke';
 import { createBlobRouter } from './routes/blob-route';
 import { createDeviceRouter } from './routes/device-routes';
@@ -22,59 +23,109 @@ export interface BuiltApi {
   close(): Promise<void>;
 }
 
+/** The account stores the API's routes share. */
+function accountStores(resources: ServiceResources) {
+  const { config, log, redis } = resources;
+  const prisma = resources.database.prisma;
+  const tokenRows = new TokenRepository(prisma);
+  const usage = new TokenUsageRecorder({ store: tokenRows, intervalMs: config.tokenUsageFlushSeconds * 1000, log });
+  return {
+    tokenRows,
+    usage,
+    // The token store as routes see it: lookups note each accepted token for `last_used_at`.
+    tokens: {
+      findByHash: (hash: string) => tokenRows.findByHash(hash),
+      noteUsed: (tokenId: string) => usage.note(tokenId),
+      findById: (id: string) => tokenRows.findById(id),
+      create: (input: Parameters<TokenRepository['create']>[0]) => tokenRows.create(input),
+      listForUser: (userId: string, filter: { orgId?: string }) => tokenRows.listForUser(userId, filter),
+      revoke: (id: string, revokeOptions: { userId?: string }) => tokenRows.revoke(id, revokeOptions),
+    },
+    users: new UserRepository(prisma),
+    organizations: new OrganizationRepository(prisma),
+    memberships: new MembershipRepository(prisma),
+    authorizations: new DeviceAuthorizationRepository(prisma),
+    deviceLimiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'device-login attempts not counted (Redis did not answer)') }),
+    userCodeFailures: {
+      perUser: config.deviceUserCodeMaxFailuresPerUser,
+      perIp: config.deviceUserCodeMaxFailuresPerIp,
+      windowMs: config.deviceUserCodeFailureWindowSeconds * 1000,
+    },
+  };
+}
+
+type AccountStores = ReturnType<typeof accountStores>;
+
+/** Starts runs for `runs.create` and `runs.node`, counting each in `svc_runs_started_total`. */
+function runLauncher(resources: ServiceResources): RunLauncher {
+  const { runs, bus, log, metrics, config } = resources;
+  const starter = new RunStarter({ runs, events: bus, queue: resources.queue, lifecycle: resources.lifecycle, contexts: resources.contexts, nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline }, log });
+  const counted = <A extends unknown[]>(start: (...args: A) => Promise<string>) => async (...args: A): Promise<string> => {
+    const runId = await start(...args);
+    metrics.runsStarted.inc();
+    return runId;
+  };
+  return new RunLauncher({
+    specs: resources.catalog,
+    findNode: resources.findNode,
+    resolver: resources.workflows,
+    starter: { start: counted((request) => starter.start(request)), startFailed: counted((request, error) => starter.startFailed(request, error)) },
+    events: bus,
+    runs,
+    recordCheckMs: config.streamRecordCheckMs,
+  });
+}
+
+/** The routers beside the declared routes: blob downloads, RFC 8628 device login, the editor's cookie session. */
+function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined): Router[] {
+  const { config, log, redis, blobs, workflows } = resources;
+  const { tokens, users, organizations, memberships } = accounts;
+  return [
+    createBlobRouter({ store: blobs.store, signer: blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
+    createDeviceRouter({
+      users,
+      organizations,
+      tokens,
+      authorizations: accounts.authorizations,
+      memberships,
+      limiter: accounts.deviceLimiter,
+      verificationUrl: config.deviceVerificationUrl,
+      deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
+      pollIntervalSeconds: config.devicePollIntervalSeconds,
+      sessionTokenTtlDays: config.sessionTokenTtlDays,
+      userCodeFailures: accounts.userCodeFailures,
+    }),
+    createSessionRouter({
+      users,
+      memberships,
+      organizations,
+      sessions: accounts.tokenRows,
+      tokens,
+      tokenLimit,
+      limiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'failed sign-ins not counted (Redis did not answer)') }),
+      sessionHours: config.browserSessionHours,
+      maxFailuresPerEmail: config.signInMaxFailuresPerEmail,
+      maxFailuresPerIp: config.signInMaxFailuresPerIp,
+      failureWindowSeconds: config.signInFailureWindowSeconds,
+    }),
+  ];
+}
+
 /**
  * The API over the shared resources: the handlers of every declared route, `invoke` over them
  * with the configured limits, and the Express app adapting it to HTTP beside the blob, session
  * and device-login routers.
  */
 export function buildApi(resources: ServiceResources): BuiltApi {
-  const { config, log, metrics, database, redis, runs, workflows, catalog, bus } = resources;
-  const prisma = database.prisma;
-  const starter = new RunStarter({ runs, events: bus, queue: resources.queue, lifecycle: resources.lifecycle, contexts: resources.contexts, nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline }, log });
-  const probes: ReadinessProbe[] = [
-    { name: 'redis', check: async () => void (await redis.ping()) },
-    { name: 'postgres', check: async () => void (await prisma.$queryRaw`SELECT 1`) },
-  ];
-  const tokenRows = new TokenRepository(prisma);
-  const usage = new TokenUsageRecorder({ store: tokenRows, intervalMs: config.tokenUsageFlushSeconds * 1000, log });
-  // The token store as routes see it: lookups note each accepted token for `last_used_at`.
-  const tokens = {
-    findByHash: (hash: string) => tokenRows.findByHash(hash),
-    noteUsed: (tokenId: string) => usage.note(tokenId),
-    findById: (id: string) => tokenRows.findById(id),
-    create: (input: Parameters<TokenRepository['create']>[0]) => tokenRows.create(input),
-    listForUser: (userId: string, filter: { orgId?: string }) => tokenRows.listForUser(userId, filter),
-    revoke: (id: string, revokeOptions: { userId?: string }) => tokenRows.revoke(id, revokeOptions),
-  };
+  const { config, log, metrics, redis, runs, bus, catalog, workflows } = resources;
+  const prisma = resources.database.prisma;
+  const accounts = accountStores(resources);
+  const { tokens, users, organizations, memberships } = accounts;
   const limits = createApiLimits(config, redis, metrics, log);
-  const users = new UserRepository(prisma);
-  const organizations = new OrganizationRepository(prisma);
-  const memberships = new MembershipRepository(prisma);
-  const authorizations = new DeviceAuthorizationRepository(prisma);
-  const deviceLimiter = new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'device-login attempts not counted (Redis did not answer)') });
-  const userCodeFailures = {
-    perUser: config.deviceUserCodeMaxFailuresPerUser,
-    perIp: config.deviceUserCodeMaxFailuresPerIp,
-    windowMs: config.deviceUserCodeFailureWindowSeconds * 1000,
-  };
-  const counted = <A extends unknown[]>(start: (...args: A) => Promise<string>) => async (...args: A): Promise<string> => {
-    const runId = await start(...args);
-    metrics.runsStarted.inc();
-    return runId;
-  };
-
   const handlers = createHandlers({
     catalog,
     workflows: { published: workflows },
-    runs: new RunLauncher({
-      specs: catalog,
-      findNode: resources.findNode,
-      resolver: workflows,
-      starter: { start: counted((request) => starter.start(request)), startFailed: counted((request, error) => starter.startFailed(request, error)) },
-      events: bus,
-      runs,
-      recordCheckMs: config.streamRecordCheckMs,
-    }),
+    runs: runLauncher(resources),
     runRecords: { runs, events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
     account: { tokens, users, organizations },
     editor: {
@@ -84,9 +135,13 @@ export function buildApi(resources: ServiceResources): BuiltApi {
       // Recipe assets: no run, no expiry (docs/workflows.md, "Recipe assets").
       assets: new WorkflowAssets({ store: resources.blobs.store, signer: resources.blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: resources.artifacts.recorderFor(null), fetchRemote: resources.fetchInput, maxBytes: config.fetch.maxBytes }),
     },
-    deviceApproval: { authorizations, organizations, memberships, limiter: deviceLimiter, userCodeFailures },
+    deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });
   const invoke = createInvoker({ handlers, tokenLimit: limits.tokenLimit, streamSlots: limits.streamSlots });
+  const probes: ReadinessProbe[] = [
+    { name: 'redis', check: async () => void (await redis.ping()) },
+    { name: 'postgres', check: async () => void (await prisma.$queryRaw`SELECT 1`) },
+  ];
   const app = createApp({
     invoke,
     tokens,
@@ -99,35 +154,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     ipLimit: limits.ipLimit,
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
-    extraRoutes: [
-      createBlobRouter({ store: resources.blobs.store, signer: resources.blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
-      createDeviceRouter({
-        users,
-        organizations,
-        tokens,
-        authorizations,
-        memberships,
-        limiter: deviceLimiter,
-        verificationUrl: config.deviceVerificationUrl,
-        deviceCodeTtlSeconds: config.deviceCodeTtlSeconds,
-        pollIntervalSeconds: config.devicePollIntervalSeconds,
-        sessionTokenTtlDays: config.sessionTokenTtlDays,
-        userCodeFailures,
-      }),
-      createSessionRouter({
-        users,
-        memberships,
-        organizations,
-        sessions: tokenRows,
-        tokens,
-        tokenLimit: limits.tokenLimit,
-        limiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'failed sign-ins not counted (Redis did not answer)') }),
-        sessionHours: config.browserSessionHours,
-        maxFailuresPerEmail: config.signInMaxFailuresPerEmail,
-        maxFailuresPerIp: config.signInMaxFailuresPerIp,
-        failureWindowSeconds: config.signInFailureWindowSeconds,
-      }),
-    ],
+    extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit),
   });
   metrics.observeQueue(async () => ({ ...(await resources.queue.counts()) }));
   return {
@@ -136,7 +163,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     async close() {
       // Before Redis closes: stream leases are given back, token usage written.
       await limits.close();
-      await usage.close();
+      await accounts.usage.close();
     },
   };
 }
