@@ -2,7 +2,7 @@ import type { Express, Router } from 'express';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
-import { DeviceAuthorizationRepository, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository } from '../store';
+import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository } from '../store';
 import { createApiLimits } from './api-limits';
 import { createApp } from './app';
 import { TokenUsageRecorder } from './auth/token-usage';
@@ -32,9 +32,10 @@ function accountStores(resources: ServiceResources) {
   return {
     tokenRows,
     usage,
-    // The token store as routes see it: lookups note each accepted token for `last_used_at`.
+    // The token store as routes see it: lookups (on the pool: every request makes one) note each
+    // accepted token for `last_used_at`.
     tokens: {
-      findByHash: (hash: string) => tokenRows.findByHash(hash),
+      findByHash: (hash: string) => findTokenByHash(resources.database.pool, hash),
       noteUsed: (tokenId: string) => usage.note(tokenId),
       findById: (id: string) => tokenRows.findById(id),
       create: (input: Parameters<TokenRepository['create']>[0]) => tokenRows.create(input),

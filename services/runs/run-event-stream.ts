@@ -1,4 +1,4 @@
-import type { RunEvent, RunStatus, SequencedEvent } from '../contract';
+import type { Outputs, RunEvent, RunStatus, SequencedEvent } from '../contract';
 import type { RunRecord } from '../store';
 
 /**
@@ -38,7 +38,7 @@ export function isFinished(run: Pick<RunRecord, 'status'>): boolean {
 export function terminalEventOf(run: StoredRun): RunEvent | null {
   switch (run.status) {
     case 'completed':
-      return { type: 'run.completed', outputs: (run.outputs ?? {}) as Extract<RunEvent, { type: 'run.completed' }>['outputs'] };
+      return { type: 'run.completed', outputs: (run.outputs ?? {}) as Outputs };
     case 'failed':
       return { type: 'run.failed', error: run.error ?? { code: 'run_failed', message: 'the run failed; its record keeps no further detail' } };
     case 'cancelled':

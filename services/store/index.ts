@@ -8,7 +8,7 @@ export { microsFromDb, microsToDb } from './micros';
 export { OrganizationRepository, type Organization } from './organization-repository';
 export { UserRepository, type User, type UserCredentials } from './user-repository';
 export { MembershipRepository, type Membership, type Role } from './membership-repository';
-export { TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
+export { findTokenByHash, TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
 export { WorkflowRepository } from './workflow-repository';
 export { type LatestPointer, type WorkflowRecord, type WorkflowVersionRecord } from './workflow-records';
 export {

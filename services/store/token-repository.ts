@@ -1,5 +1,6 @@
 import type { TokenKind } from '../platform/access-token';
 import type { AccessToken as AccessTokenRow } from './prisma-generated';
+import { queryRows, type SqlPool } from './hot-sql';
 import { rawRows, type Db } from './prisma-client';
 
 /** A stored token as authentication needs it (the API's `TokenRecord`). */
@@ -47,6 +48,23 @@ function toSummary(row: AccessTokenRow): TokenSummary {
   return { ...toRecord(row), name: row.name, displayPrefix: row.displayPrefix, lastUsedAt: row.lastUsedAt, createdAt: row.createdAt };
 }
 
+/** The token with a hash, as authentication reads it (`findTokenByHash`, `TokenRepository.findByHash`). */
+const BY_HASH = 'SELECT id, user_id, org_id, scopes, kind, expires_at, revoked_at FROM access_tokens WHERE token_hash = $1::text';
+type ByHashRow = { id: string; user_id: string; org_id: string; scopes: string[]; kind: string; expires_at: Date | null; revoked_at: Date | null };
+
+function recordOfRow(row: ByHashRow | undefined): TokenRecord | null {
+  if (!row) return null;
+  return toRecord({ id: row.id, userId: row.user_id, orgId: row.org_id, scopes: row.scopes, kind: row.kind, expiresAt: row.expires_at, revokedAt: row.revoked_at });
+}
+
+/**
+ * The token with this hash, on the pool: every authenticated API request asks this, so it skips
+ * Prisma's query layer (see hot-sql.ts). Revoked and expired ones included.
+ */
+export async function findTokenByHash(pool: SqlPool, hash: string): Promise<TokenRecord | null> {
+  return recordOfRow((await queryRows<ByHashRow>(pool, BY_HASH, [hash]))[0]);
+}
+
 /** Access tokens (personal and device-flow session tokens), looked up by the SHA-256 of their value. */
 export class TokenRepository {
   constructor(private readonly db: Db) {}
@@ -68,17 +86,9 @@ export class TokenRepository {
     return toSummary(row);
   }
 
-  /** The token with this hash, revoked and expired ones included (the caller says why it is refused). */
+  /** The token with this hash, revoked and expired ones included (the caller says why it is refused); on the caller's client or transaction. */
   async findByHash(hash: string): Promise<TokenRecord | null> {
-    // Every authenticated request asks this: one plain statement, on the caller's client or transaction.
-    const rows = await rawRows<{ id: string; user_id: string; org_id: string; scopes: string[]; kind: string; expires_at: Date | null; revoked_at: Date | null }>(
-      this.db,
-      'SELECT id, user_id, org_id, scopes, kind, expires_at, revoked_at FROM access_tokens WHERE token_hash = $1::text',
-      [hash],
-    );
-    const row = rows[0];
-    if (!row) return null;
-    return toRecord({ id: row.id, userId: row.user_id, orgId: row.org_id, scopes: row.scopes, kind: row.kind, expiresAt: row.expires_at, revokedAt: row.revoked_at });
+    return recordOfRow((await rawRows<ByHashRow>(this.db, BY_HASH, [hash]))[0]);
   }
 
   async findById(id: string): Promise<TokenSummary | null> {

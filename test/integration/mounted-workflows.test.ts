@@ -1,6 +1,6 @@
 import type { RunEvent, Workflow } from '../../services/contract';
 import { RunRepository } from '../../services/store';
-import { bearer, startTestService, type TestService } from '../support/service';
+import { bearer, publishWorkflow, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 
 /**
@@ -9,11 +9,9 @@ import { readSse } from '../support/sse';
  */
 describe('mounted workflows', () => {
   let service: TestService;
-  let org: string;
 
   beforeAll(async () => {
     service = await startTestService();
-    org = (await service.prisma.organization.findUniqueOrThrow({ where: { id: service.account.orgId } })).slug;
   });
 
   afterAll(async () => {
@@ -22,13 +20,6 @@ describe('mounted workflows', () => {
 
   const headers = () => ({ ...bearer(service.account.token), 'Content-Type': 'application/json' });
 
-  async function publish(slug: string, definition: Workflow): Promise<void> {
-    const created = await fetch(`${service.url}/editor/workflows`, { method: 'POST', headers: headers(), body: JSON.stringify({ name: slug, definition }) });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: string };
-    const published = await fetch(`${service.url}/editor/workflows/${id}/publish`, { method: 'POST', headers: headers(), body: JSON.stringify({ slug }) });
-    expect(published.status).toBe(201);
-  }
 
   async function run(workflow: Workflow, maxCostUsd?: number): Promise<{ status: number; events: RunEvent[] }> {
     const res = await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: headers(), body: JSON.stringify({ workflow, ...(maxCostUsd === undefined ? {} : { maxCostUsd }) }) });
@@ -51,14 +42,14 @@ describe('mounted workflows', () => {
   };
 
   beforeAll(async () => {
-    await publish('grow', grow);
+    await publishWorkflow(service, 'grow', grow);
   });
 
   it('runs the latest version of a mounted workflow inside the run, its steps shown as progress of the mount node', async () => {
     const { events } = await run({
       version: 2,
       nodes: [
-        { id: 'g', uses: `${org}/grow`, inputs: { n: 5 } },
+        { id: 'g', uses: `${service.account.orgSlug}/grow`, inputs: { n: 5 } },
         { id: 'half', uses: 'math-divide', inputs: { a: '${g.result}', b: 2 } },
         { id: 'out', uses: 'output', inputs: { value: '${half.result}' } },
       ],
@@ -79,7 +70,7 @@ describe('mounted workflows', () => {
     const { events } = await run({
       version: 2,
       nodes: [
-        { id: 'g', uses: `${org}/grow`, inputs: { n: 1 } },
+        { id: 'g', uses: `${service.account.orgSlug}/grow`, inputs: { n: 1 } },
         { id: 'out', uses: 'output', inputs: { value: '${g.result}' } },
       ],
     });
@@ -100,7 +91,7 @@ describe('mounted workflows', () => {
       {
         version: 2,
         nodes: [
-          { id: 'g', uses: `${org}/grow@latest`, inputs: { n: 1 } },
+          { id: 'g', uses: `${service.account.orgSlug}/grow@latest`, inputs: { n: 1 } },
           { id: 'out', uses: 'output', inputs: { value: '${g.result}' } },
         ],
       },
@@ -116,7 +107,7 @@ describe('mounted workflows', () => {
     const { status, events } = await run({
       version: 2,
       nodes: [
-        { id: 'g', uses: `${org}/grow@1.0.0`, inputs: { n: 1 } },
+        { id: 'g', uses: `${service.account.orgSlug}/grow@1.0.0`, inputs: { n: 1 } },
         { id: 'out', uses: 'output', inputs: { value: '${g.result}' } },
       ],
     });
@@ -126,23 +117,23 @@ describe('mounted workflows', () => {
   });
 
   it('fails a run whose mounted workflows mount themselves, instead of hanging', async () => {
-    await publish('ouroboros', {
+    await publishWorkflow(service, 'ouroboros', {
       version: 2,
       nodes: [
-        { id: 'self', uses: `${org}/ouroboros`, inputs: {} },
+        { id: 'self', uses: `${service.account.orgSlug}/ouroboros`, inputs: {} },
         { id: 'out', uses: 'output', inputs: { value: '${self.out}' } },
       ],
     });
-    const { events } = await run({ version: 2, nodes: [{ id: 'o', uses: `${org}/ouroboros` }, { id: 'out', uses: 'output', inputs: { value: '${o.out}' } }] });
+    const { events } = await run({ version: 2, nodes: [{ id: 'o', uses: `${service.account.orgSlug}/ouroboros` }, { id: 'out', uses: 'output', inputs: { value: '${o.out}' } }] });
     expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'mount_recursion' } });
   });
 
   it('answers 404 before the stream for a mounted workflow that does not exist, and 400 for a wrong input', async () => {
-    expect((await run({ version: 2, nodes: [{ id: 'm', uses: `${org}/nothing`, inputs: {} }, { id: 'out', uses: 'output', inputs: { value: '${m.x}' } }] })).status).toBe(404);
+    expect((await run({ version: 2, nodes: [{ id: 'm', uses: `${service.account.orgSlug}/nothing`, inputs: {} }, { id: 'out', uses: 'output', inputs: { value: '${m.x}' } }] })).status).toBe(404);
     const res = await fetch(`${service.url}/v1/runs`, {
       method: 'POST',
       headers: headers(),
-      body: JSON.stringify({ workflow: { version: 2, nodes: [{ id: 'g', uses: `${org}/grow`, inputs: { count: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${g.result}' } }] } }),
+      body: JSON.stringify({ workflow: { version: 2, nodes: [{ id: 'g', uses: `${service.account.orgSlug}/grow`, inputs: { count: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${g.result}' } }] } }),
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toContain('has no input "count"');

@@ -1,6 +1,6 @@
 import type { Workflow } from '../../services/contract';
 import { LedgerRepository } from '../../services/store';
-import { bearer, startTestService, type TestService } from '../support/service';
+import { bearer, publishWorkflow, startTestService, type TestService } from '../support/service';
 
 /**
  * Values known before a run (run inputs, input defaults, consts, what reaches mounted workflows)
@@ -10,11 +10,9 @@ import { bearer, startTestService, type TestService } from '../support/service';
  */
 describe('checks before the run', () => {
   let service: TestService;
-  let org: string;
 
   beforeAll(async () => {
     service = await startTestService();
-    org = (await service.prisma.organization.findUniqueOrThrow({ where: { id: service.account.orgId } })).slug;
   });
 
   afterAll(async () => {
@@ -24,12 +22,6 @@ describe('checks before the run', () => {
   const headers = () => ({ ...bearer(service.account.token), 'Content-Type': 'application/json' });
   const post = (path: string, body: unknown) => fetch(`${service.url}${path}`, { method: 'POST', headers: headers(), body: typeof body === 'string' ? body : JSON.stringify(body) });
 
-  async function publish(slug: string, definition: Workflow): Promise<void> {
-    const created = await post('/editor/workflows', { name: slug, definition });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: string };
-    expect((await post(`/editor/workflows/${id}/publish`, { slug })).status).toBe(201);
-  }
 
   /** Posts and expects a 400 JSON answer (no stream) with no run stored and nothing charged; returns its message. */
   async function refusedBeforeTheRun(path: string, body: unknown): Promise<string> {
@@ -85,17 +77,17 @@ describe('checks before the run', () => {
   });
 
   it('refuses the same values for a published workflow run by workflowRef, and for one mounted in another', async () => {
-    await publish('say-prerun', speech(defaults()));
-    expect(await refusedBeforeTheRun('/v1/runs', { workflowRef: `${org}/say-prerun@latest`, inputs: { voice: { value: 'klingon' } } })).toContain(
+    await publishWorkflow(service, 'say-prerun', speech(defaults()));
+    expect(await refusedBeforeTheRun('/v1/runs', { workflowRef: `${service.account.orgSlug}/say-prerun@latest`, inputs: { voice: { value: 'klingon' } } })).toContain(
       '"tts": input "voice" (from run input "voice") must be one of',
     );
-    expect(await refusedBeforeTheRun('/v1/runs', { workflowRef: `${org}/say-prerun`, inputs: { fmt: { value: 'flac' } } })).toContain('"convert": input "format" (from run input "fmt") must be one of');
+    expect(await refusedBeforeTheRun('/v1/runs', { workflowRef: `${service.account.orgSlug}/say-prerun`, inputs: { fmt: { value: 'flac' } } })).toContain('"convert": input "format" (from run input "fmt") must be one of');
 
     const mounting = (voice: string): Workflow => ({
       version: 2,
       nodes: [
         { id: 'v', uses: 'input', outputType: 'TEXT', inputs: { default: voice } },
-        { id: 'say', uses: `${org}/say-prerun`, inputs: { voice: '${v.value}', sp: 120 } },
+        { id: 'say', uses: `${service.account.orgSlug}/say-prerun`, inputs: { voice: '${v.value}', sp: 120 } },
         { id: 'out', uses: 'output', inputs: { value: '${say.out}' } },
       ],
     });

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ArtifactInputSchema, validate, type RunEvent } from '../../services/contract';
-import { bearer, startTestService, type TestService } from '../support/service';
+import { bearer, publishWorkflow, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 
 /**
@@ -37,12 +37,10 @@ const has = (value: unknown, key: string) => typeof value === 'object' && value 
 
 describe('docs/workflow-format.md: every example, for real', () => {
   let service: TestService;
-  let org: string;
   const blocks = jsonBlocks(fs.readFileSync(DOC, 'utf8'));
 
   beforeAll(async () => {
     service = await startTestService();
-    org = (await service.prisma.organization.findUniqueOrThrow({ where: { id: service.account.orgId } })).slug;
   });
 
   afterAll(async () => {
@@ -51,15 +49,7 @@ describe('docs/workflow-format.md: every example, for real', () => {
 
   const headers = () => ({ ...bearer(service.account.token), 'Content-Type': 'application/json' });
   /** `acme` in the page is the test's organization. */
-  const ours = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replace(/"acme\//g, `"${org}/`));
-
-  async function publish(slug: string, definition: unknown): Promise<void> {
-    const created = await fetch(`${service.url}/editor/workflows`, { method: 'POST', headers: headers(), body: JSON.stringify({ name: slug, definition: ours(definition) }) });
-    expect({ status: created.status, body: created.status === 201 ? null : await created.json() }).toEqual({ status: 201, body: null });
-    const { id } = (await created.json()) as { id: string };
-    const published = await fetch(`${service.url}/editor/workflows/${id}/publish`, { method: 'POST', headers: headers(), body: JSON.stringify({ slug }) });
-    expect({ status: published.status, body: published.status === 201 ? null : await published.json() }).toEqual({ status: 201, body: null });
-  }
+  const ours = (value: unknown): unknown => JSON.parse(JSON.stringify(value).replace(/"acme\//g, `"${service.account.orgSlug}/`));
 
   async function lastEvent(body: unknown): Promise<RunEvent> {
     const res = await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: headers(), body: JSON.stringify(ours(body)) });
@@ -86,7 +76,7 @@ describe('docs/workflow-format.md: every example, for real', () => {
         expect({ where, event: await lastEvent(block.json) }).toEqual({ where, event: expected.json });
       } else if (has(block.json, 'nodes')) {
         if (!block.publishedAs) throw new Error(`${where} is a definition without a "<!-- published as acme/<slug> -->" line above it`);
-        await publish(block.publishedAs, block.json);
+        await publishWorkflow(service, block.publishedAs, ours(block.json));
       } else if (has(block.json, 'value') || has(block.json, 'ref')) {
         const checked = validate(ArtifactInputSchema, block.json);
         expect({ where, problems: checked.ok ? null : checked.message }).toEqual({ where, problems: null });

@@ -4,6 +4,8 @@ import { TokenRepository, type PrismaClient } from '../../services/store';
 
 export interface SeededAccount {
   orgId: string;
+  /** The organization's slug, the first half of its workflows' addresses. */
+  orgSlug: string;
   userId: string;
   tokenId: string | null;
   /** The full token value, as its owner would have received it. */
@@ -30,7 +32,7 @@ export async function seedAccount(prisma: PrismaClient, options: SeedOptions): P
   const user = await prisma.user.create({ data: { email: `${options.slug}-${suffix}@example.test`, name: options.slug } });
   await prisma.membership.create({ data: { userId: user.id, orgId: org.id, role: 'owner' } });
   const issued = issueToken('personal');
-  if (options.storeToken === false) return { orgId: org.id, userId: user.id, tokenId: null, token: issued.value };
+  if (options.storeToken === false) return { orgId: org.id, orgSlug: org.slug, userId: user.id, tokenId: null, token: issued.value };
   const token = await prisma.accessToken.create({
     data: {
       userId: user.id,
@@ -44,7 +46,7 @@ export async function seedAccount(prisma: PrismaClient, options: SeedOptions): P
       revokedAt: options.revokedAt ?? null,
     },
   });
-  return { orgId: org.id, userId: user.id, tokenId: token.id, token: issued.value };
+  return { orgId: org.id, orgSlug: org.slug, userId: user.id, tokenId: token.id, token: issued.value };
 }
 
 /** A device-login session token (`svcs_`) of the account's user, valid a day: what `POST /v1/tokens` needs. */

@@ -117,3 +117,16 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
 export function bearer(token: string): Record<string, string> {
   return { Authorization: `Bearer ${token}` };
 }
+
+/**
+ * Publishes `definition` as `<account's org>/<slug>` through the editor's routes (create the
+ * draft, publish it), as the service's account; throws with the answer when either is refused.
+ */
+export async function publishWorkflow(service: TestService, slug: string, definition: unknown): Promise<void> {
+  const headers = { ...bearer(service.account.token), 'Content-Type': 'application/json' };
+  const created = await fetch(`${service.url}/editor/workflows`, { method: 'POST', headers, body: JSON.stringify({ name: slug, definition }) });
+  if (created.status !== 201) throw new Error(`creating the draft of ${slug} answered ${created.status}: ${await created.text()}`);
+  const { id } = (await created.json()) as { id: string };
+  const published = await fetch(`${service.url}/editor/workflows/${id}/publish`, { method: 'POST', headers, body: JSON.stringify({ slug }) });
+  if (published.status !== 201) throw new Error(`publishing ${slug} answered ${published.status}: ${await published.text()}`);
+}

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { OpInput, OpName, OpOutput, RouteInput, RouteName, RouteOutput, SequencedEvent, StreamingOpName } from '../../contract';
+import type { InputOf, OpName, Operations, OutputOf, RouteName, Routes, SequencedEvent } from '../../contract';
 import type { AuthContext } from '../auth/auth-context';
 
 /** What a handler knows about the call besides its validated input; every surface builds one. */
@@ -23,11 +23,14 @@ export type EventStream = AsyncIterable<SequencedEvent>;
 
 /** Every name `invoke` serves: the five operations and the routes beside them. */
 export type CallName = OpName | RouteName;
-export type CallInput<K extends CallName> = K extends OpName ? OpInput<K> : K extends RouteName ? RouteInput<K> : never;
-type CallOutput<K extends CallName> = K extends OpName ? OpOutput<K> : K extends RouteName ? RouteOutput<K> : never;
-type Streaming = StreamingOpName | 'runs.events';
+type DeclarationOf<K extends CallName> = K extends OpName ? Operations[K] : K extends RouteName ? Routes[K] : never;
+export type CallInput<K extends CallName> = InputOf<DeclarationOf<K>>;
 
-export type Handler<K extends CallName> = (input: CallInput<K>, ctx: CallContext) => Promise<K extends Streaming ? EventStream : CallOutput<K>>;
+/** A handler answers its declaration's output, or, for `sse` declarations, the events of the stream. */
+export type Handler<K extends CallName> = (
+  input: CallInput<K>,
+  ctx: CallContext,
+) => Promise<DeclarationOf<K>['response'] extends 'sse' ? EventStream : OutputOf<DeclarationOf<K>>>;
 
 /** Exhaustive: a missing operation or route is a compile error. */
 export type Handlers = { [K in CallName]: Handler<K> };
