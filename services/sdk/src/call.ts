@@ -1,0 +1,64 @@
+import { validate, type Operation } from '../../contract';
+import { InvalidInputError } from './errors';
+import type { HttpRequest, RequestBody, Transport } from './transport';
+
+/** Per-call options of every SDK method. */
+export interface CallOptions {
+  /** Aborts the request (and, for a run, following its events; the run itself goes on). */
+  signal?: AbortSignal;
+  /** Extra request headers of this call. */
+  headers?: Record<string, string>;
+}
+
+/** Options of a call whose body is a file (`body: 'bytes'` declarations, e.g. `uploads.create`). */
+export interface BytesCallOptions extends CallOptions {
+  body?: RequestBody;
+  /** The body's media type, as the caller believes it; the service sniffs the bytes anyway. */
+  contentType?: string;
+}
+
+/**
+ * The HTTP request of one call of a declared operation, built from its declaration alone: the
+ * input is validated with the operation's own schema first (the same one the service validates
+ * with, so a bad input costs no round trip and reads the same), path parameters are substituted
+ * and encoded, the rest travels in the query (GET, DELETE, byte bodies) or as a JSON body.
+ */
+export function requestOf(op: Operation, input: unknown, options: BytesCallOptions = {}): HttpRequest {
+  const checked = validate(op.input, input ?? {});
+  if (!checked.ok) {
+    throw new InvalidInputError(`${op.name}: ${checked.message}`, { status: 0, code: 'validation_failed', issues: checked.issues });
+  }
+  const fields = { ...(checked.value as Record<string, unknown>) };
+  const path = op.http.path.replace(/:([A-Za-z_]+)/g, (_match, name: string) => {
+    const value = fields[name];
+    delete fields[name];
+    return encodeURIComponent(String(value));
+  });
+  const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  if (op.response === 'sse') headers.accept = 'text/event-stream';
+  const request: HttpRequest = { method: op.http.method, path, headers, signal: options.signal };
+  const inQuery = op.http.method === 'GET' || op.http.method === 'DELETE' || op.http.body === 'bytes';
+  if (inQuery) {
+    const query: Record<string, string> = {};
+    for (const [key, value] of Object.entries(fields)) {
+      if (value !== undefined) query[key] = typeof value === 'string' ? value : JSON.stringify(value);
+    }
+    request.query = query;
+  } else {
+    headers['content-type'] = 'application/json';
+    request.body = JSON.stringify(fields);
+  }
+  if (op.http.body === 'bytes') {
+    if (options.body === undefined) throw new InvalidInputError(`${op.name}: the file to send is missing (options.body)`, { status: 0, code: 'validation_failed' });
+    request.body = options.body;
+    headers['content-type'] = options.contentType ?? 'application/octet-stream';
+  }
+  return request;
+}
+
+/** Calls a JSON operation and resolves with its parsed answer (`null` for `204 No Content`). */
+export async function callJson(transport: Transport, op: Operation, input: unknown, options?: BytesCallOptions): Promise<unknown> {
+  const response = await transport.send(requestOf(op, input, options));
+  if (response.status === 204) return null;
+  return response.json();
+}
