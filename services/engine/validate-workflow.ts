@@ -13,6 +13,12 @@ export const VALUE_PORT = 'value';
 export interface ValidateOptions {
   /** The graph has mounted workflows spliced in (`expandMounts`): node ids may contain `__`. */
   spliced?: boolean;
+  /**
+   * Platform nodes the lookup does not know are left unchecked instead of reported: their literals,
+   * required ports, and the connectors of the references into and out of them. For drafts checked
+   * without the catalog (the SDK's offline `validate()`); the server never sets it.
+   */
+  skipUnknownSpecs?: boolean;
 }
 
 /** Finds platform node specs by id (the node catalog). */
@@ -93,7 +99,7 @@ function outputConnectors(spec: NodeSpec): Record<string, Connector> {
   return outputs;
 }
 
-function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecLookup, problems: ProblemList): CheckedNode {
+function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecLookup, options: ValidateOptions, problems: ProblemList): CheckedNode {
   const inputs = node.inputs ?? {};
   const checked: CheckedNode = { index, id: node.id, uses: node.uses, role, label: node.label, inputs, outputs: null, references: [] };
 
@@ -136,6 +142,7 @@ function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecL
 
   const spec = specs.get(node.uses);
   if (!spec) {
+    if (options.skipUnknownSpecs) return checked;
     problems.atNode(index, node.id, 'uses', `"uses" names no known node "${node.uses}"; list nodes with GET /v1/nodes?q=<text>`);
     return checked;
   }
@@ -259,7 +266,7 @@ export function validateWorkflow(workflow: Workflow, specs: SpecLookup, options:
       problems.atNode(index, node.id, 'id', `node id "${node.id}" is already used by nodes[${first.index}]`);
       return;
     }
-    const checked = checkShape(node, index, roleOf(node.uses), specs, problems);
+    const checked = checkShape(node, index, roleOf(node.uses), specs, options, problems);
     nodes.set(node.id, checked);
     list.push(checked);
   });
