@@ -10,7 +10,9 @@ import { createHandlers } from './handlers/create-handlers';
 import type { ReadinessProbe } from './http/health-routes';
 import type { TokenLimit } from './invoke/call-limits';
 import { createInvoker, type Invoke } from './invoke/invoke';
+import { createBrowserSessions } from './auth/browser-sessions';
 import { createBlobRouter } from './routes/blob-route';
+import { createDevicePageRouter } from './routes/device-page-routes';
 import { createDeviceRouter } from './routes/device-routes';
 import { createSessionRouter } from './routes/session-routes';
 
@@ -77,10 +79,25 @@ function runLauncher(resources: ServiceResources): RunLauncher {
   });
 }
 
-/** The routers beside the declared routes: blob downloads, RFC 8628 device login, the editor's cookie session. */
-function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined): Router[] {
+/**
+ * The routers beside the declared routes: blob downloads, RFC 8628 device login and its approval
+ * page, the editor's cookie session.
+ */
+function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke): Router[] {
   const { config, log, redis, blobs, workflows } = resources;
   const { tokens, users, organizations, memberships } = accounts;
+  // One sign-in for the editor's JSON route and the approval page: one failure budget, one cookie.
+  const browserSessions = createBrowserSessions({
+    users,
+    memberships,
+    organizations,
+    sessions: accounts.tokenRows,
+    limiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'failed sign-ins not counted (Redis did not answer)') }),
+    sessionHours: config.browserSessionHours,
+    maxFailuresPerEmail: config.signInMaxFailuresPerEmail,
+    maxFailuresPerIp: config.signInMaxFailuresPerIp,
+    failureWindowSeconds: config.signInFailureWindowSeconds,
+  });
   return [
     createBlobRouter({ store: blobs.store, signer: blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
     createDeviceRouter({
@@ -96,19 +113,8 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
       sessionTokenTtlDays: config.sessionTokenTtlDays,
       userCodeFailures: accounts.userCodeFailures,
     }),
-    createSessionRouter({
-      users,
-      memberships,
-      organizations,
-      sessions: accounts.tokenRows,
-      tokens,
-      tokenLimit,
-      limiter: new RateLimiter({ redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'failed sign-ins not counted (Redis did not answer)') }),
-      sessionHours: config.browserSessionHours,
-      maxFailuresPerEmail: config.signInMaxFailuresPerEmail,
-      maxFailuresPerIp: config.signInMaxFailuresPerIp,
-      failureWindowSeconds: config.signInFailureWindowSeconds,
-    }),
+    createSessionRouter({ browserSessions, users, organizations, sessions: accounts.tokenRows, tokens, tokenLimit }),
+    createDevicePageRouter({ invoke, tokens, browserSessions, users, memberships, organizations, sessionTokenTtlDays: config.sessionTokenTtlDays, log }),
   ];
 }
 
@@ -155,7 +161,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     ipLimit: limits.ipLimit,
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
-    extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit),
+    extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke),
   });
   metrics.observeQueue(async () => ({ ...(await resources.queue.counts()) }));
   return {

@@ -1,72 +1,25 @@
-import { createHash } from 'node:crypto';
-import type { NewToken } from '../../store';
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
-import { SignInInputSchema, validate, type SessionBody } from '../../contract';
-import { issueToken, parseToken } from '../../platform/access-token';
+import type { SessionBody } from '../../contract';
 import { AppError } from '../../platform/app-error';
-import { dummyPasswordHash, verifyPassword } from '../../platform/passwords';
-import type { RateLimitResult, RateLimitRule } from '../../queue/rate-limiter';
-import type { AuthContext, TokenLookup, TokenRecord } from '../auth/auth-context';
+import type { AuthContext, TokenLookup } from '../auth/auth-context';
 import { authenticateAccount } from '../auth/authenticate';
-import type { TokenLimit } from '../invoke/call-limits';
 import { assertSameOrigin } from '../auth/authenticate-cookie';
-import { clearedSessionCookie, readSessionCookie, sessionCookie, sitePolicyFor } from '../auth/session-cookie';
-
-/** Port: users with their password hash (`UserRepository` satisfies it). */
-export interface SessionUsers {
-  findCredentialsByEmail(email: string): Promise<{ id: string; email: string; name: string; passwordHash: string | null } | null>;
-  findById(id: string): Promise<{ id: string; email: string; name: string } | null>;
-}
-
-/** Port: a user's memberships, oldest first (`MembershipRepository` satisfies it). */
-export interface SessionMemberships {
-  listForUser(userId: string): Promise<{ orgId: string }[]>;
-}
-
-/** Port: organizations (`OrganizationRepository` satisfies it). */
-export interface SessionOrganizations {
-  findById(id: string): Promise<{ id: string; slug: string; name: string } | null>;
-  findBySlug(slug: string): Promise<{ id: string; slug: string; name: string } | null>;
-}
-
-/** Port: the `access_tokens` rows of browser sessions (`TokenRepository` satisfies it). */
-export interface SessionTokens {
-  create(input: NewToken & { kind: 'browser'; expiresAt: Date }): Promise<{ id: string }>;
-  findByHash(hash: string): Promise<TokenRecord | null>;
-  findById(id: string): Promise<{ expiresAt: Date | null } | null>;
-  revoke(id: string, options?: { at?: Date }): Promise<boolean>;
-}
-
-/** Port: counts failed sign-ins (`RateLimiter` satisfies it). */
-export interface SignInLimiter {
-  hit(rule: RateLimitRule, key: string, cost?: number): Promise<RateLimitResult>;
-  reset(rule: RateLimitRule, key: string): Promise<void>;
-}
+import type { BrowserSessions, SessionOrganizations, SessionTokens, SessionUsers } from '../auth/browser-sessions';
+import { readSessionCookie } from '../auth/session-cookie';
+import type { TokenLimit } from '../invoke/call-limits';
 
 export interface SessionRouteDeps {
-  users: SessionUsers;
-  memberships: SessionMemberships;
-  organizations: SessionOrganizations;
-  /** Where sessions are stored. */
-  sessions: SessionTokens;
+  /** Sign-in and sign-out (shared with the device-login page). */
+  browserSessions: BrowserSessions;
+  users: Pick<SessionUsers, 'findById'>;
+  organizations: Pick<SessionOrganizations, 'findById'>;
+  sessions: Pick<SessionTokens, 'findById'>;
   /** Authentication of `GET /auth/session` (the service's token lookup, which notes usage). */
   tokens: TokenLookup;
   /** The per-token request limit every authenticated call counts against; absent when 0. */
   tokenLimit: TokenLimit | undefined;
-  limiter: SignInLimiter;
-  /** Lifetime of a session (cookie and row), hours. */
-  sessionHours: number;
-  /** Failed sign-ins allowed per email and per client IP within `failureWindowSeconds`. */
-  maxFailuresPerEmail: number;
-  maxFailuresPerIp: number;
-  failureWindowSeconds: number;
-  now?: () => Date;
 }
 
-/** The scopes of a web editor session: the editor both reads and runs. */
-export const BROWSER_SESSION_SCOPES = ['read', 'run'] as const;
-
-const WRONG_CREDENTIALS = 'the email or password is wrong';
 const SIGN_IN_BODY_LIMIT = 16 * 1024;
 
 function route(path: string, methods: string[]) {
@@ -75,17 +28,6 @@ function route(path: string, methods: string[]) {
     res.locals.allowedMethods = methods;
     next();
   };
-}
-
-/** A stable, non-reversible key for an email in Redis (no addresses in key names). */
-function emailKey(email: string): string {
-  return createHash('sha256').update(email.trim().toLowerCase()).digest('hex').slice(0, 32);
-}
-
-function rateLimited(result: RateLimitResult, res: Response, whose: string): AppError {
-  const seconds = Math.max(1, Math.ceil(result.resetMs / 1000));
-  res.set('Retry-After', String(seconds));
-  return new AppError({ code: 'rate_limited', message: `too many failed sign-ins ${whose}; try again in ${seconds} seconds`, details: { retryAfterSeconds: seconds } });
 }
 
 /**
@@ -102,91 +44,20 @@ function rateLimited(result: RateLimitResult, res: Response, whose: string): App
  */
 export function createSessionRouter(deps: SessionRouteDeps): Router {
   const router = Router();
-  const now = deps.now ?? (() => new Date());
   const json = express.json({ limit: SIGN_IN_BODY_LIMIT, type: () => true, strict: true });
-  const window = deps.failureWindowSeconds * 1000;
-  const perEmail: RateLimitRule = { name: 'sign-in-email', limit: deps.maxFailuresPerEmail, windowMs: window };
-  const perIp: RateLimitRule = { name: 'sign-in-ip', limit: deps.maxFailuresPerIp, windowMs: window };
-  // Computed now, so the first sign-in of an unknown email takes no longer than any other.
-  void dummyPasswordHash();
-
-  /** The session the request's cookie names, if it is a live browser session. */
-  async function cookieSession(req: Request): Promise<TokenRecord | null> {
-    const value = readSessionCookie(req);
-    const parsed = value === null ? null : parseToken(value);
-    if (!parsed?.ok || parsed.kind !== 'browser') return null;
-    const record = await deps.sessions.findByHash(parsed.hash);
-    return record && record.kind === 'browser' && record.revokedAt === null ? record : null;
-  }
 
   router.post('/auth/sign-in', route('/auth/sign-in', ['POST']), (req: Request, _res: Response, next: NextFunction) => {
+    // Before the body is read: a forged post is refused whatever it holds.
     assertSameOrigin(req);
     next();
   }, json, async (req: Request, res: Response) => {
-    const checked = validate(SignInInputSchema, req.body);
-    if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
-    const input = checked.value;
-    const keys = { email: emailKey(input.email), ip: req.ip ?? 'unknown' };
-
-    // A cost-0 hit reads the counts: the attempt after the last allowed failure is refused unchecked.
-    const [byEmail, byIp] = await Promise.all([deps.limiter.hit(perEmail, keys.email, 0), deps.limiter.hit(perIp, keys.ip, 0)]);
-    if (byEmail.remaining === 0) throw rateLimited(byEmail, res, 'for this email');
-    if (byIp.remaining === 0) throw rateLimited(byIp, res, 'from your address');
-
-    const user = await deps.users.findCredentialsByEmail(input.email);
-    // Unknown users (and users without a password) are checked against a dummy hash: same time.
-    const matches = await verifyPassword(input.password, user?.passwordHash ?? (await dummyPasswordHash()));
-    if (!user || user.passwordHash === null || !matches) {
-      await Promise.all([deps.limiter.hit(perEmail, keys.email), deps.limiter.hit(perIp, keys.ip)]);
-      throw new AppError({ code: 'unauthorized', message: WRONG_CREDENTIALS });
-    }
-    await deps.limiter.reset(perEmail, keys.email);
-
-    const memberships = await deps.memberships.listForUser(user.id);
-    let organization: { id: string; slug: string; name: string } | null;
-    if (input.org !== undefined) {
-      const chosen = await deps.organizations.findBySlug(input.org);
-      organization = chosen && memberships.some((m) => m.orgId === chosen.id) ? chosen : null;
-      if (!organization) throw new AppError({ code: 'forbidden', message: `you are not a member of an organization "${input.org}"` });
-    } else {
-      organization = memberships.length > 0 ? await deps.organizations.findById(memberships[0]!.orgId) : null;
-      if (!organization) throw new AppError({ code: 'forbidden', message: 'your account belongs to no organization yet; ask an administrator to add you to one' });
-    }
-
-    // Signing in replaces the browser's previous session.
-    const previous = await cookieSession(req);
-    if (previous) await deps.sessions.revoke(previous.id, { at: now() });
-
-    const issued = issueToken('browser');
-    const expiresAt = new Date(now().getTime() + deps.sessionHours * 3_600_000);
-    await deps.sessions.create({
-      userId: user.id,
-      orgId: organization.id,
-      name: 'web editor sign-in',
-      hash: issued.hash,
-      displayPrefix: issued.displayPrefix,
-      scopes: BROWSER_SESSION_SCOPES,
-      kind: 'browser',
-      expiresAt,
-    });
-    const secure = sitePolicyFor(req)?.secure ?? false;
-    res.append('Set-Cookie', sessionCookie(issued.value, { secure, maxAgeSeconds: deps.sessionHours * 3600 }));
+    const body: SessionBody = await deps.browserSessions.signIn(req, res, req.body);
     res.set('Cache-Control', 'no-store');
-    const body: SessionBody = {
-      user: { id: user.id, email: user.email, name: user.name },
-      organization: { id: organization.id, slug: organization.slug, name: organization.name },
-      expiresAt: expiresAt.toISOString(),
-    };
     res.status(200).json(body);
   });
 
   router.post('/auth/sign-out', route('/auth/sign-out', ['POST']), async (req: Request, res: Response) => {
-    if (readSessionCookie(req) !== null) {
-      assertSameOrigin(req);
-      const session = await cookieSession(req);
-      if (session) await deps.sessions.revoke(session.id, { at: now() });
-    }
-    res.append('Set-Cookie', clearedSessionCookie({ secure: sitePolicyFor(req)?.secure ?? false }));
+    await deps.browserSessions.signOut(req, res);
     res.status(204).end();
   });
 
