@@ -1,7 +1,8 @@
 /**
  * Import directions of DESIGN.md:
  * contract ← platform ← engine ← nodes ← runs ← (api, workers); store, queue and blobs are adapters
- * wired together in process entry points; sdk imports contract only; cli and mcp import sdk and
+ * wired together in process entry points; sdk imports contract and the engine's pure graph checks
+ * (so a draft validates offline with the server's own messages); cli and mcp import sdk and
  * contract; nothing under services/ imports api or workers.
  */
 const layer = (name, allowed) => ({
@@ -25,7 +26,22 @@ module.exports = {
     layer('store', ['contract', 'platform', 'engine']),
     layer('queue', ['contract', 'platform', 'engine']),
     layer('blobs', ['contract', 'platform']),
-    layer('sdk', ['contract']),
+    layer('sdk', ['contract', 'engine']),
+    {
+      // The SDK's main entry point runs in browsers: no Node module, and nothing of the engine
+      // that reaches the platform layer (run-inputs' address policy uses node:net). Only the
+      // Node entry point (node.ts) may use Node's modules.
+      name: 'sdk-browser-safe',
+      severity: 'error',
+      from: { path: '^services/sdk/src/', pathNot: '^services/sdk/src/node\\.ts$' },
+      to: { reachable: true, path: '^services/(platform|nodes|store|queue|runs|blobs)/' },
+    },
+    {
+      name: 'sdk-no-node-modules',
+      severity: 'error',
+      from: { path: '^services/(sdk/src/(?!node\\.ts)|engine/(validate-workflow|references|mount-separator|connector-values|start-values|workflow-problems|workflow-ref|semver))' },
+      to: { dependencyTypes: ['core'] },
+    },
     layer('cli', ['sdk', 'contract']),
     layer('mcp', ['sdk', 'contract']),
     layer('runs', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs']),
