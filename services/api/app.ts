@@ -23,8 +23,6 @@ export interface AppDeps {
   metrics: Metrics;
   probes: readonly ReadinessProbe[];
   bodyLimitBytes: number;
-  /** Largest file an upload route (recipe assets) takes. */
-  uploadLimitBytes: number;
   trustProxy: boolean;
   /** Base URL clients use (the OpenAPI document's server). */
   publicBaseUrl: string;
@@ -67,7 +65,6 @@ export function createApp(deps: AppDeps): Express {
       tokens: deps.tokens,
       log: deps.log,
       bodyLimitBytes: deps.bodyLimitBytes,
-      uploadLimitBytes: deps.uploadLimitBytes,
       heartbeatMs: deps.heartbeatMs,
       openStreams: deps.metrics.openStreams,
     }),

@@ -1,4 +1,5 @@
 import type { Express, Router } from 'express';
+import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
@@ -141,6 +142,12 @@ export function buildApi(resources: ServiceResources): BuiltApi {
       specs: catalog,
       // Recipe assets: no run, no expiry (docs/workflows.md, "Recipe assets").
       assets: new WorkflowAssets({ store: resources.blobs.store, signer: resources.blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: resources.artifacts.recorderFor(null), fetchRemote: resources.fetchInput, maxBytes: config.fetch.maxBytes }),
+      assetMaxBytes: config.fetch.maxBytes,
+    },
+    // Uploads: no run, the run artifacts' expiry (docs/uploads.md).
+    uploads: {
+      uploads: new Uploads({ store: resources.blobs.store, signer: resources.blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: resources.artifacts.recorderFor(null), retentionSeconds: config.artifactRetentionDays * 86_400 }),
+      maxBytes: config.uploadMaxBytes,
     },
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });
@@ -156,7 +163,6 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     metrics,
     probes,
     bodyLimitBytes: config.bodyLimitBytes,
-    uploadLimitBytes: config.fetch.maxBytes,
     trustProxy: config.trustProxy,
     ipLimit: limits.ipLimit,
     publicBaseUrl: config.publicBaseUrl,

@@ -20,7 +20,8 @@ function parameters(op: Operation): JsonObject[] {
   for (const param of op.http.pathParams) {
     out.push({ name: param, in: 'path', required: true, schema: plain(properties[param]!) });
   }
-  if (!carriesBody(op)) {
+  // A route whose body is a file takes its other input in the query.
+  if (!carriesBody(op) || op.http.body === 'bytes') {
     for (const [key, schema] of Object.entries(properties)) {
       if (op.http.pathParams.includes(key)) continue;
       out.push({ name: key, in: 'query', required: required.has(key), schema: plain(schema) });

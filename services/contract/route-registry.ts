@@ -13,10 +13,11 @@ import {
   editorWorkflowsVersions,
 } from './routes/editor-routes';
 import { runsEvents, runsGet, runsList } from './routes/run-routes';
+import { uploadsCreate } from './routes/upload-routes';
 
 /**
  * Every JSON route beside the five operations, in the same shape: run records, history and
- * event streams, the caller's identity, tokens, the editor's workflow routes and device-login
+ * event streams, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
  * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
  * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
  */
@@ -24,6 +25,7 @@ export const ROUTES = {
   'runs.list': runsList,
   'runs.get': runsGet,
   'runs.events': runsEvents,
+  'uploads.create': uploadsCreate,
   'me.get': meGet,
   'tokens.list': tokensList,
   'tokens.create': tokensCreate,

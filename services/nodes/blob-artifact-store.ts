@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { Artifact } from '../contract';
 import { BlobNotFoundError, type BlobStore, type BlobUrlSigner } from '../blobs';
 import { AppError } from '../platform/app-error';
@@ -51,7 +52,12 @@ const EXTENSIONS: Record<string, string> = {
   'audio/mpeg': '.mp3',
   'audio/wav': '.wav',
   'audio/ogg': '.ogg',
+  'image/heic': '.heic',
+  'audio/mp4': '.m4a',
   'video/mp4': '.mp4',
+  'video/quicktime': '.mov',
+  'video/webm': '.webm',
+  'application/pdf': '.pdf',
   'application/json': '.json',
   'text/plain': '.txt',
 };
@@ -75,9 +81,23 @@ export class BlobArtifactStore implements ArtifactStore {
   }
 
   async put(bytes: Buffer, options: PutArtifactOptions): Promise<Artifact> {
+    return this.store(bytes, bytes.length, options);
+  }
+
+  /**
+   * `put` for a stream, stored as it arrives (the blob store holds at most one part in memory).
+   * `name`, a file name of blob-key characters without extension, is kept in the key
+   * (`<prefix>/<uuid>/<name><ext>`) so that downloads carry it; the extension follows `mimeType`.
+   */
+  putStream(body: Readable, options: PutArtifactOptions & { name?: string }): Promise<Artifact> {
+    return this.store(body, undefined, options);
+  }
+
+  private async store(body: Buffer | Readable, size: number | undefined, options: PutArtifactOptions & { name?: string }): Promise<Artifact> {
     const mimeType = options.mimeType.toLowerCase();
-    const key = `${this.options.keyPrefix}/${randomUUID()}${EXTENSIONS[mimeType] ?? ''}`;
-    const stored = await this.options.store.put(key, bytes, { contentType: mimeType, size: bytes.length });
+    const extension = EXTENSIONS[mimeType] ?? '';
+    const key = options.name === undefined ? `${this.options.keyPrefix}/${randomUUID()}${extension}` : `${this.options.keyPrefix}/${randomUUID()}/${options.name}${extension}`;
+    const stored = await this.options.store.put(key, body, { contentType: mimeType, ...(size === undefined ? {} : { size }) });
     const now = (this.options.now?.() ?? new Date()).getTime();
     const { retentionSeconds, recorder } = this.options;
     // Whole seconds, as the signed URL carries them: the URL and the record expire at the same instant.

@@ -11,6 +11,8 @@ export { BlobArtifactStore, type BlobArtifactStoreOptions } from './blob-artifac
 export { safeFetch, type FetchedFile, type ResolvedAddress, type Resolver, type SafeFetchOptions } from './fetch/safe-fetch';
 export { createInputFetcher, type InputFetchSettings, type RemoteFetcher } from './fetch/input-fetcher';
 export { sniffMimeType } from './fetch/sniff-mime';
+export { sniffStream, type SniffedStream } from './fetch/sniff-stream';
+export { storedNameOf, uploadPrefix, Uploads, type UploadFile, type UploadsOptions } from './uploads';
 export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } from './providers/provider-http';
 export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';

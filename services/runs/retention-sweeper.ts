@@ -52,7 +52,8 @@ async function forEachLimited<T>(items: readonly T[], limit: number, work: (item
 
 /**
  * The retention sweeper: deletes the blobs of run artifacts whose retention has ended
- * (`expires_at <= now`) and marks their rows deleted. Any number of processes may run one: each
+ * (`expires_at <= now`), uploads included (run artifacts without a run, docs/uploads.md), and
+ * marks their rows deleted. Any number of processes may run one: each
  * batch holds its rows with `FOR UPDATE SKIP LOCKED`, so two sweepers never delete the same
  * artifact and never wait for each other. A blob that is already missing counts as deleted; a
  * deletion that fails (the S3 server is down) is logged and counted, and its row is retried by

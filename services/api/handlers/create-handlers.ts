@@ -7,6 +7,7 @@ import { editorHandlers, type EditorHandlerDeps } from './editor-handlers';
 import type { Handlers } from './handler-types';
 import { runHandlers } from './run-handlers';
 import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
+import { uploadHandlers, type UploadHandlerDeps } from './upload-handlers';
 import { workflowHandlers, type WorkflowHandlerDeps } from './workflow-handlers';
 
 export interface HandlerDeps {
@@ -17,6 +18,7 @@ export interface HandlerDeps {
   account: AccountHandlerDeps;
   editor: EditorHandlerDeps;
   deviceApproval: DeviceApprovalDeps;
+  uploads: UploadHandlerDeps;
 }
 
 /** The handler of every operation and route `invoke` serves. */
@@ -29,5 +31,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...accountHandlers(deps.account),
     ...editorHandlers(deps.editor),
     ...deviceApprovalHandlers(deps.deviceApproval),
+    ...uploadHandlers(deps.uploads),
   };
 }

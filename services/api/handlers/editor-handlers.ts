@@ -5,6 +5,7 @@ import { AppError } from '../../platform/app-error';
 import type { AuthContext } from '../auth/auth-context';
 import { summaryBody, versionBody, workflowBody, type EditorWorkflowStore, type MemberRoles, type WorkflowAssetHost } from './editor-ports';
 import type { CallContext, Handler } from './handler-types';
+import { noUpload, readUploadBytes } from './upload-body';
 import { publishedBody } from './workflow-handlers';
 
 export interface EditorHandlerDeps {
@@ -14,6 +15,8 @@ export interface EditorHandlerDeps {
   specs: SpecLookup;
   /** Recipe assets: uploads, and copies of a draft's refs at publish. */
   assets: WorkflowAssetHost;
+  /** Largest asset uploaded (they are read back whole at publish and by runs). */
+  assetMaxBytes: number;
 }
 
 type EditorName =
@@ -145,11 +148,12 @@ export function editorHandlers(deps: EditorHandlerDeps): { [K in EditorName]: Ha
 
     'editor.workflows.assets': async ({ id }, ctx) => {
       const auth = await member(ctx, 'POST /editor/workflows/:id/assets');
-      const mediaType = ctx.upload?.mediaType ?? '';
+      const upload = ctx.upload ?? noUpload();
+      const mediaType = upload.mediaType;
       if (!ASSET_TYPES.test(mediaType)) {
         throw new AppError({ code: 'unsupported_media_type', message: `an asset's Content-Type must be one of image/png, image/jpeg, image/webp, image/gif, image/avif, audio/mpeg, audio/wav, audio/ogg, video/mp4, video/webm, text/plain, application/json, application/pdf; got "${mediaType}"` });
       }
-      const bytes = ctx.upload?.bytes ?? Buffer.alloc(0);
+      const bytes = await readUploadBytes(upload, deps.assetMaxBytes);
       if (bytes.length === 0) throw new AppError({ code: 'bad_request', message: 'the asset is empty: send the file as the request body' });
       if (!(await deps.workflows.findForOrg(id, auth.orgId))) throw noSuchWorkflow(id);
       return deps.assets.upload(id, bytes, mediaType);

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { InputOf, OpName, Operations, OutputOf, RouteName, Routes, SequencedEvent } from '../../contract';
 import type { AuthContext } from '../auth/auth-context';
+import type { UploadBody } from './upload-body';
 
 /** What a handler knows about the call besides its validated input; every surface builds one. */
 export interface CallContext {
@@ -12,8 +13,8 @@ export interface CallContext {
   signal: AbortSignal;
   /** Streams: the SSE `id:` of the last event the caller received (HTTP's `Last-Event-ID`). */
   lastEventId?: string;
-  /** `body: 'bytes'` routes: the file sent, with its media type. */
-  upload?: { bytes: Buffer; mediaType: string };
+  /** `body: 'bytes'` routes: the file sent, unread, with its declared media type and length. */
+  upload?: UploadBody;
   /** The caller's network address, for limits on failed attempts; absent in-process. */
   clientAddress?: string;
 }

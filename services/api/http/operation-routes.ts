@@ -8,7 +8,7 @@ import { identifyCaller } from '../auth/authenticate';
 import type { CallName, EventStream } from '../handlers/handler-types';
 import { declarationOf, DeferredInput, describeCall, type Invoke, type InvokeContext } from '../invoke/invoke';
 import { setRateLimitHeaders } from './rate-limits';
-import { emptyBodyError, requestInput } from './request-input';
+import { emptyBodyError, requestInput, uploadOf } from './request-input';
 import { writeEventStream, type StreamGauge } from './sse-writer';
 
 export interface OperationRouteOptions {
@@ -16,8 +16,6 @@ export interface OperationRouteOptions {
   tokens: TokenLookup;
   log: Logger;
   bodyLimitBytes: number;
-  /** Largest file a `body: 'bytes'` route takes. */
-  uploadLimitBytes: number;
   heartbeatMs: number;
   openStreams?: StreamGauge;
 }
@@ -48,7 +46,6 @@ export function operationRoutes(options: OperationRouteOptions): Router {
   // Any Content-Type is parsed as JSON: callers using `curl -d` forget the header, and the
   // contract has no other body format.
   const json = express.json({ limit: options.bodyLimitBytes, type: () => true, strict: true });
-  const bytes = express.raw({ limit: options.uploadLimitBytes, type: () => true });
   const all = declarations();
 
   // Every path is marked with the methods declared on it before any route runs. Parametric
@@ -70,8 +67,8 @@ export function operationRoutes(options: OperationRouteOptions): Router {
     const what = describeCall(name);
     const readInput = async (req: Request, res: Response, ctx: InvokeContext): Promise<unknown> => {
       if (op.http.body === 'bytes') {
-        await parseWith(bytes, req, res);
-        ctx.upload = { bytes: Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0), mediaType: (req.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase() };
+        // Unread: the handler streams it, under its own limit (uploads, recipe assets).
+        ctx.upload = uploadOf(req);
         return requestInput(op, req, { fromBody: false });
       }
       if (op.http.method === 'POST' || op.http.method === 'PATCH') {

@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import type { TSchema } from '@sinclair/typebox';
 import { carriesBody, type Operation } from '../../contract';
 import { AppError } from '../../platform/app-error';
+import type { UploadBody } from '../handlers/upload-body';
 
 type PropertySchema = { type?: string | string[] };
 
@@ -53,4 +54,21 @@ export function requestInput(op: Operation, req: Request, options: { fromBody?: 
   if (op.http.pathParams.length === 0) return body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   return { ...(body as Record<string, unknown>), ...fromPath };
+}
+
+/**
+ * The file of a `body: 'bytes'` route, unread. Compressed bodies are refused: the file's bytes
+ * are stored as sent, and inflating them would let a small body pass a size limit it breaks.
+ */
+export function uploadOf(req: Request): UploadBody {
+  const encoding = String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity') {
+    throw new AppError({ code: 'unsupported_media_type', message: `the file is sent with Content-Encoding "${encoding}"; send its bytes as they are, without Content-Encoding` });
+  }
+  const length = req.headers['content-length'];
+  return {
+    mediaType: (req.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase(),
+    declaredBytes: length !== undefined && /^\d+$/.test(length) ? Number(length) : null,
+    body: req,
+  };
 }

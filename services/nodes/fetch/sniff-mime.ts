@@ -12,6 +12,8 @@ export function sniffMimeType(bytes: Buffer): string | null {
   if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WEBP') return 'image/webp';
   if (ascii(0, 4) === 'RIFF' && ascii(8, 12) === 'WAVE') return 'audio/wav';
   if (ascii(0, 4) === 'OggS') return 'audio/ogg';
+  // EBML, the container of WebM (and Matroska, whose files players read as WebM too).
+  if (startsWith(0x1a, 0x45, 0xdf, 0xa3)) return 'video/webm';
   if (ascii(0, 5) === '%PDF-') return 'application/pdf';
   if (ascii(4, 8) === 'ftyp') {
     const brand = ascii(8, 12);
