@@ -299,9 +299,12 @@ describe('the device-login approval page (GET and POST /device)', () => {
     expect((await poll(code)).status).toBe(200);
   });
 
-  it('answers other methods with 405', async () => {
+  it('answers other methods with 405, and a form stuffed with fields with 400', async () => {
     const res = await fetch(`${service.url}/device`, { method: 'PUT' });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, POST');
+    const stuffed = await new Browser(service.url).post('/device', Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`f${i}`, 'x'])));
+    expect(stuffed.status).toBe(400);
+    expect(stuffed.html).toContain('too many fields');
   });
 });

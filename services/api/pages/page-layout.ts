@@ -34,6 +34,7 @@ button.secondary { background: transparent; color: var(--text); border-color: va
 .success { border-left: 4px solid var(--ok); background: var(--ok-bg); padding: .75rem 1rem; border-radius: 6px; margin: 0 0 1rem; }
 dl { display: grid; grid-template-columns: max-content 1fr; gap: .5rem 1rem; margin: 1.25rem 0 0; }
 dt { color: var(--muted); font-size: .875rem; }
+dt label { display: inline; margin: 0; font-weight: inherit; font-size: inherit; }
 dd { margin: 0; overflow-wrap: anywhere; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; }
 ul.scopes { margin: 0; padding-left: 1.1rem; }

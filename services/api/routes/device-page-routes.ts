@@ -167,7 +167,11 @@ export function createDevicePageRouter(deps: DevicePageDeps): Router {
   router.post(PATH, page(async (req, res) => {
     // Before the body is read: a forged post is refused whatever it holds (sign-in included).
     assertSameOrigin(req);
-    await parseWith(form, req, res);
+    await parseWith(form, req, res).catch((err: unknown) => {
+      // The page's forms send at most five fields; body-parser's own error here would read as a 500.
+      if ((err as { type?: unknown }).type === 'parameters.too.many') throw new AppError({ code: 'bad_request', message: 'the form sent too many fields; reload the page and try again', cause: err });
+      throw err;
+    });
     const body: unknown = req.body;
     const action = field(body, 'action');
     const typed = field(body, 'user_code');
