@@ -1,6 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import sharp from 'sharp';
-import type { Artifact, RunEvent, Workflow } from '../../services/contract';
+import { ArtifactSchema, validate, type Artifact, type RunEvent, type Workflow } from '../../services/contract';
 import { seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
@@ -40,6 +40,7 @@ describe('uploads', () => {
     const res = await upload(body, options);
     const answer = (await res.json()) as Artifact;
     expect({ status: res.status, answer }).toMatchObject({ status: 201 });
+    expect(validate(ArtifactSchema, answer)).toMatchObject({ ok: true });
     return answer;
   }
 
