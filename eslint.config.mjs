@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', '.data/', '.test-artifacts/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', '**/dist/', '.data/', '.test-artifacts/', 'coverage/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -16,7 +16,9 @@ export default tseslint.config(
   },
   {
     files: ['services/**/*.ts', 'workers/**/*.ts'],
-    ignores: ['services/platform/config.ts'],
+    // The CLI is a client on the user's machine: its environment (SERVICE_URL, SERVICE_TOKEN,
+    // XDG_CONFIG_HOME) is its configuration, not the service's settings.
+    ignores: ['services/platform/config.ts', 'services/cli/**'],
     rules: {
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through services/platform/config.ts.' }],
     },

@@ -1,0 +1,219 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import sharp from 'sharp';
+import { OP_NAMES, OPERATIONS, ROUTE_NAMES, type Workflow } from '../../services/contract';
+import { defineNode } from '../../services/nodes';
+import { connector, ports } from '../../services/nodes/spec-builders';
+import { AppError } from '../../services/platform/app-error';
+import {
+  AuthenticationError,
+  Client,
+  createWorkflow,
+  getNode,
+  getWorkflow,
+  InsufficientCreditError,
+  InvalidInputError,
+  NotFoundError,
+  PermissionError,
+  run,
+  RunFailedError,
+  searchNodes,
+  startRun,
+  type RunEventWithSeq,
+  upload,
+} from '../../services/sdk/src';
+import { uploadFile } from '../../services/sdk/src/node';
+import { seedAccount } from '../support/fixtures';
+import { publishWorkflow, startTestService, type TestService } from '../support/service';
+
+/** Sleeps `ms` (an input), reporting progress first: a step that lasts long enough to be cut off in. */
+const pause = defineNode({
+  spec: {
+    id: 'test-pause',
+    kind: 'model',
+    title: 'Pause',
+    category: 'test',
+    description: 'Waits, then passes its number on plus one',
+    inputs: ports({ n: connector('INT'), ms: connector('INT') }),
+    outputs: ports({ n: connector('INT') }),
+  },
+  estimate: () => 0,
+  price: () => 0,
+  async execute(inputs, ctx) {
+    ctx.progress(`pausing ${inputs.ms as number} ms`);
+    await sleep(inputs.ms as number, undefined, { signal: ctx.signal });
+    return { n: (inputs.n as number) + 1 };
+  },
+});
+
+const failing = defineNode({
+  spec: { id: 'test-fail', kind: 'model', title: 'Fail', category: 'test', description: 'Always fails', inputs: ports({ n: connector('INT') }), outputs: ports({ n: connector('INT') }) },
+  estimate: () => 0,
+  price: () => 0,
+  execute() {
+    throw new AppError({ code: 'bad_request', message: 'this node fails on purpose' });
+  },
+});
+
+/** A chain of `length` pauses of `ms` each; its output `n` is `length`. */
+function pauses(length: number, ms: number): Workflow {
+  return {
+    version: 2,
+    nodes: [
+      ...Array.from({ length }, (_, i) => ({ id: `p${i}`, uses: 'test-pause', inputs: { n: i === 0 ? 0 : `\${p${i - 1}.n}`, ms } })),
+      { id: 'out', uses: 'output', inputs: { value: `\${p${length - 1}.n}` } },
+    ],
+  };
+}
+
+describe('SDK against the service', () => {
+  let service: TestService;
+  let client: Client;
+
+  beforeAll(async () => {
+    service = await startTestService({ nodes: [pause, failing] });
+    client = new Client({ apiKey: service.account.token, baseUrl: service.url });
+  });
+
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it('has one ops entry per operation and one routes entry per route, each validating with the contract schema', async () => {
+    expect(Object.keys(client.ops).sort()).toEqual([...OP_NAMES].sort());
+    expect(Object.keys(client.routes).sort()).toEqual([...ROUTE_NAMES].sort());
+    // The same bad input reads the same from the SDK (checked before sending) and from the service.
+    for (const name of OP_NAMES) {
+      const bad = { unexpected: true };
+      const local = await (client.ops[name] as (input: unknown) => Promise<unknown>)(bad).catch((err: unknown) => err);
+      expect(local).toBeInstanceOf(InvalidInputError);
+      expect((local as InvalidInputError).status).toBe(0);
+      const op = OPERATIONS[name];
+      const path = op.http.path.replace(':id', 'x');
+      const init: RequestInit = { method: op.http.method, headers: { authorization: `Bearer ${service.account.token}`, 'content-type': 'application/json' } };
+      const url = op.http.method === 'GET' ? `${service.url}${path}?unexpected=true` : `${service.url}${path}`;
+      if (op.http.method !== 'GET') init.body = JSON.stringify(op.http.pathParams.length ? { ...bad } : bad);
+      const answer = await fetch(url, init);
+      expect(answer.status).toBe(400);
+      const body = (await answer.json()) as { error: string };
+      expect((local as InvalidInputError).message).toContain(body.error.replace(/^.*?unknown field/, 'unknown field'));
+    }
+  });
+
+  it('searches, gets nodes and published workflows by ref with a selector', async () => {
+    const found = await searchNodes(client, { q: 'math-add' });
+    expect(found.map((n) => n.id)).toContain('math-add');
+    const spec = await getNode(client, 'math-add');
+    expect(Object.keys(spec.inputs).sort()).toEqual(['a', 'b']);
+    await expect(getNode(client, 'no-such-node')).rejects.toBeInstanceOf(NotFoundError);
+    await publishWorkflow(service, 'sdk-flow', pauses(1, 1));
+    const published = await getWorkflow(client, `${service.account.orgSlug}/sdk-flow@1`);
+    expect(published.address).toBe(`${service.account.orgSlug}/sdk-flow`);
+    expect(published.version).toBe('1.0.0');
+    const outputs = await run(client, { workflowRef: `${service.account.orgSlug}/sdk-flow@latest` });
+    expect(outputs.out).toMatchObject({ kind: 'int', value: 1 });
+  });
+
+  it('runs a workflow: run() resolves with outputs, startRun() yields every event with its seq', async () => {
+    expect(await run(client, { workflow: pauses(2, 1) })).toEqual({ out: { kind: 'int', value: 2 } });
+    expect(await client.ops['runs.create']({ workflow: pauses(1, 1) })).toEqual({ outputs: { out: { kind: 'int', value: 1 } } });
+
+    const handle = startRun(client, { workflow: pauses(2, 1) });
+    const seen: RunEventWithSeq[] = [];
+    for await (const event of handle.events()) seen.push(event);
+    expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
+    expect(seen[0]).toMatchObject({ type: 'run.started', runId: await handle.runId });
+    expect(seen.at(-1)).toMatchObject({ type: 'run.completed', outputs: { out: { kind: 'int', value: 2 } } });
+    // A second consumer, and result(), see the same run.
+    expect((await collect(handle.events())).length).toBe(seen.length);
+    expect(await handle.result()).toEqual({ out: { kind: 'int', value: 2 } });
+
+    // The event route of a finished run, followed by the routes registry, resolves with its record.
+    const record = await client.routes['runs.events']({ id: await handle.runId });
+    expect(record).toMatchObject({ id: await handle.runId, status: 'completed', outputs: { out: { kind: 'int', value: 2 } } });
+  });
+
+  it('runs a single node with ops["runs.node"] and a built draft with run()', async () => {
+    expect(await client.ops['runs.node']({ node: 'math-add', inputs: { a: 1, b: 2 } })).toEqual({ outputs: { result: { kind: 'float', value: 3 } } });
+    const wf = createWorkflow();
+    const a = wf.addInput('a', 'FLOAT', { default: 2 });
+    const add = wf.addNode('math-add', { a, b: 40 });
+    wf.addOutput('answer', add.out.result);
+    expect(wf.validate()).toEqual({ ok: true });
+    expect(await wf.validate({ client })).toEqual({ ok: true });
+    expect(await run(client, { workflow: wf })).toEqual({ answer: { kind: 'float', value: 42 } });
+  });
+
+  it('throws RunFailedError with the code, message and run id on run.failed and on a failed runs.node', async () => {
+    const workflow: Workflow = { version: 2, nodes: [{ id: 'f', uses: 'test-fail', inputs: { n: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${f.n}' } }] };
+    const failed = await run(client, { workflow }).catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(RunFailedError);
+    const { runId, code, message } = failed as RunFailedError;
+    expect(runId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(message).toContain('fails on purpose');
+    const record = await client.routes['runs.get']({ id: runId });
+    expect(record.error?.code).toBe(code);
+
+    const single = await client.ops['runs.node']({ node: 'test-fail', inputs: { n: 1 } }).catch((err: unknown) => err);
+    expect(single).toBeInstanceOf(RunFailedError);
+    expect((single as RunFailedError).status).toBe(422);
+    expect((single as RunFailedError).runId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('uploads bytes and files from disk, and runs with the uploaded artifact', async () => {
+    const png = await sharp({ create: { width: 7, height: 3, channels: 3, background: '#0a0' } }).png().toBuffer();
+    const fromBytes = await upload(client, new Uint8Array(png), { filename: 'dot.png', mimeType: 'text/plain' });
+    expect(fromBytes).toMatchObject({ kind: 'image', mimeType: 'image/png' });
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'sdk-upload-'));
+    try {
+      const file = path.join(dir, 'picture.png');
+      await writeFile(file, png);
+      const fromDisk = await uploadFile(client, file);
+      expect(fromDisk).toMatchObject({ kind: 'image', metadata: { filename: 'picture.png' } });
+      await expect(uploadFile(client, dir)).rejects.toThrow('is not a file');
+      const workflow: Workflow = {
+        version: 2,
+        nodes: [
+          { id: 'picture', uses: 'input', outputType: 'IMAGE' },
+          { id: 'size', uses: 'image-metadata', inputs: { image: '${picture.value}' } },
+          { id: 'width', uses: 'output', inputs: { value: '${size.width}' } },
+        ],
+      };
+      const outputs = await run(client, { workflow, inputs: { picture: fromDisk } });
+      expect(outputs.width).toMatchObject({ value: 7 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('translates every HTTP error into its typed error', async () => {
+    const stranger = new Client({ apiKey: 'svc_not-a-real-token', baseUrl: service.url });
+    const unauthorized = await stranger.ops['workflows.get']({ id: 'a/b' }).catch((err: unknown) => err);
+    expect(unauthorized).toBeInstanceOf(AuthenticationError);
+    expect((unauthorized as AuthenticationError).status).toBe(401);
+    expect((unauthorized as AuthenticationError).message).toMatch(/token/);
+
+    const reader = await seedAccount(service.prisma, { slug: 'sdk-reader', scopes: ['read'], balanceMicros: 1_000_000 });
+    const readOnly = new Client({ apiKey: reader.token, baseUrl: service.url });
+    const forbidden = await run(readOnly, { workflow: pauses(1, 1) }).catch((err: unknown) => err);
+    expect(forbidden).toBeInstanceOf(PermissionError);
+    expect((forbidden as PermissionError).code).toBe('insufficient_scope');
+
+    const broke = await seedAccount(service.prisma, { slug: 'sdk-broke', scopes: ['read', 'run'], balanceMicros: 0 });
+    const poor = new Client({ apiKey: broke.token, baseUrl: service.url });
+    const credit = await run(poor, { workflow: pauses(1, 1), maxCostUsd: 1 }).catch((err: unknown) => err);
+    expect(credit).toBeInstanceOf(InsufficientCreditError);
+    expect((credit as InsufficientCreditError).status).toBe(402);
+    expect((credit as InsufficientCreditError).balanceUsd).toBe(0);
+    // The run never started: its id promise rejects with the same error.
+    await expect(startRun(poor, { workflow: pauses(1, 1), maxCostUsd: 1 }).runId).rejects.toBeInstanceOf(InsufficientCreditError);
+  });
+});
+
+async function collect<T>(events: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const event of events) all.push(event);
+  return all;
+}
