@@ -18,8 +18,8 @@ export async function uploadFile(client: Client, filePath: string, options: Uplo
   return upload(client, body, { filename: path.basename(filePath), ...options });
 }
 
-/** Uploads the bytes of a Node stream (a socket, a pipe, a generated file). */
-export function uploadStream(client: Client, stream: NodeJS.ReadableStream, options: UploadOptions = {}): Promise<Artifact> {
+/** Uploads the bytes of a Node stream (a socket, a pipe, a generated file) or any async iterable of chunks. */
+export function uploadStream(client: Client, stream: AsyncIterable<Uint8Array>, options: UploadOptions = {}): Promise<Artifact> {
   const body = Readable.toWeb(Readable.from(stream)) as ReadableStream<Uint8Array>;
   return upload(client, body, options);
 }
