@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { parse as parseYaml } from 'yaml';
 import { BlobUrlSigner, FsBlobStore } from '../../services/blobs';
 import type { Artifact, RunEvent } from '../../services/contract';
 import { BlobArtifactStore, localToolNodes, type NodeDefinition } from '../../services/nodes';
@@ -240,5 +241,20 @@ describe('the README example workflow (local nodes only) through POST /v1/runs',
     expect(mp3.length).toBeGreaterThan(1000);
     const webp = await sharp(Buffer.from(await (await fetch(waveform!.ref)).arrayBuffer())).metadata();
     expect([webp.format, webp.width, webp.height]).toEqual(['webp', 600, 150]);
+  });
+
+  it('runs the YAML example of the CLI (docs/examples/local-speech.yaml) with a text input', async () => {
+    const workflow = parseYaml(fs.readFileSync(path.join(__dirname, '../../docs/examples/local-speech.yaml'), 'utf8')) as unknown;
+    const res = await fetch(`${service.url}/v1/runs`, {
+      method: 'POST',
+      headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workflow, inputs: { text: { value: 'hello' } } }),
+    });
+    expect([res.status, res.status === 200 ? '' : await res.text()]).toEqual([200, '']);
+    const messages = await readSse(res);
+    const terminal = JSON.parse(messages.at(-2)!.data) as { type: string; outputs: Record<string, { kind: string; value?: number }> };
+    expect(terminal.type).toBe('run.completed');
+    expect(Object.keys(terminal.outputs).sort()).toEqual(['seconds', 'speech', 'waveform']);
+    expect(terminal.outputs.seconds!.value).toBeGreaterThan(0.2);
   });
 });
