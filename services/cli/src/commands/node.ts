@@ -1,0 +1,27 @@
+import { getNode } from '../../../sdk/src/index';
+import { connectSignedIn, type ConnectionOptions } from '../connection';
+import { parseAssignments } from '../input-values';
+import { interruptSignal } from '../interrupt';
+import { outputsText, print, printJson } from '../output';
+import { nodeInputs } from '../typed-inputs';
+import { uploaderOf } from '../uploader';
+
+export interface RunOptions extends ConnectionOptions {
+  input?: string[];
+  maxCost?: number;
+}
+
+/**
+ * `svc node <node_id>`: `runs.node`, one node without a graph. The NodeSpec types each `-i`
+ * (value ports bare scalars, data ports artifacts), so a mistake is caught before anything runs.
+ */
+export async function node(nodeId: string, options: RunOptions): Promise<void> {
+  const { client } = connectSignedIn(options);
+  const signal = interruptSignal();
+  const spec = await getNode(client, nodeId, { signal });
+  const inputs = await nodeInputs(parseAssignments(options.input ?? []), spec, uploaderOf(client, signal));
+  if (process.stderr.isTTY) process.stderr.write(`running ${spec.id}…\n`);
+  const answer = await client.ops['runs.node']({ node: spec.id, inputs, ...(options.maxCost === undefined ? {} : { maxCostUsd: options.maxCost }) }, { signal });
+  if (options.json) printJson(answer);
+  else print(outputsText(answer.outputs));
+}

@@ -1,0 +1,52 @@
+import { Client, DEFAULT_BASE_URL } from '../../sdk/src/index';
+import { authError } from './cli-error';
+import { configPath, readSavedLogin, type SavedLogin } from './config-file';
+
+/** Options every command that talks to the service takes. */
+export interface ConnectionOptions {
+  url?: string;
+  json?: boolean;
+}
+
+/** Where the base URL and the token came from, for messages. */
+export interface Connection {
+  client: Client;
+  url: string;
+  token: string | undefined;
+  tokenSource: 'SERVICE_TOKEN' | 'saved login' | undefined;
+  saved: SavedLogin | undefined;
+}
+
+/** Trailing slashes do not make another service. */
+export const normalizeUrl = (url: string): string => url.trim().replace(/\/+$/, '');
+
+/**
+ * The base URL: `--url`, else env `SERVICE_URL`, else the saved login's, else the SDK's default.
+ * The token: env `SERVICE_TOKEN`, else the saved one, but only when it was issued by that same
+ * base URL, so pointing `--url` elsewhere never sends a saved session token to another server.
+ */
+export function connect(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
+  const saved = readSavedLogin(configPath(env));
+  const url = normalizeUrl(options.url || env.SERVICE_URL || saved?.url || DEFAULT_BASE_URL);
+  let token: string | undefined;
+  let tokenSource: Connection['tokenSource'];
+  if (env.SERVICE_TOKEN) {
+    token = env.SERVICE_TOKEN.trim();
+    tokenSource = 'SERVICE_TOKEN';
+  } else if (saved && normalizeUrl(saved.url) === url) {
+    token = saved.token;
+    tokenSource = 'saved login';
+  }
+  const client = new Client({ baseUrl: url, apiKey: token, headers: { 'user-agent': 'svc-cli' } });
+  return { client, url, token, tokenSource, saved };
+}
+
+/** The connection of a command that needs a credential: a clear error before any request when there is none. */
+export function connectSignedIn(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
+  const connection = connect(options, env);
+  if (connection.token === undefined) {
+    const elsewhere = connection.saved ? ` (the saved login is for ${connection.saved.url})` : '';
+    throw authError(`not signed in to ${connection.url}${elsewhere}: run \`svc login\` or set SERVICE_TOKEN`);
+  }
+  return connection;
+}

@@ -1,0 +1,76 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { login } from './commands/login';
+import { logout } from './commands/logout';
+import { node } from './commands/node';
+import { nodes } from './commands/nodes';
+import { run } from './commands/run';
+import { whoami } from './commands/whoami';
+import { collect } from './input-values';
+
+/** The package's version: package.json sits one level above both src/ and the bundle's dist/. */
+function version(): string {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8')) as { version: string }).version;
+  } catch {
+    return 'unknown';
+  }
+}
+
+const URL_HELP = 'API base URL (else env SERVICE_URL, then the saved login\'s, then http://127.0.0.1:8080)';
+
+function positiveNumber(text: string): number {
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('give a positive number of USD, e.g. 0.25');
+  return value;
+}
+
+function positiveInteger(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError('give a whole number of 1 or more');
+  return value;
+}
+
+/** `--url` and `--json`, on every command that talks to the service. */
+function withConnection(command: Command): Command {
+  return command.option('--url <url>', URL_HELP).option('--json', 'machine-readable output: exactly one JSON document on stdout');
+}
+
+/** `-i` and `--max-cost`, on the commands that run something. */
+function withRunOptions(command: Command): Command {
+  return withConnection(command)
+    .option('-i, --input <name=value>', 'an input, repeatable: a plain value, @https://… (a URL) or @./file (uploaded first)', collect, [])
+    .addOption(new Option('--max-cost <usd>', 'spend cap in USD').argParser(positiveNumber));
+}
+
+/** The `svc` command line; each action's errors reach main, which maps them to exit codes. */
+export function buildProgram(): Command {
+  const program = new Command('svc')
+    .description('The command-line client of the workflow execution service.\nExit codes: 0 ok, 1 run failed, 2 usage or input error, 3 authentication, 4 insufficient credit, 5 connection or server error, 130 interrupted.')
+    .version(version())
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  withConnection(program.command('login').description('sign in through the browser (device flow) and save a session token'))
+    .option('--no-browser', 'only print the link; do not try to open a browser')
+    .action((options) => login(options));
+
+  withConnection(program.command('logout').description('revoke the saved session token and remove it')).action((options) => logout(options));
+
+  withConnection(program.command('whoami').description('show the signed-in user, organization and token')).action((options) => whoami(options));
+
+  withConnection(program.command('nodes').argument('[query]', 'text to match against node id, title and description').description('list or search the node palette'))
+    .option('--category <category>', 'only nodes of this category')
+    .addOption(new Option('--limit <n>', 'at most this many nodes').argParser(positiveInteger))
+    .action((query: string | undefined, options) => nodes(query, options));
+
+  withRunOptions(program.command('node').argument('<node_id>', 'the node to run, e.g. text-template').description('run a single node'))
+    .action((nodeId: string, options) => node(nodeId, options));
+
+  withRunOptions(program.command('run').argument('<file-or-ref>', 'a JSON or YAML workflow file, or a published ref such as acme/flow@1').description('run a workflow'))
+    .action((target: string, options) => run(target, options));
+
+  for (const command of program.commands) command.exitOverride();
+  return program;
+}
