@@ -1,5 +1,5 @@
 import type { RunEvent } from '../../sdk/src/index';
-import { addUsd, duration, usd } from './format';
+import { addUsd, duration, usd, usdBrief } from './format';
 
 /** Shows a run's events as they come, on stderr (stdout is for results). */
 export interface Progress {
@@ -64,22 +64,23 @@ const REDRAW_MS = 120;
 class LiveProgress implements Progress {
   totalUsd = 0;
   #steps: StepLine[] = [];
-  #header = 'starting run…';
+  #header = 'run';
   #footer = '';
   #drawn = 0;
   #frame = 0;
-  readonly #timer: NodeJS.Timeout;
+  #timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly out: NodeJS.WriteStream, private readonly capUsd: number | undefined) {
-    this.#timer = setInterval(() => {
-      this.#frame += 1;
-      this.#draw();
-    }, REDRAW_MS);
-    this.#timer.unref();
-    this.#draw();
-  }
+  constructor(private readonly out: NodeJS.WriteStream, private readonly capUsd: number | undefined) {}
 
   event(event: RunEvent): void {
+    // Drawn from the first event on: a run refused before it starts (400, 402) leaves no display behind.
+    if (this.#timer === undefined) {
+      this.#timer = setInterval(() => {
+        this.#frame += 1;
+        this.#draw();
+      }, REDRAW_MS);
+      this.#timer.unref();
+    }
     switch (event.type) {
       case 'run.started':
         this.#header = `run ${event.runId}`;
@@ -110,6 +111,7 @@ class LiveProgress implements Progress {
   }
 
   stop(): void {
+    if (this.#timer === undefined) return;
     clearInterval(this.#timer);
     this.#draw();
   }
@@ -132,7 +134,7 @@ class LiveProgress implements Progress {
       const running = step.state === 'running' ? `${duration(Date.now() - step.startedAt)}${step.note ? `  ${step.note}` : ''}` : step.note;
       lines.push(`  ${mark} ${fit(`${step.id.padEnd(nameWidth)}  ${running}`, width - 4)}`);
     }
-    const cap = this.capUsd === undefined ? 'the default cap' : `a cap of ${usd(this.capUsd)}`;
+    const cap = this.capUsd === undefined ? 'the default cap' : `a cap of ${usdBrief(this.capUsd)}`;
     lines.push(fit(`  total ${usd(this.totalUsd)} of ${cap}${this.#footer ? `  ${this.#footer}` : ''}`, width));
     const up = this.#drawn > 0 ? `\x1b[${this.#drawn}F` : '';
     this.out.write(`${up}\x1b[J${lines.join('\n')}\n`);

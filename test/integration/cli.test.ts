@@ -1,0 +1,357 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import sharp from 'sharp';
+import { ensureCliBuilt } from '../support/cli-build';
+import { CliHome, finished, stderrMatching } from '../support/cli-process';
+import { seedAccount } from '../support/fixtures';
+import { publishWorkflow, startTestService, type TestService } from '../support/service';
+import { pauseNode } from './cli-test-nodes';
+
+/** The `svc` command, built from this tree, driven as a person would: a subprocess against a real service. */
+describe('svc: nodes, node and run', () => {
+  let service: TestService;
+  let home: CliHome;
+  let assets: http.Server;
+  let assetsUrl: string;
+  let png: Buffer;
+  let signedIn: Record<string, string>;
+
+  beforeAll(async () => {
+    ensureCliBuilt();
+    png = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#c63' } }).png().toBuffer();
+    assets = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'image/png' }).end(png));
+    await new Promise<void>((resolve) => assets.listen(0, '127.0.0.1', resolve));
+    const port = (assets.address() as { port: number }).port;
+    assetsUrl = `http://127.0.0.1:${port}`;
+    service = await startTestService({ nodes: [pauseNode], env: { FETCH_ALLOW_PRIVATE: `127.0.0.1:${port}` } });
+    signedIn = { SERVICE_TOKEN: service.account.token };
+    home = new CliHome({ SERVICE_URL: service.url });
+    fs.writeFileSync(path.join(home.dir, 'red.png'), png);
+    fs.writeFileSync(path.join(home.dir, 'greet.yaml'), GREET_YAML);
+    fs.writeFileSync(path.join(home.dir, 'typed.json'), JSON.stringify(TYPED));
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    await new Promise((resolve) => assets?.close(resolve));
+    home?.remove();
+  });
+
+  const svc = (args: string[], env: Record<string, string> = signedIn) => home.run(args, { env });
+
+  it('prints help and its version without a service', async () => {
+    const help = await svc(['--help']);
+    expect(help.code).toBe(0);
+    for (const command of ['login', 'logout', 'whoami', 'nodes', 'node', 'run']) expect(help.stdout).toContain(command);
+    const runHelp = await svc(['run', '--help']);
+    expect(runHelp.stdout).toMatch(/-i, --input <name=value>[\s\S]*--max-cost <usd>[\s\S]*--json[\s\S]*--url <url>|--url <url>[\s\S]*--json[\s\S]*-i, --input/);
+    expect((await svc(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  describe('nodes', () => {
+    it('lists the palette as a table, without a token, filtered by query, category and limit', async () => {
+      const all = await svc(['nodes', 'math'], {});
+      expect(all.code).toBe(0);
+      const lines = all.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^ID\s+KIND\s+CATEGORY\s+TITLE$/);
+      expect(lines.some((line) => /^math-add\s+model\s+math\s+Add$/.test(line))).toBe(true);
+
+      const limited = await svc(['nodes', '--category', 'text', '--limit', '2', '--json']);
+      const specs = JSON.parse(limited.stdout) as { id: string; category: string; inputs: object }[];
+      expect(specs).toHaveLength(2);
+      expect(specs.every((s) => s.category === 'text' && typeof s.inputs === 'object')).toBe(true);
+      expect(limited.stderr).toBe('');
+    });
+
+    it('refuses a bad --limit as a usage error', async () => {
+      const bad = await svc(['nodes', '--limit', 'lots']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('whole number');
+    });
+  });
+
+  describe('node', () => {
+    it('runs one node with inputs typed by its NodeSpec: numbers, booleans, JSON, text', async () => {
+      const sum = await svc(['node', 'math-add', '-i', 'a=1', '--input', 'b=2.5']);
+      expect(sum).toMatchObject({ code: 0, stdout: 'result: 3.5\n' });
+
+      const split = await svc(['node', 'text-split', '-i', 'text=a, 42 ,b', '-i', 'separator=,', '-i', 'trim=true', '--json']);
+      expect(split.code).toBe(0);
+      expect(JSON.parse(split.stdout)).toEqual({ outputs: { parts: { kind: 'structured', value: ['a', '42', 'b'] }, count: { kind: 'int', value: 3 } } });
+
+      const filled = await svc(['node', 'text-template', '-i', 'template=Hi {{who}}={{n}}', '-i', 'values={"who":"Ada","n":7}']);
+      expect(filled.stdout).toBe('text: Hi Ada=7\n');
+
+      const listed = await svc(['node', 'text-concat', '-i', 'texts=x', '-i', 'texts=y', '-i', 'separator=+']);
+      expect(listed.stdout).toBe('text: x+y\n');
+    });
+
+    it('gives a file port a ref artifact from @<url> and an upload from @<file>', async () => {
+      const byUrl = await svc(['node', 'image-metadata', '-i', `image=@${assetsUrl}/photo.png`, '--json']);
+      expect(byUrl.code).toBe(0);
+      expect(JSON.parse(byUrl.stdout).outputs).toMatchObject({ width: { value: 40 }, height: { value: 30 } });
+
+      const uploaded = await svc(['node', 'image-resize', '-i', 'image=@./red.png', '-i', 'width=20']);
+      expect(uploaded.code).toBe(0);
+      expect(uploaded.stderr).toMatch(/uploaded \.\/red\.png \(\d+ bytes\) as image image\/png/);
+      // A ref output prints as its URL, the service's own.
+      expect(uploaded.stdout).toMatch(new RegExp(`^image: ${service.url}/blobs/\\S+\\.png\\S*\\n$`));
+    });
+
+    it('exits 2 for an unknown node, an unknown port, a mistyped value or a missing file', async () => {
+      const unknown = await svc(['node', 'no-such-node', '-i', 'a=1']);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toMatch(/no node with id "no-such-node".*\(not_found\)/);
+
+      const port = await svc(['node', 'math-add', '-i', 'c=1']);
+      expect(port.code).toBe(2);
+      expect(port.stderr).toContain('node "math-add" has no input "c"; its inputs: a (FLOAT), b (FLOAT)');
+
+      const typed = await svc(['node', 'math-add', '-i', 'a=ten', '-i', 'b=1']);
+      expect(typed.code).toBe(2);
+      expect(typed.stderr).toContain('input "a" (FLOAT) takes a number, got "ten"');
+
+      const missing = await svc(['node', 'image-metadata', '-i', 'image=@./nothing.png']);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('no file named ./nothing.png');
+
+      const shape = await svc(['node', 'math-add', '-i', 'a']);
+      expect(shape.code).toBe(2);
+      expect(shape.stderr).toContain('must be name=value');
+    });
+  });
+
+  describe('run', () => {
+    it('runs a YAML file, a TEXT input staying text ("42"), progress on stderr and outputs on stdout', async () => {
+      const result = await svc(['run', 'greet.yaml', '-i', 'name=42']);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toBe('greeting: Hello, 42\n');
+      expect(result.stderr).toMatch(/^run\.started [0-9a-f-]{36}$/m);
+      expect(result.stderr).toMatch(/^step\.started hello$/m);
+      expect(result.stderr).toMatch(/^step\.completed hello \$0\.\d{6} \d+ ms$/m);
+      expect(result.stderr).toMatch(/^run\.completed \$0\.\d{6}$/m);
+    });
+
+    it('runs a JSON file with INT, FLOAT, BOOLEAN and STRUCTURED inputs; --json is one document with runId, outputs and costUsd', async () => {
+      const result = await svc(['run', 'typed.json', '-i', 'count=3', '-i', 'half=0.5', '-i', 'trim=false', '-i', 'person={"name":"Ada"}', '--json']);
+      expect(result.code).toBe(0);
+      const doc = JSON.parse(result.stdout) as { runId: string; outputs: Record<string, { value: unknown }>; costUsd: number };
+      expect(doc.runId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(doc.outputs.sum).toEqual({ kind: 'float', value: 3.5 });
+      expect(doc.outputs.parts).toEqual({ kind: 'structured', value: ['a ', ' b'] });
+      expect(doc.outputs.who).toEqual({ kind: 'structured', value: { name: 'Ada' } });
+      expect(doc.costUsd).toBeGreaterThan(0);
+
+      const plain = await svc(['run', 'typed.json', '-i', 'count=1', '-i', 'person={"name":"Ada"}']);
+      expect(plain.stdout).toBe('sum: 1.5\nparts: ["a","b"]\nwho: {"name":"Ada"}\n');
+    });
+
+    it('reads a run body file ({ workflow, inputs }) as in docs/examples, the command line overriding its inputs', async () => {
+      fs.writeFileSync(path.join(home.dir, 'body.json'), JSON.stringify({ workflow: yamlWorkflow(), inputs: { name: { value: 'file' } } }));
+      expect((await svc(['run', 'body.json'])).stdout).toBe('greeting: Hello, file\n');
+      expect((await svc(['run', 'body.json', '-i', 'name=line'])).stdout).toBe('greeting: Hello, line\n');
+    });
+
+    it('runs a published workflow by ref, typed by its published input nodes', async () => {
+      await publishWorkflow(service, 'cli-greet', yamlWorkflow());
+      const ref = `${service.account.orgSlug}/cli-greet`;
+      for (const target of [ref, `${ref}@1`, `${ref}@latest`, `${ref}@1.0.0`]) {
+        const result = await svc(['run', target, '-i', 'name=007']);
+        expect({ target, code: result.code, stdout: result.stdout }).toEqual({ target, code: 0, stdout: 'greeting: Hello, 007\n' });
+      }
+      const unknown = await svc(['run', `${ref}@1`, '-i', 'nmae=x']);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain('the workflow has no input "nmae"; its inputs: name (TEXT)');
+
+      const missing = await svc(['run', `${service.account.orgSlug}/never-published`]);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain('(not_found)');
+    });
+
+    it('gives IMAGE inputs a ref from @<url> or an upload from @<file>', async () => {
+      fs.writeFileSync(path.join(home.dir, 'image.yaml'), IMAGE_YAML);
+      const byUrl = await svc(['run', 'image.yaml', '-i', `photo=@${assetsUrl}/any-name`, '--json']);
+      expect(byUrl.code).toBe(0);
+      expect(JSON.parse(byUrl.stdout).outputs.width).toEqual({ kind: 'int', value: 40 });
+
+      const byFile = await svc(['run', 'image.yaml', '-i', 'photo=@red.png']);
+      expect(byFile.code).toBe(0);
+      expect(byFile.stdout).toBe('width: 40\n');
+      expect(byFile.stderr).toContain('uploaded red.png');
+    });
+
+    it('says what is wrong with the argument: a directory, no such file and not a ref', async () => {
+      fs.mkdirSync(path.join(home.dir, 'acme'), { recursive: true });
+      const neither = await svc(['run', 'missing.yaml']);
+      expect(neither.code).toBe(2);
+      expect(neither.stderr).toContain('no file named missing.yaml, and missing.yaml is not a workflow ref such as acme/flow@1');
+      const directory = await svc(['run', 'acme']);
+      expect(directory.code).toBe(2);
+      expect(directory.stderr).toContain('acme is a directory');
+
+      fs.writeFileSync(path.join(home.dir, 'broken.yaml'), 'version: 2\nnodes: [ {\n');
+      const broken = await svc(['run', 'broken.yaml']);
+      expect(broken.code).toBe(2);
+      expect(broken.stderr).toContain('broken.yaml is not valid YAML');
+    });
+
+    it('exits 2 for inputs of the wrong type, before anything runs', async () => {
+      for (const [input, message] of [
+        ['count=1.5', 'input "count" (INT) takes a whole number, got "1.5"'],
+        ['trim=yes', 'input "trim" (BOOLEAN) takes true or false, got "yes"'],
+        ['person={name}', 'input "person" (STRUCTURED) takes JSON'],
+        ['nobody=1', 'the workflow has no input "nobody"; its inputs: count (INT), half (FLOAT), trim (BOOLEAN), person (STRUCTURED)'],
+      ] as const) {
+        const result = await svc(['run', 'typed.json', '-i', input, '-i', input.startsWith('person') ? 'count=1' : 'person={}']);
+        expect({ input, code: result.code }).toEqual({ input, code: 2 });
+        expect(result.stderr).toContain(message);
+      }
+      const required = await svc(['run', 'greet.yaml']);
+      expect(required.code).toBe(2);
+      expect(required.stderr).toMatch(/"name".*required.*\(validation_failed\)/);
+    });
+
+    it('exits 1 for a failed run (a cap too low), with the run id; --json reports the error', async () => {
+      const failed = await svc(['run', 'greet.yaml', '-i', 'name=x', '--max-cost', '0.000001']);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toMatch(/^run\.failed spend_cap_exceeded: /m);
+      expect(failed.stderr).toMatch(/^svc: .*\(spend_cap_exceeded\)\nrun [0-9a-f-]{36}$/m);
+      expect(failed.stdout).toBe('');
+
+      const json = await svc(['run', 'greet.yaml', '-i', 'name=x', '--max-cost', '0.000001', '--json']);
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'spend_cap_exceeded' }, runId: expect.stringMatching(/^[0-9a-f-]{36}$/), costUsd: 0 });
+    });
+
+    it('exits 4 when the organization has no credit', async () => {
+      const broke = await seedAccount(service.prisma, { slug: 'broke', scopes: ['read', 'run'], balanceMicros: 0 });
+      const result = await svc(['run', 'greet.yaml', '-i', 'name=x'], { SERVICE_TOKEN: broke.token });
+      expect(result.code).toBe(4);
+      expect(result.stderr).toContain('(insufficient_credit)');
+    });
+
+    it('stops following at Ctrl-C: exit 130, the run id and how to get its result', async () => {
+      fs.writeFileSync(path.join(home.dir, 'slow.json'), JSON.stringify(SLOW));
+      const child = home.spawn(['run', 'slow.json'], { env: signedIn });
+      const done = finished(child);
+      const [, runId] = await stderrMatching(child, /^run\.started ([0-9a-f-]{36})$/m);
+      await stderrMatching(child, /^step\.progress wait pausing/m);
+      child.kill('SIGINT');
+      const result = await done;
+      expect(result.code).toBe(130);
+      expect(result.stderr).toContain(`Stopped following from run ${runId}; it goes on. Its result: GET ${service.url}/v1/runs/${runId}`);
+      expect(result.stdout).toBe('');
+    });
+  });
+
+  describe('credentials and the base URL', () => {
+    it('exits 3 without a token, and with a refused one', async () => {
+      const none = await svc(['run', 'greet.yaml', '-i', 'name=x'], {});
+      expect(none.code).toBe(3);
+      expect(none.stderr).toContain(`not signed in to ${service.url}: run \`svc login\` or set SERVICE_TOKEN`);
+      const refused = await svc(['whoami'], { SERVICE_TOKEN: 'svc_not-a-real-token' });
+      expect(refused.code).toBe(3);
+      expect(refused.stderr).toContain('(unauthorized)');
+    });
+
+    it('takes --url over SERVICE_URL over the saved login\'s URL, and exits 5 when nothing answers', async () => {
+      const dead = 'http://127.0.0.1:9';
+      const viaFlag = await svc(['whoami', '--url', service.url], { ...signedIn, SERVICE_URL: dead });
+      expect(viaFlag.code).toBe(0);
+      expect(viaFlag.stdout).toContain(`service       ${service.url}`);
+
+      const unreachable = await svc(['whoami'], { ...signedIn, SERVICE_URL: dead });
+      expect(unreachable.code).toBe(5);
+      expect(unreachable.stderr).toContain(`could not reach the service at ${dead}`);
+
+      // A saved login names the URL when neither the flag nor the variable does.
+      const saved = new CliHome();
+      try {
+        writeSavedLogin(saved, service.url, service.account.token);
+        const fromFile = await saved.run(['whoami']);
+        expect(fromFile.code).toBe(0);
+        expect(fromFile.stdout).toContain('(from saved login)');
+        // SERVICE_URL wins over it, and the saved token is not sent to another service.
+        const elsewhere = await saved.run(['whoami'], { env: { SERVICE_URL: dead } });
+        expect(elsewhere.code).toBe(3);
+        expect(elsewhere.stderr).toContain(`the saved login is for ${service.url}`);
+      } finally {
+        saved.remove();
+      }
+    });
+
+    it('takes SERVICE_TOKEN over the saved token', async () => {
+      const saved = new CliHome();
+      try {
+        writeSavedLogin(saved, service.url, 'svcs_revoked-or-garbage');
+        expect((await saved.run(['whoami'])).code).toBe(3);
+        const withEnv = await saved.run(['whoami', '--json'], { env: { SERVICE_TOKEN: service.account.token } });
+        expect(withEnv.code).toBe(0);
+        expect(JSON.parse(withEnv.stdout)).toMatchObject({ organization: { slug: service.account.orgSlug }, token: { kind: 'personal' } });
+      } finally {
+        saved.remove();
+      }
+    });
+  });
+});
+
+function writeSavedLogin(home: CliHome, url: string, token: string): void {
+  fs.mkdirSync(path.dirname(home.configFile), { recursive: true, mode: 0o700 });
+  fs.writeFileSync(home.configFile, JSON.stringify({ url, token, savedAt: new Date().toISOString() }), { mode: 0o600 });
+}
+
+const GREET_YAML = `# A greeting, as a person would write it for svc run.
+version: 2
+nodes:
+  - id: name
+    uses: input
+    outputType: TEXT
+  - id: hello
+    uses: text-regex-replace
+    inputs: { text: "\${name.value}", pattern: "^", replacement: "Hello, " }
+  - id: greeting
+    uses: output
+    inputs: { value: "\${hello.text}" }
+`;
+
+function yamlWorkflow(): unknown {
+  return {
+    version: 2,
+    nodes: [
+      { id: 'name', uses: 'input', outputType: 'TEXT' },
+      { id: 'hello', uses: 'text-regex-replace', inputs: { text: '${name.value}', pattern: '^', replacement: 'Hello, ' } },
+      { id: 'greeting', uses: 'output', inputs: { value: '${hello.text}' } },
+    ],
+  };
+}
+
+const TYPED = {
+  version: 2,
+  nodes: [
+    { id: 'count', uses: 'input', outputType: 'INT' },
+    { id: 'half', uses: 'input', outputType: 'FLOAT', inputs: { default: 0.5 } },
+    { id: 'trim', uses: 'input', outputType: 'BOOLEAN', inputs: { default: true } },
+    { id: 'person', uses: 'input', outputType: 'STRUCTURED' },
+    { id: 'add', uses: 'math-add', inputs: { a: '${count.value}', b: '${half.value}' } },
+    { id: 'split', uses: 'text-split', inputs: { text: 'a , b', separator: ',', trim: '${trim.value}' } },
+    { id: 'sum', uses: 'output', inputs: { value: '${add.result}' } },
+    { id: 'parts', uses: 'output', inputs: { value: '${split.parts}' } },
+    { id: 'who', uses: 'output', inputs: { value: '${person.value}' } },
+  ],
+};
+
+const IMAGE_YAML = `version: 2
+nodes:
+  - { id: photo, uses: input, outputType: IMAGE }
+  - { id: meta, uses: image-metadata, inputs: { image: "\${photo.value}" } }
+  - { id: width, uses: output, inputs: { value: "\${meta.width}" } }
+`;
+
+const SLOW = {
+  version: 2,
+  nodes: [
+    { id: 'wait', uses: 'test-pause', inputs: { ms: 20_000 } },
+    { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } },
+  ],
+};

@@ -1,0 +1,84 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { CLI_BIN } from './cli-build';
+
+/** What one `svc` invocation did. */
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * A person's machine for the CLI: a home directory of its own (the config file goes under
+ * it), and the environment `svc` sees. Nothing of the test runner's environment leaks in but
+ * PATH, so a developer's own SERVICE_TOKEN or config never changes a test.
+ */
+export class CliHome {
+  readonly dir: string;
+  readonly env: Record<string, string>;
+
+  constructor(env: Record<string, string> = {}) {
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-home-'));
+    this.env = { PATH: process.env.PATH ?? '', HOME: this.dir, ...env };
+  }
+
+  /** `$XDG_CONFIG_HOME/svc/config.json` when set, else under HOME. */
+  get configFile(): string {
+    return path.join(this.env.XDG_CONFIG_HOME || path.join(this.dir, '.config'), 'svc', 'config.json');
+  }
+
+  /** Starts `node svc.cjs <args>` (for tests that read its output as it comes or interrupt it). */
+  spawn(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ChildProcessWithoutNullStreams {
+    return spawn(process.execPath, [CLI_BIN, ...args], { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.dir });
+  }
+
+  /** Runs `svc <args>` to its end. */
+  run(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+    return finished(this.spawn(args, options), options.timeoutMs ?? 60_000);
+  }
+
+  remove(): void {
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Collects a child's output until it exits; killed (and the test told so) past the timeout. */
+export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 60_000): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`svc did not finish within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+/** Resolves with the child's stderr so far once it matches `pattern`. */
+export function stderrMatching(child: ChildProcessWithoutNullStreams, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+  let seen = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`stderr never matched ${pattern} within ${timeoutMs} ms: ${seen}`)), timeoutMs);
+    const onData = (chunk: Buffer) => {
+      seen += chunk.toString();
+      const match = seen.match(pattern);
+      if (match) {
+        clearTimeout(timer);
+        child.stderr.off('data', onData);
+        resolve(match);
+      }
+    };
+    child.stderr.on('data', onData);
+  });
+}
