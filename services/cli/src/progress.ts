@@ -104,7 +104,7 @@ class LiveProgress implements Progress {
         this.#footer = 'completed';
         break;
       case 'run.failed':
-        this.#footer = `failed: ${event.error.code}: ${event.error.message}`;
+        this.#footer = `failed (${event.error.code})`;
         break;
     }
     this.#draw();
