@@ -68,6 +68,12 @@ describe('svc: nodes, node and run', () => {
       const bad = await svc(['nodes', '--limit', 'lots']);
       expect(bad.code).toBe(2);
       expect(bad.stderr).toContain('whole number');
+      // With --json, a failure is one JSON document on stdout too.
+      const json = await svc(['nodes', '--limit', 'lots', '--json']);
+      expect(json.code).toBe(2);
+      expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'usage', message: expect.stringContaining('whole number') } });
+      const input = await svc(['node', 'math-add', '-i', 'c=1', '--json']);
+      expect(JSON.parse(input.stdout)).toMatchObject({ error: { code: 'unknown_input' } });
     });
   });
 

@@ -1,6 +1,7 @@
 import { CommanderError } from 'commander';
 import { EXIT } from './cli-error';
 import { failureOf } from './failure';
+import { printJson } from './output';
 import { buildProgram } from './program';
 
 /**
@@ -13,17 +14,17 @@ async function main(argv: string[]): Promise<number> {
     await buildProgram().parseAsync(argv);
     return EXIT.ok;
   } catch (err) {
+    const json = argv.includes('--json');
     if (err instanceof CommanderError) {
       // commander has printed the message (or the help, or the version) already.
-      return err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? EXIT.ok : EXIT.usage;
+      if (err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return EXIT.ok;
+      if (json) printJson({ error: { code: 'usage', message: err.message.replace(/^error: /, '') } });
+      return EXIT.usage;
     }
     const failure = failureOf(err);
     const run = failure.runId === undefined ? '' : `\nrun ${failure.runId}`;
     process.stderr.write(`svc: ${failure.message} (${failure.code})${run}\n`);
-    if (argv.includes('--json')) {
-      const doc = { error: { code: failure.code, message: failure.message }, ...(failure.runId === undefined ? {} : { runId: failure.runId }), ...failure.details };
-      process.stdout.write(`${JSON.stringify(doc, null, 2)}\n`);
-    }
+    if (json) printJson({ error: { code: failure.code, message: failure.message }, ...(failure.runId === undefined ? {} : { runId: failure.runId }), ...failure.details });
     return failure.exitCode;
   }
 }
