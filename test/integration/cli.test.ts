@@ -67,11 +67,15 @@ describe('svc: nodes, node and run', () => {
     it('refuses a bad --limit as a usage error', async () => {
       const bad = await svc(['nodes', '--limit', 'lots']);
       expect(bad.code).toBe(2);
-      expect(bad.stderr).toContain('whole number');
+      expect(bad.stderr).toContain('--limit takes a number');
       // With --json, a failure is one JSON document on stdout too.
       const json = await svc(['nodes', '--limit', 'lots', '--json']);
       expect(json.code).toBe(2);
-      expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'usage', message: expect.stringContaining('whole number') } });
+      expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'usage', message: expect.stringContaining('--limit takes a number') } });
+      // The contract's own bounds, checked by the SDK before sending.
+      const zero = await svc(['nodes', '--limit', '0']);
+      expect(zero.code).toBe(2);
+      expect(zero.stderr).toContain('limit must be >= 1');
       const input = await svc(['node', 'math-add', '-i', 'c=1', '--json']);
       expect(JSON.parse(input.stdout)).toMatchObject({ error: { code: 'unknown_input' } });
     });

@@ -1,6 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { OPERATIONS } from '../../contract';
+import { apiCommand } from './commands/api';
 import { login } from './commands/login';
 import { logout } from './commands/logout';
 import { node } from './commands/node';
@@ -8,6 +10,7 @@ import { nodes } from './commands/nodes';
 import { run } from './commands/run';
 import { whoami } from './commands/whoami';
 import { collect } from './input-values';
+import { fieldOptions } from './schema-options';
 
 /** The package's version: package.json sits one level above both src/ and the bundle's dist/. */
 function version(): string {
@@ -23,12 +26,6 @@ const URL_HELP = 'API base URL (else env SERVICE_URL, then the saved login\'s, t
 function positiveNumber(text: string): number {
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0) throw new InvalidArgumentError('give a positive number of USD, e.g. 0.25');
-  return value;
-}
-
-function positiveInteger(text: string): number {
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 1) throw new InvalidArgumentError('give a whole number of 1 or more');
   return value;
 }
 
@@ -60,10 +57,10 @@ export function buildProgram(): Command {
 
   withConnection(program.command('whoami').description('show the signed-in user, organization and token')).action((options) => whoami(options));
 
-  withConnection(program.command('nodes').argument('[query]', 'text to match against node id, title and description').description('list or search the node palette'))
-    .option('--category <category>', 'only nodes of this category')
-    .addOption(new Option('--limit <n>', 'at most this many nodes').argParser(positiveInteger))
-    .action((query: string | undefined, options) => nodes(query, options));
+  // The filters are nodes.list's own input fields (q is the positional query).
+  const listNodes = withConnection(program.command('nodes').argument('[query]', 'text to match against node id, title and description').description('list or search the node palette'));
+  for (const { option } of fieldOptions(OPERATIONS['nodes.list'].input, ['q'])) listNodes.addOption(option);
+  listNodes.action((query: string | undefined, options) => nodes(query, options));
 
   withRunOptions(program.command('node').argument('<node_id>', 'the node to run, e.g. text-template').description('run a single node'))
     .action((nodeId: string, options) => node(nodeId, options));
@@ -71,6 +68,14 @@ export function buildProgram(): Command {
   withRunOptions(program.command('run').argument('<file-or-ref>', 'a JSON or YAML workflow file, or a published ref such as acme/flow@1').description('run a workflow'))
     .action((target: string, options) => run(target, options));
 
-  for (const command of program.commands) command.exitOverride();
+  program.addCommand(apiCommand(withConnection));
+
+  const overrideExit = (command: Command): void => {
+    for (const sub of command.commands) {
+      sub.exitOverride();
+      overrideExit(sub);
+    }
+  };
+  overrideExit(program);
   return program;
 }
