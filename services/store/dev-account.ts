@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseToken } from '../platform/access-token';
+import { hashPassword, verifyPassword } from '../platform/passwords';
 import { LedgerRepository, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository, type Db } from './index';
 import { issuePersonalToken } from './account-admin';
 
@@ -15,6 +17,7 @@ export const DEV_ACCOUNT = {
   tokenName: 'dev bootstrap',
   scopes: ['read', 'run'] as const,
   tokenFile: 'dev-token',
+  passwordFile: 'dev-password',
 };
 
 /** What {@link bootstrapDevAccount} found or created. */
@@ -25,10 +28,15 @@ export interface DevAccount {
   token: string;
   /** False when a new token was issued (first run, or the saved one was revoked, expired or unknown). */
   tokenReused: boolean;
+  /**
+   * The dev user's password for the web editor's sign-in and the device-login page, as saved in
+   * `<dataDir>/dev-password`; null when the user was given another password (by `make admin`).
+   */
+  password: string | null;
   balanceMicros: number;
 }
 
-async function readSavedToken(file: string): Promise<string | null> {
+async function readSaved(file: string): Promise<string | null> {
   try {
     return (await readFile(file, 'utf8')).trim();
   } catch (err) {
@@ -37,9 +45,9 @@ async function readSavedToken(file: string): Promise<string | null> {
   }
 }
 
-// Written beside the target and renamed over it, so a reader never sees half a token and the
+// Written beside the target and renamed over it, so a reader never sees half a secret and the
 // secret is never, even briefly, readable by others.
-async function saveToken(file: string, value: string): Promise<void> {
+async function saveSecret(file: string, value: string): Promise<void> {
   const temp = `${file}.${process.pid}.tmp`;
   await writeFile(temp, `${value}\n`, { mode: 0o600 });
   await rename(temp, file);
@@ -61,8 +69,11 @@ export async function bootstrapDevAccount(options: { db: Db; dataDir: string; no
   await new MembershipRepository(options.db).ensure({ orgId: organization.id, userId: user.id, role: 'owner' });
   const { balanceMicros } = await new LedgerRepository(options.db).creditOnce(organization.id, DEV_ACCOUNT.creditMicros, DEV_ACCOUNT.creditNote);
 
+  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
+  const password = await devPassword(users, user.id, path.join(options.dataDir, DEV_ACCOUNT.passwordFile));
+
   const tokenFile = path.join(options.dataDir, DEV_ACCOUNT.tokenFile);
-  const saved = await readSavedToken(tokenFile);
+  const saved = await readSaved(tokenFile);
   if (saved) {
     const parsed = parseToken(saved);
     const record = parsed.ok ? await tokens.findByHash(parsed.hash) : null;
@@ -73,11 +84,27 @@ export async function bootstrapDevAccount(options: { db: Db; dataDir: string; no
       record.userId === user.id &&
       record.orgId === organization.id &&
       DEV_ACCOUNT.scopes.every((s) => record.scopes.includes(s));
-    if (usable) return { orgId: organization.id, userId: user.id, token: saved, tokenReused: true, balanceMicros };
+    if (usable) return { orgId: organization.id, userId: user.id, token: saved, tokenReused: true, password, balanceMicros };
   }
 
   const issued = await issuePersonalToken(options.db, { userId: user.id, orgId: organization.id, name: DEV_ACCOUNT.tokenName, scopes: DEV_ACCOUNT.scopes });
-  await mkdir(options.dataDir, { recursive: true, mode: 0o700 });
-  await saveToken(tokenFile, issued.value);
-  return { orgId: organization.id, userId: user.id, token: issued.value, tokenReused: false, balanceMicros };
+  await saveSecret(tokenFile, issued.value);
+  return { orgId: organization.id, userId: user.id, token: issued.value, tokenReused: false, password, balanceMicros };
+}
+
+/**
+ * The dev user signs in to the web editor and approves `svc login` with a password: a random one
+ * is set the first time (when the user has none) and kept in `<dataDir>/dev-password`, mode 0600.
+ * A saved password that no longer matches (changed with `make admin`) is not reported.
+ */
+async function devPassword(users: UserRepository, userId: string, file: string): Promise<string | null> {
+  const saved = await readSaved(file);
+  const user = await users.findById(userId);
+  const stored = user ? (await users.findCredentialsByEmail(user.email))?.passwordHash : null;
+  if (saved && stored) return (await verifyPassword(saved, stored)) ? saved : null;
+  if (stored) return null;
+  const fresh = randomBytes(12).toString('base64url');
+  if (!(await users.setPasswordHashIfNone(userId, await hashPassword(fresh)))) return null;
+  await saveSecret(file, fresh);
+  return fresh;
 }

@@ -68,6 +68,12 @@ export class UserRepository {
     return row ? { ...toUser(row), passwordHash: row.passwordHash } : null;
   }
 
+  /** Sets the password of a user who has none; false when the user already has one (it is left as is). */
+  async setPasswordHashIfNone(userId: string, passwordHash: string): Promise<boolean> {
+    const updated = await this.db.user.updateMany({ where: { id: userId, passwordHash: null }, data: { passwordHash } });
+    return updated.count === 1;
+  }
+
   /** Returns the user with this email, creating it when missing; an existing one is returned unchanged. */
   async ensure(input: { email: string; name: string }): Promise<{ user: User; created: boolean }> {
     const email = normalizeEmail(input.email);

@@ -12,6 +12,7 @@ import {
   type PrismaClient,
 } from '../../services/store';
 import { bootstrapDevAccount, DEV_ACCOUNT } from '../../services/store/dev-account';
+import { hashPassword, verifyPassword } from '../../services/platform/passwords';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { eventually } from '../support/eventually';
 import { stack } from '../support/stack';
@@ -243,6 +244,21 @@ describe('store repositories', () => {
       const listed = await tokens.listForUser(first.userId);
       expect(listed).toHaveLength(1);
       expect(listed[0]).toMatchObject({ scopes: ['read', 'run'], kind: 'personal', revokedAt: null });
+    });
+
+    it('gives the dev user a password once, saved beside the token, that signs in', async () => {
+      const first = await bootstrapDevAccount({ db: prisma, dataDir });
+      const passwordFile = path.join(dataDir, DEV_ACCOUNT.passwordFile);
+      expect(first.password).toMatch(/^[A-Za-z0-9_-]{16}$/);
+      expect((await readFile(passwordFile, 'utf8')).trim()).toBe(first.password);
+      expect((await stat(passwordFile)).mode & 0o777).toBe(0o600);
+      const stored = await prisma.user.findUniqueOrThrow({ where: { id: first.userId } });
+      await expect(verifyPassword(first.password!, stored.passwordHash!)).resolves.toBe(true);
+      // Kept, not replaced, on the next start.
+      await expect(bootstrapDevAccount({ db: prisma, dataDir })).resolves.toMatchObject({ password: first.password });
+      // A password set another way is left alone and not reported.
+      await prisma.user.update({ where: { id: first.userId }, data: { passwordHash: await hashPassword('another password here') } });
+      await expect(bootstrapDevAccount({ db: prisma, dataDir })).resolves.toMatchObject({ password: null });
     });
 
     it('issues and saves a new token when the saved one was revoked', async () => {
