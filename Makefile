@@ -57,7 +57,7 @@ stop:
 	bash deploy/local/postgres.sh stop "$(DATA_DIR)/postgres" "$(PG_PORT)" || true
 
 test: install
-	bash deploy/local/install-deps.sh redis postgres s3 media
+	bash deploy/local/install-deps.sh redis postgres s3 media browser
 	@mkdir -p .test-artifacts
 	@rm -f .test-artifacts/jest-results.json
 	$(NODE_BIN)/jest --json --outputFile=.test-artifacts/jest-results.json; status=$$?; \
