@@ -6,7 +6,7 @@ import { ensureCliBuilt } from '../support/cli-build';
 import { CliHome, finished, stderrMatching } from '../support/cli-process';
 import { seedAccount } from '../support/fixtures';
 import { publishWorkflow, startTestService, type TestService } from '../support/service';
-import { pauseNode } from './cli-test-nodes';
+import { pauseNode } from '../support/test-nodes';
 
 /** The `svc` command, built from this tree, driven as a person would: a subprocess against a real service. */
 describe('svc: nodes, node and run', () => {

@@ -1,10 +1,7 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createParser } from 'eventsource-parser';
-import type { Workflow } from '../../services/contract';
-import { defineNode } from '../../services/nodes';
-import { connector, ports } from '../../services/nodes/spec-builders';
 import { Client, ConnectionError, startRun, type RunEventWithSeq } from '../../services/sdk/src';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy';
+import { pauseChain, pauseNode } from '../support/test-nodes';
 import { bearer, startTestService, type TestService } from '../support/service';
 
 /**
@@ -12,42 +9,13 @@ import { bearer, startTestService, type TestService } from '../support/service';
  * the stream mid-run, blackholes it, or refuses reconnections, and the events the SDK yields are
  * still exactly the run's log (every seq once, in order), or the run's record settles the result.
  */
-const pause = defineNode({
-  spec: {
-    id: 'test-pause',
-    kind: 'model',
-    title: 'Pause',
-    category: 'test',
-    description: 'Waits, then passes its number on plus one',
-    inputs: ports({ n: connector('INT'), ms: connector('INT') }),
-    outputs: ports({ n: connector('INT') }),
-  },
-  estimate: () => 0,
-  price: () => 0,
-  async execute(inputs, ctx) {
-    ctx.progress(`pausing ${inputs.ms as number} ms`);
-    await sleep(inputs.ms as number, undefined, { signal: ctx.signal });
-    return { n: (inputs.n as number) + 1 };
-  },
-});
-
-function pauses(length: number, ms: number): Workflow {
-  return {
-    version: 2,
-    nodes: [
-      ...Array.from({ length }, (_, i) => ({ id: `p${i}`, uses: 'test-pause', inputs: { n: i === 0 ? 0 : `\${p${i - 1}.n}`, ms } })),
-      { id: 'out', uses: 'output', inputs: { value: `\${p${length - 1}.n}` } },
-    ],
-  };
-}
-
 describe('SDK stream resumption', () => {
   let service: TestService;
   let proxy: FaultProxy;
   let client: Client;
 
   beforeAll(async () => {
-    service = await startTestService({ nodes: [pause], env: { SSE_HEARTBEAT_MS: '200' } });
+    service = await startTestService({ nodes: [pauseNode], env: { SSE_HEARTBEAT_MS: '200' } });
   });
 
   beforeEach(async () => {
@@ -84,7 +52,7 @@ describe('SDK stream resumption', () => {
   it('reconnects with Last-Event-ID after a cut mid-run: nothing missed, nothing repeated', async () => {
     // Cut the POST's stream right after the first step completed.
     proxy.cutWhen((bytes) => bytes.includes('"step.completed"'));
-    const handle = startRun(client, { workflow: pauses(3, 150) });
+    const handle = startRun(client, { workflow: pauseChain(3, 150) });
     const seen: RunEventWithSeq[] = [];
     for await (const event of handle.events()) seen.push(event);
     const runId = await handle.runId;
@@ -100,7 +68,7 @@ describe('SDK stream resumption', () => {
   });
 
   it('takes a silent (half-open) connection for dead and resumes on a fresh one', async () => {
-    const handle = startRun(client, { workflow: pauses(3, 300) });
+    const handle = startRun(client, { workflow: pauseChain(3, 300) });
     const runId = await handle.runId;
     // Heartbeats stop too: only the SDK's idle watch can tell this connection is dead.
     proxy.freezeOpen();
@@ -115,7 +83,7 @@ describe('SDK stream resumption', () => {
     proxy.cutWhen((bytes) => bytes.includes('"step.started"'));
     // Reconnections spread over about a second: the short run has ended when the record is read.
     const patient = new Client({ apiKey: service.account.token, baseUrl: proxy.url, resume: { initialDelayMs: 200, maxAttempts: 3 } });
-    const handle = startRun(patient, { workflow: pauses(2, 20) });
+    const handle = startRun(patient, { workflow: pauseChain(2, 20) });
     const runId = await handle.runId;
     // Every reconnection to the events route is refused; the record route still answers.
     proxy.refuseRequests = (head) => /^GET \/v1\/runs\/[^/ ]+\/events/.test(head);
@@ -130,7 +98,7 @@ describe('SDK stream resumption', () => {
 
   it('gives up with a ConnectionError naming the run when the service stays unreachable', async () => {
     proxy.cutWhen((bytes) => bytes.includes('"run.started"'));
-    const handle = startRun(client, { workflow: pauses(2, 2_000) });
+    const handle = startRun(client, { workflow: pauseChain(2, 2_000) });
     const runId = await handle.runId;
     proxy.mode = 'refuse';
     const failure = await handle.result().catch((err: unknown) => err);
@@ -144,7 +112,7 @@ describe('SDK stream resumption', () => {
 
   it('stops following (not the run) when the caller aborts', async () => {
     const controller = new AbortController();
-    const handle = startRun(client, { workflow: pauses(2, 300) }, { signal: controller.signal });
+    const handle = startRun(client, { workflow: pauseChain(2, 300) }, { signal: controller.signal });
     const runId = await handle.runId;
     controller.abort(new Error('caller stopped'));
     await expect(handle.result()).rejects.toThrow('caller stopped');

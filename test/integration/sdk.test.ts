@@ -1,12 +1,8 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import sharp from 'sharp';
 import { OP_NAMES, OPERATIONS, ROUTE_NAMES, type Workflow } from '../../services/contract';
-import { defineNode } from '../../services/nodes';
-import { connector, ports } from '../../services/nodes/spec-builders';
-import { AppError } from '../../services/platform/app-error';
 import {
   AuthenticationError,
   Client,
@@ -26,54 +22,15 @@ import {
 } from '../../services/sdk/src';
 import { uploadFile } from '../../services/sdk/src/node';
 import { seedAccount } from '../support/fixtures';
+import { failingNode, pauseChain, pauseNode } from '../support/test-nodes';
 import { publishWorkflow, startTestService, type TestService } from '../support/service';
-
-/** Sleeps `ms` (an input), reporting progress first: a step that lasts long enough to be cut off in. */
-const pause = defineNode({
-  spec: {
-    id: 'test-pause',
-    kind: 'model',
-    title: 'Pause',
-    category: 'test',
-    description: 'Waits, then passes its number on plus one',
-    inputs: ports({ n: connector('INT'), ms: connector('INT') }),
-    outputs: ports({ n: connector('INT') }),
-  },
-  estimate: () => 0,
-  price: () => 0,
-  async execute(inputs, ctx) {
-    ctx.progress(`pausing ${inputs.ms as number} ms`);
-    await sleep(inputs.ms as number, undefined, { signal: ctx.signal });
-    return { n: (inputs.n as number) + 1 };
-  },
-});
-
-const failing = defineNode({
-  spec: { id: 'test-fail', kind: 'model', title: 'Fail', category: 'test', description: 'Always fails', inputs: ports({ n: connector('INT') }), outputs: ports({ n: connector('INT') }) },
-  estimate: () => 0,
-  price: () => 0,
-  execute() {
-    throw new AppError({ code: 'bad_request', message: 'this node fails on purpose' });
-  },
-});
-
-/** A chain of `length` pauses of `ms` each; its output `n` is `length`. */
-function pauses(length: number, ms: number): Workflow {
-  return {
-    version: 2,
-    nodes: [
-      ...Array.from({ length }, (_, i) => ({ id: `p${i}`, uses: 'test-pause', inputs: { n: i === 0 ? 0 : `\${p${i - 1}.n}`, ms } })),
-      { id: 'out', uses: 'output', inputs: { value: `\${p${length - 1}.n}` } },
-    ],
-  };
-}
 
 describe('SDK against the service', () => {
   let service: TestService;
   let client: Client;
 
   beforeAll(async () => {
-    service = await startTestService({ nodes: [pause, failing] });
+    service = await startTestService({ nodes: [pauseNode, failingNode] });
     client = new Client({ apiKey: service.account.token, baseUrl: service.url });
   });
 
@@ -108,7 +65,7 @@ describe('SDK against the service', () => {
     const spec = await getNode(client, 'math-add');
     expect(Object.keys(spec.inputs).sort()).toEqual(['a', 'b']);
     await expect(getNode(client, 'no-such-node')).rejects.toBeInstanceOf(NotFoundError);
-    await publishWorkflow(service, 'sdk-flow', pauses(1, 1));
+    await publishWorkflow(service, 'sdk-flow', pauseChain(1, 1));
     const published = await getWorkflow(client, `${service.account.orgSlug}/sdk-flow@1`);
     expect(published.address).toBe(`${service.account.orgSlug}/sdk-flow`);
     expect(published.version).toBe('1.0.0');
@@ -117,10 +74,10 @@ describe('SDK against the service', () => {
   });
 
   it('runs a workflow: run() resolves with outputs, startRun() yields every event with its seq', async () => {
-    expect(await run(client, { workflow: pauses(2, 1) })).toEqual({ out: { kind: 'int', value: 2 } });
-    expect(await client.ops['runs.create']({ workflow: pauses(1, 1) })).toEqual({ outputs: { out: { kind: 'int', value: 1 } } });
+    expect(await run(client, { workflow: pauseChain(2, 1) })).toEqual({ out: { kind: 'int', value: 2 } });
+    expect(await client.ops['runs.create']({ workflow: pauseChain(1, 1) })).toEqual({ outputs: { out: { kind: 'int', value: 1 } } });
 
-    const handle = startRun(client, { workflow: pauses(2, 1) });
+    const handle = startRun(client, { workflow: pauseChain(2, 1) });
     const seen: RunEventWithSeq[] = [];
     for await (const event of handle.events()) seen.push(event);
     expect(seen.map((e) => e.seq)).toEqual(seen.map((_, i) => i + 1));
@@ -197,18 +154,18 @@ describe('SDK against the service', () => {
 
     const reader = await seedAccount(service.prisma, { slug: 'sdk-reader', scopes: ['read'], balanceMicros: 1_000_000 });
     const readOnly = new Client({ apiKey: reader.token, baseUrl: service.url });
-    const forbidden = await run(readOnly, { workflow: pauses(1, 1) }).catch((err: unknown) => err);
+    const forbidden = await run(readOnly, { workflow: pauseChain(1, 1) }).catch((err: unknown) => err);
     expect(forbidden).toBeInstanceOf(PermissionError);
     expect((forbidden as PermissionError).code).toBe('insufficient_scope');
 
     const broke = await seedAccount(service.prisma, { slug: 'sdk-broke', scopes: ['read', 'run'], balanceMicros: 0 });
     const poor = new Client({ apiKey: broke.token, baseUrl: service.url });
-    const credit = await run(poor, { workflow: pauses(1, 1), maxCostUsd: 1 }).catch((err: unknown) => err);
+    const credit = await run(poor, { workflow: pauseChain(1, 1), maxCostUsd: 1 }).catch((err: unknown) => err);
     expect(credit).toBeInstanceOf(InsufficientCreditError);
     expect((credit as InsufficientCreditError).status).toBe(402);
     expect((credit as InsufficientCreditError).balanceUsd).toBe(0);
     // The run never started: its id promise rejects with the same error.
-    await expect(startRun(poor, { workflow: pauses(1, 1), maxCostUsd: 1 }).runId).rejects.toBeInstanceOf(InsufficientCreditError);
+    await expect(startRun(poor, { workflow: pauseChain(1, 1), maxCostUsd: 1 }).runId).rejects.toBeInstanceOf(InsufficientCreditError);
   });
 });
 
