@@ -1,5 +1,5 @@
 export { ERROR_CODES, isErrorCode, isRetryable, statusOf, type ErrorCode } from './error-codes';
-export { defineOperation, type InputOf, type Operation, type OutputOf, type Scope, type TokenKind } from './operation';
+export { defineOperation, type AgentGuide, type InputOf, type Operation, type OutputOf, type Scope, type TokenKind } from './operation';
 export { OPERATIONS, OP_NAMES, isOpName, type OpInput, type OpName, type OpOutput, type Operations, type StreamingOpName } from './registry';
 export { ROUTES, ROUTE_NAMES, type RouteInput, type RouteName, type RouteOutput, type Routes } from './route-registry';
 export {
@@ -65,6 +65,7 @@ export {
   type SequencedEvent,
 } from './schemas/run-event';
 export { strictObject } from './schemas/strict-object';
+export { MaxCostUsdSchema, SPEND_CAP_NOTE } from './schemas/max-cost';
 export { GraphNodeSchema, PublishedWorkflowSchema, WorkflowSchema, type GraphNode, type PublishedWorkflow, type Workflow } from './schemas/workflow';
 export {
   BumpSchema,

@@ -52,6 +52,17 @@ export interface Operation<I extends TSchema = TSchema, O extends TSchema = TSch
   spendsMoney: boolean;
   /** Whether it leaves the world unchanged (MCP readOnlyHint). */
   readOnly: boolean;
+  /** What an AI agent is told about it as an MCP tool; the five operations have one, routes none. */
+  agent?: AgentGuide<I>;
+}
+
+/**
+ * The agent-facing text of an operation, written once here for every MCP server: what it does,
+ * what it costs, what it returns, and an input that works (tests validate it against `input`).
+ */
+export interface AgentGuide<I extends TSchema = TSchema> {
+  description: string;
+  example: Static<I>;
 }
 
 export type InputOf<Op extends Operation> = Static<Op['input']>;

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { MAX_MAP_ENTRIES } from '../input-limits';
 import { defineOperation } from '../operation';
 import { ArtifactInputSchema, OutputsSchema } from '../schemas/artifact';
-import { MaxCostUsdSchema } from '../schemas/max-cost';
+import { MaxCostUsdSchema, SPEND_CAP_NOTE } from '../schemas/max-cost';
 import { WorkflowSchema } from '../schemas/workflow';
 import { strictObject } from '../schemas/strict-object';
 
@@ -32,4 +32,23 @@ export const runsCreate = defineOperation({
   errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'rate_limited'],
   spendsMoney: true,
   readOnly: false,
+  agent: {
+    description:
+      'Run a workflow and wait for it to finish: give exactly one of workflow (an inline definition, version 2) or workflowRef (a published workflow, <org>/<slug>@<version>), plus inputs (a map from input name to an artifact such as {"value": "text"}) and optionally maxCostUsd. ' +
+      SPEND_CAP_NOTE +
+      ' Returns { outputs }: a map from output name to an artifact ({ kind, value } inline, or { kind, ref } a URL to fetch for images, audio, video and files). ' +
+      'Progress arrives as MCP progress notifications while it runs. On failure the result is an error carrying the run.failed code, its message and the run id; do not retry blindly.',
+    example: {
+      workflow: {
+        version: 2,
+        nodes: [
+          { id: 'a', uses: 'input', outputType: 'FLOAT' },
+          { id: 'sum', uses: 'math-add', inputs: { a: '${a.value}', b: 2 } },
+          { id: 'result', uses: 'output', inputs: { value: '${sum.result}' } },
+        ],
+      },
+      inputs: { a: { value: 40 } },
+      maxCostUsd: 0.05,
+    },
+  },
 });

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { MAX_MAP_ENTRIES } from '../input-limits';
 import { defineOperation } from '../operation';
 import { ArtifactInputSchema, OutputsSchema } from '../schemas/artifact';
-import { MaxCostUsdSchema } from '../schemas/max-cost';
+import { MaxCostUsdSchema, SPEND_CAP_NOTE } from '../schemas/max-cost';
 import { strictObject } from '../schemas/strict-object';
 
 /** `runs.node`: run one model or llm node without a graph; one JSON response. */
@@ -31,4 +31,11 @@ export const runsNode = defineOperation({
   errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'run_failed', 'rate_limited'],
   spendsMoney: true,
   readOnly: false,
+  agent: {
+    description:
+      'Run one model or llm node of the catalog without writing a workflow, and wait for its outputs. inputs is keyed by the node\'s input port names (nodes_get lists them): value ports take bare scalars, data ports (images, audio, files) take artifacts such as {"kind":"image","ref":"https://…"}. ' +
+      SPEND_CAP_NOTE +
+      ' Returns { outputs }: a map from output port name to an artifact ({ kind, value } inline, or { kind, ref } a URL). On failure the result is an error with the code, message and run id.',
+    example: { node: 'math-add', inputs: { a: 1, b: 2 }, maxCostUsd: 0.01 },
+  },
 });
