@@ -5,6 +5,17 @@ import sharp from 'sharp';
 import { startTestService, type TestService } from '../support/service';
 
 const CHROMIUM = '/usr/bin/chromium';
+
+/** What a page under a strict CSP runs, of itself (its token and origin from its URL): the SDK from its own origin, eval refused. */
+const PAGE_SCRIPT = `
+import * as sdk from '/strict/sdk.mjs';
+const token = new URLSearchParams(location.search).get('token');
+let evalRefused = false;
+try { new Function('return 1'); } catch (err) { evalRefused = err.name; }
+const client = new sdk.Client({ apiKey: token, baseUrl: location.origin });
+const outputs = await client.ops['runs.node']({ node: 'math-add', inputs: { a: 1, b: 2 } });
+const refused = await client.ops['nodes.get']({ id: 'math-add', extra: true }).catch((err) => ({ status: err.status, code: err.code, message: err.message }));
+window.sdkResult = { evalRefused, outputs, refused };`;
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 /**
@@ -74,5 +85,28 @@ describe('the SDK in a browser', () => {
     expect(result.uploaded).toEqual({ kind: 'image', mimeType: 'image/png' });
     expect(result.missing).toBe(404);
     expect(result.valid).toBe(true);
+  });
+
+  it('works on a page whose CSP forbids eval: inputs go unchecked to the service, which checks them', async () => {
+    const page = await browser.newPage();
+    const nonce = 'sdk-test-nonce';
+    await page.route(`${service.url}/strict/**`, (route) => {
+      const url = new URL(route.request().url());
+      if (url.pathname === '/strict/sdk.mjs') return route.fulfill({ status: 200, contentType: 'text/javascript', body: code });
+      return route.fulfill({
+        status: 200,
+        contentType: 'text/html',
+        headers: { 'content-security-policy': `default-src 'self'; script-src 'self' 'nonce-${nonce}'` },
+        body: `<!doctype html><script type="module" nonce="${nonce}">${PAGE_SCRIPT}</script>`,
+      });
+    });
+    // The page's own script calls the SDK: code the test harness evaluates is exempt from CSP.
+    await page.goto(`${service.url}/strict/page?token=${encodeURIComponent(service.account.token)}`);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const result = (await (await page.waitForFunction(() => (globalThis as any).sdkResult, undefined, { timeout: 15_000 })).jsonValue()) as Record<string, unknown>;
+    expect(result.evalRefused).toBe('EvalError');
+    expect(result.outputs).toEqual({ outputs: { result: { kind: 'float', value: 3 } } });
+    // Not checked in the page (status 0 would say so): the service's 400, with its message.
+    expect(result.refused).toMatchObject({ status: 400, code: 'validation_failed', message: expect.stringContaining('unknown field "extra"') });
   });
 });
