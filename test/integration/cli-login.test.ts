@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { createBrowserSession } from '../support/browser-session';
 import { ensureCliBuilt } from '../support/cli-build';
+import { FakeOAuthServer } from '../support/cli-oauth-fake';
 import { CliHome, finished, stderrMatching } from '../support/cli-process';
 import { bearer, startTestService, type TestService } from '../support/service';
 
@@ -109,6 +110,35 @@ describe('svc login, whoami and logout', () => {
     }
   });
 
+  it('revokes the session token it replaces when signing in again to the same service', async () => {
+    const home = new CliHome({ SERVICE_URL: service.url });
+    const savedToken = () => (JSON.parse(fs.readFileSync(home.configFile, 'utf8')) as { token: string }).token;
+    const meStatus = async (token: string) => (await fetch(`${service.url}/v1/me`, { headers: bearer(token) })).status;
+    async function signIn(args: string[] = []) {
+      const { userCode, done } = await startLogin(home, args);
+      expect((await decide(userCode, 'approve')).status).toBe(200);
+      const login = await done;
+      expect(login.code).toBe(0);
+      return { login, token: savedToken() };
+    }
+    try {
+      const first = await signIn();
+      expect(first.login.stdout).not.toContain('previous');
+      const second = await signIn();
+      expect(second.token).not.toBe(first.token);
+      expect(second.login.stdout.trim().split('\n').at(-1)).toBe('The previous session token is revoked.');
+      expect(await meStatus(first.token)).toBe(401);
+      expect(await meStatus(second.token)).toBe(200);
+
+      const third = await signIn(['--json']);
+      expect(JSON.parse(third.login.stdout)).toMatchObject({ url: service.url, previousTokenRevoked: true });
+      expect(await meStatus(second.token)).toBe(401);
+      expect(await meStatus(third.token)).toBe(200);
+    } finally {
+      home.remove();
+    }
+  });
+
   it('exits 3 with a clear message when the person denies, and saves nothing', async () => {
     const home = new CliHome({ SERVICE_URL: service.url });
     try {
@@ -132,5 +162,55 @@ describe('svc login, whoami and logout', () => {
     } finally {
       home.remove();
     }
+  });
+
+  /**
+   * What the service cannot be made to answer on demand (slow_down; expired_token within seconds),
+   * from a fake of its OAuth endpoints answering `interval: 1`: the polls' gaps show the wait.
+   */
+  describe('against a fake OAuth server', () => {
+    let fake: FakeOAuthServer | undefined;
+    afterEach(async () => {
+      await fake?.close();
+      fake = undefined;
+    });
+
+    // That the 5 s stay for all later polls is test/unit/cli-device-login.test.ts's, in no time.
+    it('waits 5 s more after slow_down, then saves the token', async () => {
+      fake = await new FakeOAuthServer([{ error: 'authorization_pending' }, { error: 'slow_down' }, { token: 'svcs_from_the_fake' }]).start();
+      const home = new CliHome({ SERVICE_URL: fake.url });
+      try {
+        const login = await home.run(['login', '--no-browser']);
+        expect(login.code).toBe(0);
+        expect(login.stdout).toContain(`Signed in to ${fake.url} as Ada Fake <ada@example.test> in Fake Org (fake-org).`);
+        expect((JSON.parse(fs.readFileSync(home.configFile, 'utf8')) as { token: string }).token).toBe('svcs_from_the_fake');
+        expect(fake.polls.map((p) => p.contentType)).toEqual(Array(3).fill('application/x-www-form-urlencoded'));
+        expect(fake.polls[0]!.params).toEqual({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'fake-device-code', client_id: 'svc-cli' });
+        // 1 s, 1 s, then 6 s after the slow_down; a loaded machine only adds.
+        const gaps = fake.gapsS();
+        expect(gaps).toHaveLength(3);
+        for (const [i, expected] of [1, 1, 6].entries()) {
+          expect(gaps[i]).toBeGreaterThanOrEqual(expected - 0.05);
+          expect(gaps[i]).toBeLessThan(expected + 0.9);
+        }
+      } finally {
+        home.remove();
+      }
+    });
+
+    it('exits 3 at expired_token, says to log in again, and saves nothing', async () => {
+      fake = await new FakeOAuthServer([{ error: 'authorization_pending' }, { error: 'expired_token' }]).start();
+      const home = new CliHome({ SERVICE_URL: fake.url });
+      try {
+        const login = await home.run(['login', '--no-browser']);
+        expect(login.code).toBe(3);
+        expect(login.stderr).toContain('svc: the code expired before it was approved: run `svc login` again (expired_token)');
+        expect(login.stdout).toBe('');
+        expect(fake.polls).toHaveLength(2);
+        expect(fs.existsSync(home.configFile)).toBe(false);
+      } finally {
+        home.remove();
+      }
+    });
   });
 });

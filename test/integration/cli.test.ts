@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import sharp from 'sharp';
 import { ensureCliBuilt } from '../support/cli-build';
-import { CliHome, finished, stderrMatching } from '../support/cli-process';
+import { CliHome, finished, requireScript, runInTerminal, stderrMatching } from '../support/cli-process';
 import { seedAccount } from '../support/fixtures';
 import { publishWorkflow, startTestService, type TestService } from '../support/service';
 import { pauseNode } from '../support/test-nodes';
@@ -141,6 +141,27 @@ describe('svc: nodes, node and run', () => {
       expect(result.stderr).toMatch(/^step\.started hello$/m);
       expect(result.stderr).toMatch(/^step\.completed hello \$0\.\d{6} \d+ ms$/m);
       expect(result.stderr).toMatch(/^run\.completed \$0\.\d{6}$/m);
+      // No terminal, no redrawing: plain lines without a single escape code.
+      expect(result.stderr).not.toContain('\x1b');
+    });
+
+    it('redraws a live block on a terminal: one line per node with its cost, then the total against the cap', async () => {
+      requireScript();
+      fs.writeFileSync(path.join(home.dir, 'two-steps.yaml'), TWO_STEPS_YAML);
+      const result = await runInTerminal(home, ['run', 'two-steps.yaml', '-i', 'name=tty', '--max-cost', '0.25'], { env: signedIn });
+      expect(result.code).toBe(0);
+      const screen = result.stdout.replace(/\r\n/g, '\n');
+      // Cleared to the end of the screen at each draw, the cursor moved back up over the last one.
+      expect(screen).toContain('\x1b[J');
+      expect(screen).toMatch(new RegExp(`${ESC}\\[\\d+F${ESC}\\[J`));
+      // The last draw, colours taken out, then the outputs (stdout) below it.
+      const last = screen.slice(screen.lastIndexOf('\x1b[J') + 3).replace(new RegExp(`${ESC}\\[\\d+m`, 'g'), '');
+      const lines = last.trimEnd().split('\n');
+      expect(lines[0]).toMatch(/^run [0-9a-f-]{36}$/);
+      // The steps (input and output nodes run none), each done with its cost and time.
+      expect(lines.slice(1, 3).map((line) => line.replace(/\$0\.\d{6} {2}\d+ ms$/, '$C  T'))).toEqual(['  ✓ hello  $C  T', '  ✓ bang   $C  T']);
+      expect(lines[3]).toMatch(/^ {2}total \$0\.\d{6} of a cap of \$0\.25 {2}completed$/);
+      expect(lines.slice(4)).toEqual(['greeting: Hello, tty!']);
     });
 
     it('runs a JSON file with INT, FLOAT, BOOLEAN and STRUCTURED inputs; --json is one document with runId, outputs and costUsd', async () => {
@@ -323,6 +344,18 @@ nodes:
   - id: greeting
     uses: output
     inputs: { value: "\${hello.text}" }
+`;
+
+/** The terminal's escape character, built so that the regular expressions made of it say what they match (no-control-regex). */
+const ESC = String.fromCharCode(27);
+
+/** Two steps, so the live display has more than one line to redraw. */
+const TWO_STEPS_YAML = `version: 2
+nodes:
+  - { id: name, uses: input, outputType: TEXT }
+  - { id: hello, uses: text-regex-replace, inputs: { text: "\${name.value}", pattern: "^", replacement: "Hello, " } }
+  - { id: bang, uses: text-regex-replace, inputs: { text: "\${hello.text}", pattern: "$", replacement: "!" } }
+  - { id: greeting, uses: output, inputs: { value: "\${bang.text}" } }
 `;
 
 function yamlWorkflow(): unknown {

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -81,4 +81,31 @@ export function stderrMatching(child: ChildProcessWithoutNullStreams, pattern: R
     };
     child.stderr.on('data', onData);
   });
+}
+
+/**
+ * util-linux `script`, which gives a command a pseudo-terminal: thrown at when missing (Debian
+ * and the CI image have it), so a test of the terminal display fails loudly rather than skip.
+ */
+export function requireScript(): void {
+  try {
+    execFileSync('sh', ['-c', 'command -v script'], { stdio: 'pipe' });
+  } catch {
+    throw new Error('util-linux `script` is not installed (apt-get install bsdutils): the terminal display of svc run is tested under it');
+  }
+}
+
+/** A word for `sh -c`, quoted whatever it holds. */
+const shellWord = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Runs `svc <args>` with a terminal for its stdout and stderr (`script -qec "<command>" /dev/null`),
+ * as a person's shell would. The two streams come back merged in `stdout`, with the terminal's
+ * `\r\n` line ends, as the person sees them.
+ */
+export function runInTerminal(home: CliHome, args: readonly string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+  const command = [process.execPath, CLI_BIN, ...args].map(shellWord).join(' ');
+  // stdin stays an open pipe: at its end `script` would end the session early.
+  const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...home.env, ...options.env }, cwd: home.dir });
+  return finished(child, options.timeoutMs);
 }

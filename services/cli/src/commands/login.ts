@@ -1,10 +1,11 @@
 import { Client, type RouteOutput } from '../../../sdk/src/index';
 import { openBrowser } from '../browser';
 import { configPath, saveLogin } from '../config-file';
-import { connect, type ConnectionOptions } from '../connection';
+import { connect, normalizeUrl, type ConnectionOptions } from '../connection';
 import { DeviceLogin } from '../device-login';
 import { interruptSignal } from '../interrupt';
 import { print, printJson } from '../output';
+import { failureText, revokeSessionToken } from '../revoke';
 
 export interface LoginOptions extends ConnectionOptions {
   /** commander's `--no-browser`. */
@@ -14,10 +15,13 @@ export interface LoginOptions extends ConnectionOptions {
 /**
  * `svc login`: the device flow. The code and the page go to stderr (they are instructions), the
  * outcome to stdout. The token is saved before anything else is asked of the service, so a
- * failing `GET /v1/me` never costs the person their approval.
+ * failing `GET /v1/me` never costs the person their approval. A session token saved before for
+ * the same service is revoked once the new one is saved (best effort, as `svc logout` does): the
+ * file holds one token, so the old one would otherwise stay valid with nothing left to revoke it.
  */
 export async function login(options: LoginOptions): Promise<void> {
-  const { url } = connect(options);
+  const { url, saved } = connect(options);
+  const previous = saved && normalizeUrl(saved.url) === url ? saved : undefined;
   const signal = interruptSignal();
   const flow = new DeviceLogin(url);
   const code = await flow.requestCode(signal);
@@ -38,6 +42,19 @@ export async function login(options: LoginOptions): Promise<void> {
   const file = configPath();
   saveLogin({ url, token: granted.access_token, savedAt: new Date().toISOString() }, file);
 
+  // The new token is saved first: a failing revocation never costs the new login.
+  let replaced: string | undefined;
+  let previousTokenRevoked: boolean | null = null;
+  if (previous && previous.token !== granted.access_token) {
+    const { revoked, failure } = await revokeSessionToken(previous.url, previous.token, signal);
+    previousTokenRevoked = revoked;
+    if (failure !== undefined) {
+      process.stderr.write(`warning: could not revoke the previous session token on ${previous.url} (${failureText(failure)}); it stays valid until it expires, or revoke it in the web editor (Settings, API tokens)\n`);
+    } else {
+      replaced = revoked ? 'The previous session token is revoked.' : 'The previous session token had already been revoked or had expired.';
+    }
+  }
+
   let me: RouteOutput<'me.get'> | undefined;
   try {
     me = await new Client({ baseUrl: url, apiKey: granted.access_token }).routes['me.get']({}, { signal });
@@ -46,9 +63,9 @@ export async function login(options: LoginOptions): Promise<void> {
   }
   if (process.env.SERVICE_TOKEN) process.stderr.write('note: SERVICE_TOKEN is set in this shell and takes precedence over the saved login\n');
   if (options.json) {
-    printJson({ url, configFile: file, scope: granted.scope ?? null, user: me?.user ?? null, organization: me?.organization ?? null, token: me?.token ?? null });
+    printJson({ url, configFile: file, scope: granted.scope ?? null, user: me?.user ?? null, organization: me?.organization ?? null, token: me?.token ?? null, previousTokenRevoked });
     return;
   }
   const who = me ? ` as ${me.user.name} <${me.user.email}> in ${me.organization.name} (${me.organization.slug})` : '';
-  print(`Signed in to ${url}${who}.\nThe session token is saved in ${file}.`);
+  print(`Signed in to ${url}${who}.\nThe session token is saved in ${file}.${replaced ? `\n${replaced}` : ''}`);
 }

@@ -1,9 +1,9 @@
-import { AuthenticationError, Client, NotFoundError } from '../../../sdk/src/index';
 import { CliError, EXIT } from '../cli-error';
 import { configPath, readSavedLogin, removeLogin } from '../config-file';
 import type { ConnectionOptions } from '../connection';
 import { interruptSignal } from '../interrupt';
 import { print, printJson } from '../output';
+import { failureText, revokeSessionToken } from '../revoke';
 
 /**
  * `svc logout`: revokes the saved session token on the service it came from (`GET /v1/me` names
@@ -21,21 +21,10 @@ export async function logout(options: ConnectionOptions): Promise<void> {
     else print('Not signed in: there is no saved login.');
     return;
   }
-  const client = new Client({ baseUrl: saved.url, apiKey: saved.token, headers: { 'user-agent': 'svc-cli' } });
-  let revoked = false;
-  let failure: unknown;
-  try {
-    const me = await client.routes['me.get']({}, { signal: interruptSignal() });
-    await client.routes['tokens.revoke']({ id: me.token.id }, { signal: interruptSignal() });
-    revoked = true;
-  } catch (err) {
-    // Refused or gone: nothing left to revoke.
-    if (!(err instanceof AuthenticationError || err instanceof NotFoundError)) failure = err;
-  }
+  const { revoked, failure } = await revokeSessionToken(saved.url, saved.token, interruptSignal());
   removeLogin(file);
   if (failure !== undefined) {
-    const why = failure instanceof Error ? failure.message : String(failure);
-    throw new CliError(`removed the saved login, but could not revoke the token on ${saved.url} (${why}); it stays valid until it expires, or revoke it in the web editor (Settings, API tokens)`, 'revoke_failed', EXIT.connection);
+    throw new CliError(`removed the saved login, but could not revoke the token on ${saved.url} (${failureText(failure)}); it stays valid until it expires, or revoke it in the web editor (Settings, API tokens)`, 'revoke_failed', EXIT.connection);
   }
   if (options.json) printJson({ url: saved.url, revoked, removed: true });
   else print(revoked ? `Signed out of ${saved.url}: the session token is revoked and removed.` : `Signed out of ${saved.url}: the token had already been revoked or had expired; removed it.`);
