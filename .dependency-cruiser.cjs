@@ -2,8 +2,8 @@
  * Import directions of DESIGN.md:
  * contract ← platform ← engine ← nodes ← runs ← (api, workers); store, queue and blobs are adapters
  * wired together in process entry points; sdk imports contract and the engine's pure graph checks
- * (so a draft validates offline with the server's own messages); cli and mcp import sdk and
- * contract; nothing under services/ imports api or workers.
+ * (so a draft validates offline with the server's own messages); mcp imports sdk and contract,
+ * cli those and mcp (`svc mcp`); nothing under services/ imports api or workers.
  */
 const layer = (name, allowed) => ({
   name: `${name}-imports`,
@@ -42,7 +42,8 @@ module.exports = {
       from: { path: '^services/(sdk/src/(?!node\\.ts)|engine/(validate-workflow|references|mount-separator|connector-values|start-values|workflow-problems|workflow-ref|semver))' },
       to: { dependencyTypes: ['core'] },
     },
-    layer('cli', ['sdk', 'contract']),
+    // svc mcp (and the svc-mcp bin) serves the MCP stdio server from the CLI's bundle.
+    layer('cli', ['sdk', 'contract', 'mcp']),
     layer('mcp', ['sdk', 'contract']),
     layer('runs', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs']),
     layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'runs', 'mcp']),

@@ -59,6 +59,8 @@ export interface Operation<I extends TSchema = TSchema, O extends TSchema = TSch
 /**
  * The agent-facing text of an operation, written once here for every MCP server: what it does,
  * what it costs, what it returns, and an input that works (tests validate it against `input`).
+ * Another operation is named in the text as `{runs.node}`: each MCP server writes its own tool
+ * name there (`runs_node` hosted, `runs.node` over stdio).
  */
 export interface AgentGuide<I extends TSchema = TSchema> {
   description: string;

@@ -7,10 +7,13 @@ const CLI_DIR = path.join(ROOT, 'services/cli');
 const BUNDLE = path.join(CLI_DIR, 'dist/svc.js');
 const TSUP = path.join(ROOT, 'node_modules/.bin/tsup');
 /** Everything tsup bundles into the CLI that can change under a test run. */
-const SOURCES = ['services/cli/src', 'services/sdk/src', 'services/contract', 'services/engine'].map((dir) => path.join(ROOT, dir));
+const SOURCES = ['services/cli/src', 'services/sdk/src', 'services/mcp', 'services/contract', 'services/engine'].map((dir) => path.join(ROOT, dir));
 
 /** The `svc` executable as npm links it: run it with `node CLI_BIN …`. */
 export const CLI_BIN = path.join(CLI_DIR, 'bin/svc.cjs');
+
+/** The local MCP server (`svc-mcp`, the bundle's `mcp` command): run it with `node MCP_BIN`. */
+export const MCP_BIN = path.join(CLI_DIR, 'bin/svc-mcp.cjs');
 
 function newestSourceMs(dir: string): number {
   let newest = 0;

@@ -5,6 +5,7 @@ import { OPERATIONS } from '../../contract';
 import { apiCommand } from './commands/api';
 import { login } from './commands/login';
 import { logout } from './commands/logout';
+import { mcp } from './commands/mcp';
 import { node } from './commands/node';
 import { nodes } from './commands/nodes';
 import { run } from './commands/run';
@@ -69,6 +70,11 @@ export function buildProgram(): Command {
     .action((target: string, options) => run(target, options));
 
   program.addCommand(apiCommand(withConnection));
+
+  program
+    .command('mcp')
+    .description('serve the five operations as MCP tools over stdio (env SERVICE_TOKEN required, SERVICE_API_URL optional); also the svc-mcp command')
+    .action(() => mcp(version()));
 
   const overrideExit = (command: Command): void => {
     for (const sub of command.commands) {

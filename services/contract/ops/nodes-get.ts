@@ -20,7 +20,7 @@ export const nodesGet = defineOperation({
   agent: {
     description:
       "Get one node of the catalog by id, with its full port map: each input and output port's connector type, whether it is optional, its default, its allowed option values and numeric bounds. Free and read-only. " +
-      'Returns a NodeSpec { id, kind, title, category, description, inputs, outputs }. Read it before runs_node or before wiring the node into a workflow, to give valid inputs; an unknown id is not_found (search with nodes_list).',
+      'Returns a NodeSpec { id, kind, title, category, description, inputs, outputs }. Read it before {runs.node} or before wiring the node into a workflow, to give valid inputs; an unknown id is not_found (search with {nodes.list}).',
     example: { id: 'math-add' },
   },
 });

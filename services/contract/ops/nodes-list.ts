@@ -23,10 +23,10 @@ export const nodesList = defineOperation({
   readOnly: true,
   agent: {
     description:
-      'Search the catalog of nodes (image models, LLMs, media and text utilities) that workflows and runs_node can use. Free and read-only. ' +
+      'Search the catalog of nodes (image models, LLMs, media and text utilities) that workflows and {runs.node} can use. Free and read-only. ' +
       'q matches node id, title and description (case-insensitive); category filters; limit caps the count. ' +
       'Returns an array of NodeSpec: { id, kind, title, category, description, inputs, outputs }, each port with its connector (type, optional, default, option values, bounds). ' +
-      'Use the id with nodes_get for one node, as "uses" in a workflow, or as "node" in runs_node.',
+      'Use the id with {nodes.get} for one node, as "uses" in a workflow, or as "node" in {runs.node}.',
     example: { q: 'math', limit: 5 },
   },
 });

@@ -33,7 +33,7 @@ export const runsNode = defineOperation({
   readOnly: false,
   agent: {
     description:
-      'Run one model or llm node of the catalog without writing a workflow, and wait for its outputs. inputs is keyed by the node\'s input port names (nodes_get lists them): value ports take bare scalars, data ports (images, audio, files) take artifacts such as {"kind":"image","ref":"https://…"}. ' +
+      'Run one model or llm node of the catalog without writing a workflow, and wait for its outputs. inputs is keyed by the node\'s input port names ({nodes.get} lists them): value ports take bare scalars, data ports (images, audio, files) take artifacts such as {"kind":"image","ref":"https://…"}. ' +
       SPEND_CAP_NOTE +
       ' Returns { outputs }: a map from output port name to an artifact ({ kind, value } inline, or { kind, ref } a URL). On failure the result is an error with the code, message and run id.',
     example: { node: 'math-add', inputs: { a: 1, b: 2 }, maxCostUsd: 0.01 },

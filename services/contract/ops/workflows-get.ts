@@ -27,7 +27,7 @@ export const workflowsGet = defineOperation({
   agent: {
     description:
       'Get a published workflow version: id is its address <org-slug>/<workflow-slug> (or its UUID); version is latest (the default), a full semver such as 1.2.0, or a bare major such as 2 (its highest version). Free and read-only. ' +
-      'Returns { id, address, version, sequence, workflow }; the workflow\'s nodes whose uses is "input" are the inputs runs_create takes (their id is the input name; without inputs.default they are required).',
+      'Returns { id, address, version, sequence, workflow }; the workflow\'s nodes whose uses is "input" are the inputs {runs.create} takes (their id is the input name; without inputs.default they are required).',
     example: { id: 'acme/summarize', version: '1' },
   },
 });

@@ -1,0 +1,13 @@
+import { readStdioSettings, serveStdio } from '../../../mcp';
+import { usageError } from '../cli-error';
+
+/**
+ * `svc mcp` (also the `svc-mcp` bin): the local MCP server over stdio, configured by env only
+ * (SPEC Authentication): `SERVICE_TOKEN` required, `SERVICE_API_URL` optional. Returns when the
+ * client closes stdin. Logs go to stderr: stdout is the protocol.
+ */
+export async function mcp(version: string, env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  const settings = readStdioSettings(env);
+  if (!settings.ok) throw usageError(settings.message, 'missing_token');
+  await serveStdio({ token: settings.token, baseUrl: settings.baseUrl, version, log: (line) => process.stderr.write(`${line}\n`) });
+}

@@ -1,0 +1,28 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
+import { isOpName, OPERATIONS, OP_NAMES } from '../contract';
+import { toolName, type ToolNaming } from './tool-names';
+
+/**
+ * The tool list, one loop over the contract's operations. Each tool's `inputSchema` is the
+ * operation's own input schema, the very one every surface validates with; the JSON round trip
+ * only drops TypeBox's symbol keys, which no JSON answer could carry anyway.
+ */
+export function toolDefinitions(naming: ToolNaming): Tool[] {
+  return OP_NAMES.map((name): Tool => {
+    const op = OPERATIONS[name];
+    const guide = op.agent;
+    const example = guide ? `\n\nExample input: ${JSON.stringify(guide.example)}` : '';
+    // The contract names other operations as `{runs.node}`; this server's tool name goes there.
+    const text = (guide?.description ?? op.summary).replace(/\{(\w+\.\w+)\}/g, (whole, named: string) => (isOpName(named) ? toolName(named, naming) : whole));
+    return {
+      name: toolName(name, naming),
+      title: op.summary,
+      description: `${text}${example}`,
+      inputSchema: JSON.parse(JSON.stringify(op.input)) as Tool['inputSchema'],
+      annotations: op.readOnly
+        ? { title: op.summary, readOnlyHint: true, openWorldHint: false }
+        : // Runs call paid providers (the open world), change balances and are never deduplicated.
+          { title: op.summary, readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: op.spendsMoney },
+    };
+  });
+}
