@@ -11,6 +11,7 @@ import { createHandlers } from './handlers/create-handlers';
 import type { ReadinessProbe } from './http/health-routes';
 import type { TokenLimit } from './invoke/call-limits';
 import { createInvoker, type Invoke } from './invoke/invoke';
+import { createMcpRouter } from './mcp/mcp-route';
 import { createBrowserSessions } from './auth/browser-sessions';
 import { createBlobRouter } from './routes/blob-route';
 import { createDevicePageRouter } from './routes/device-page-routes';
@@ -82,7 +83,7 @@ function runLauncher(resources: ServiceResources): RunLauncher {
 
 /**
  * The routers beside the declared routes: blob downloads, RFC 8628 device login and its approval
- * page, the editor's cookie session.
+ * page, the editor's cookie session, the hosted MCP server.
  */
 function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke): Router[] {
   const { config, log, redis, blobs, workflows } = resources;
@@ -116,6 +117,8 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
     }),
     createSessionRouter({ browserSessions, users, organizations, sessions: accounts.tokenRows, tokens, tokenLimit }),
     createDevicePageRouter({ invoke, tokens, browserSessions, users, memberships, organizations, sessionTokenTtlDays: config.sessionTokenTtlDays, log }),
+    // The hosted MCP server: its 401 names the protected resource metadata the OAuth routers serve.
+    createMcpRouter({ invoke, tokens, log, bodyLimitBytes: config.bodyLimitBytes, resourceMetadataUrl: `${config.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource` }),
   ];
 }
 

@@ -20,6 +20,7 @@ const BESIDE_THE_REGISTRIES: Record<string, string> = {
   'GET /auth/session': "the web editor's session probe: reads the cookie only",
   'GET /device': "the device-login approval page: HTML for people, over device.lookup",
   'POST /device': "the approval page's forms (sign-in, approve, deny, sign-out): form posts answered with HTML, over device.approve and device.deny",
+  'POST /mcp': 'the hosted MCP server (streamable HTTP, JSON-RPC): its tools are the five operations, called through invoke',
 };
 
 interface Layer {

@@ -1,0 +1,87 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { OPERATIONS } from '../../services/contract';
+import { listen, type RunningServer } from '../../services/api';
+import { seedAccount } from '../support/fixtures';
+import { mcpToolBehaviours } from '../support/mcp-behaviours';
+import { TWO_ADDS, toolJson } from '../support/mcp-client';
+import { startTestService, type TestService } from '../support/service';
+import { failingNode, pauseNode } from '../support/test-nodes';
+
+/** The hosted MCP server at /mcp: streamable HTTP, stateless, over the API's in-process invoke. */
+describe('the hosted MCP server over streamable HTTP', () => {
+  let service: TestService;
+  let client: Client;
+  const opened: Client[] = [];
+
+  /** A client of `url` acting with `token`; `fetch` may route its requests elsewhere. */
+  async function connect(token: string, url = `${service.url}/mcp`, fetchVia?: typeof fetch): Promise<Client> {
+    const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, ...(fetchVia ? { fetch: fetchVia } : {}) });
+    const connected = new Client({ name: 'mcp-http-test', version: '1.0.0' });
+    await connected.connect(transport);
+    opened.push(connected);
+    return connected;
+  }
+
+  beforeAll(async () => {
+    service = await startTestService({ nodes: [pauseNode, failingNode] });
+    client = await connect(service.account.token);
+  });
+
+  afterAll(async () => {
+    for (const c of opened) await c.close().catch(() => undefined);
+    await service?.close();
+  });
+
+  mcpToolBehaviours(() => ({
+    service,
+    client,
+    name: (op) => OPERATIONS[op].mcpTool,
+    readOnlyClient: async () => connect((await seedAccount(service.prisma, { slug: 'reader', scopes: ['read'], balanceMicros: 1_000_000 })).token),
+  }));
+
+  it('answers 401 without a usable token, naming the OAuth protected resource metadata', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const metadata = `resource_metadata="${service.url}/.well-known/oauth-protected-resource"`;
+    const anonymous = await fetch(`${service.url}/mcp`, { method: 'POST', headers, body });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe(`Bearer ${metadata}`);
+    const unknown = await fetch(`${service.url}/mcp`, { method: 'POST', headers: { ...headers, authorization: 'Bearer svc_nonsense' }, body });
+    expect(unknown.status).toBe(401);
+    expect(unknown.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", ${metadata}`);
+    expect(((await unknown.json()) as { error: string }).error).toContain('malformed');
+  });
+
+  it('serves under /api too, and refuses other methods than POST (no sessions)', async () => {
+    const viaApi = await connect(service.account.token, `${service.url}/api/mcp`);
+    expect((await viaApi.listTools()).tools).toHaveLength(5);
+    const get = await fetch(`${service.url}/mcp`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${service.account.token}` } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+
+  it("serves one client's requests from two API processes (stateless: no session to find)", async () => {
+    const second = await service.extra({ ROLE: 'api' });
+    const secondServer: RunningServer = await listen(second.app!, '127.0.0.1', 0);
+    try {
+      const bases = [service.url, secondServer.url];
+      const served: string[] = [];
+      let next = 0;
+      // Each request of the one client goes to the other process than the one before.
+      const alternate: typeof fetch = (input, init) => {
+        const base = bases[next++ % 2]!;
+        served.push(base);
+        const url = new URL(input instanceof Request ? input.url : String(input));
+        return fetch(`${base}${url.pathname}`, init);
+      };
+      const roaming = await connect(service.account.token, `${service.url}/mcp`, alternate);
+      expect((await roaming.listTools()).tools.map((t) => t.name)).toContain('runs_create');
+      expect(toolJson(await roaming.callTool({ name: 'runs_create', arguments: { workflow: TWO_ADDS } }))).toEqual({ outputs: { out: { kind: 'float', value: 3 } } });
+      expect(toolJson(await roaming.callTool({ name: 'nodes_get', arguments: { id: 'math-add' } })).id).toBe('math-add');
+      expect(new Set(served)).toEqual(new Set(bases));
+    } finally {
+      await secondServer.close(0);
+    }
+  });
+});
