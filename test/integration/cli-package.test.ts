@@ -3,6 +3,8 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { startTestService, type TestService } from '../support/service';
 
 const run = promisify(execFile);
@@ -35,5 +37,18 @@ describe('the packed CLI', () => {
     expect((await run(svc, ['--version'], { env })).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
     const added = await run(svc, ['node', 'math-add', '-i', 'a=1', '-i', 'b=2', '--json'], { env });
     expect(JSON.parse(added.stdout)).toMatchObject({ outputs: { result: { kind: 'float', value: 3 } } });
+  });
+
+  it('installs svc-mcp beside svc: the local MCP server, bundled too', async () => {
+    const env = { PATH: process.env.PATH ?? '', HOME: dir, SERVICE_API_URL: service.url, SERVICE_TOKEN: service.account.token };
+    const client = new Client({ name: 'cli-package-test', version: '1.0.0' });
+    await client.connect(new StdioClientTransport({ command: path.join(dir, 'node_modules/.bin/svc-mcp'), env, stderr: 'ignore' }));
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['nodes.list', 'nodes.get', 'workflows.get', 'runs.create', 'runs.node']);
+      const added = await client.callTool({ name: 'runs.node', arguments: { node: 'math-add', inputs: { a: 1, b: 2 } } });
+      expect(JSON.parse((added.content as { text: string }[])[0]!.text)).toEqual({ outputs: { result: { kind: 'float', value: 3 } } });
+    } finally {
+      await client.close();
+    }
   });
 });
