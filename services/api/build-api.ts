@@ -3,7 +3,7 @@ import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
-import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository } from '../store';
+import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OAuthRepository, OrganizationRepository, TokenRepository, UserRepository } from '../store';
 import { createApiLimits } from './api-limits';
 import { createApp } from './app';
 import { TokenUsageRecorder } from './auth/token-usage';
@@ -16,6 +16,7 @@ import { createBrowserSessions } from './auth/browser-sessions';
 import { createBlobRouter } from './routes/blob-route';
 import { createDevicePageRouter } from './routes/device-page-routes';
 import { createDeviceRouter } from './routes/device-routes';
+import { createMcpOAuthRouters } from './routes/mcp-oauth';
 import { createSessionRouter } from './routes/session-routes';
 
 /** The API side of the service. */
@@ -83,7 +84,8 @@ function runLauncher(resources: ServiceResources): RunLauncher {
 
 /**
  * The routers beside the declared routes: blob downloads, RFC 8628 device login and its approval
- * page, the editor's cookie session, the hosted MCP server.
+ * page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
+ * server.
  */
 function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke): Router[] {
   const { config, log, redis, blobs, workflows } = resources;
@@ -119,6 +121,7 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
     createDevicePageRouter({ invoke, tokens, browserSessions, users, memberships, organizations, sessionTokenTtlDays: config.sessionTokenTtlDays, log }),
     // The hosted MCP server: its 401 names the protected resource metadata the OAuth routers serve.
     createMcpRouter({ invoke, tokens, log, bodyLimitBytes: config.bodyLimitBytes, resourceMetadataUrl: `${config.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource` }),
+    ...createMcpOAuthRouters({ config, oauth: new OAuthRepository(resources.database.prisma), tokens, browserSessions, users, memberships, organizations, limiter: accounts.deviceLimiter, log }),
   ];
 }
 

@@ -5,7 +5,7 @@ import type { ErrorCode } from './error-codes';
 export type Scope = 'read' | 'run';
 
 /** Kinds of credential (docs/auth.md): personal access tokens, device-login sessions, the web editor's cookie. */
-export type TokenKind = 'personal' | 'session' | 'browser';
+export type TokenKind = 'personal' | 'session' | 'browser' | 'oauth';
 
 /**
  * One operation of the contract, as data. The HTTP routes, SDK methods, MCP tools, CLI commands

@@ -9,6 +9,7 @@ export { OrganizationRepository, type Organization } from './organization-reposi
 export { UserRepository, type User, type UserCredentials } from './user-repository';
 export { MembershipRepository, type Membership, type Role } from './membership-repository';
 export { findTokenByHash, TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
+export { OAuthRepository, type ExchangeOutcome, type IssuedGrantTokens, type OAuthAccessTokenToIssue, type OAuthClientRecord, type OAuthCodeRecord, type OAuthGrantRecord, type RefreshOutcome } from './oauth-repository';
 export { WorkflowRepository } from './workflow-repository';
 export { type LatestPointer, type WorkflowRecord, type WorkflowVersionRecord } from './workflow-records';
 export {

@@ -33,10 +33,12 @@ export interface NewToken {
   scopes: readonly string[];
   kind: TokenKind;
   expiresAt?: Date | null;
+  /** The OAuth grant an `oauth` token is issued under (revoking either revokes the other). */
+  oauthGrantId?: string | null;
 }
 
 function toKind(row: Pick<AccessTokenRow, 'id' | 'kind'>): TokenKind {
-  if (row.kind !== 'personal' && row.kind !== 'session' && row.kind !== 'browser') throw new Error(`access token ${row.id} has unknown kind "${row.kind}"`);
+  if (row.kind !== 'personal' && row.kind !== 'session' && row.kind !== 'browser' && row.kind !== 'oauth') throw new Error(`access token ${row.id} has unknown kind "${row.kind}"`);
   return row.kind;
 }
 
@@ -81,6 +83,7 @@ export class TokenRepository {
         scopes: [...input.scopes],
         kind: input.kind,
         expiresAt: input.expiresAt ?? null,
+        oauthGrantId: input.oauthGrantId ?? null,
       },
     });
     return toSummary(row);
@@ -101,11 +104,26 @@ export class TokenRepository {
    * whether this call revoked it (false: unknown, someone else's, or already revoked).
    */
   async revoke(id: string, options: { userId?: string; at?: Date } = {}): Promise<boolean> {
-    const { count } = await this.db.accessToken.updateMany({
-      where: { id, revokedAt: null, ...(options.userId === undefined ? {} : { userId: options.userId }) },
-      data: { revokedAt: options.at ?? new Date() },
-    });
-    return count === 1;
+    // One statement: an MCP client's access token takes its OAuth grant (the refresh token) and
+    // the grant's other access tokens with it, or the client would just refresh (docs/auth.md).
+    const rows = await rawRows<{ revoked: number }>(
+      this.db,
+      `WITH t AS (
+         UPDATE access_tokens SET revoked_at = $2::timestamptz
+          WHERE id = $1::uuid AND revoked_at IS NULL AND ($3::uuid IS NULL OR user_id = $3::uuid)
+         RETURNING oauth_grant_id),
+       g AS (
+         UPDATE oauth_grants SET revoked_at = $2::timestamptz
+          WHERE id IN (SELECT oauth_grant_id FROM t) AND revoked_at IS NULL
+         RETURNING id),
+       others AS (
+         UPDATE access_tokens SET revoked_at = $2::timestamptz
+          WHERE oauth_grant_id IN (SELECT id FROM g) AND revoked_at IS NULL AND id <> $1::uuid
+         RETURNING id)
+       SELECT (SELECT count(*) FROM t)::int AS revoked, (SELECT count(*) FROM others)::int AS others`,
+      [id, options.at ?? new Date(), options.userId ?? null],
+    );
+    return rows[0]?.revoked === 1;
   }
 
   /** A user's tokens, newest first, revoked and expired ones included; optionally of one organization or kind. */

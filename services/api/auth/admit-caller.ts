@@ -18,6 +18,7 @@ const KIND_NAMES: Record<TokenKind, string> = {
   personal: 'personal access token',
   session: 'device-login session token (svc login)',
   browser: 'web editor session',
+  oauth: 'MCP client access token (OAuth)',
 };
 
 /** Refuses an authenticated caller whose credential kind or scope the requirement excludes. */

@@ -9,7 +9,7 @@ import { admitCaller } from './admit-caller';
 import type { TokenLimit } from '../invoke/call-limits';
 
 const SHAPE_PROBLEMS = {
-  unknown_prefix: 'it does not start with a known token prefix (svc_ or svcs_)',
+  unknown_prefix: 'it does not start with a known token prefix (svc_, svcs_ or svco_)',
   bad_length: 'it has the wrong length (was it cut off when copied?)',
   bad_checksum: 'its checksum does not match (was it mistyped?)',
 } as const;

@@ -1,4 +1,5 @@
 import { html, type HtmlValue, type SafeHtml } from './html';
+import { signInForm } from './sign-in-form';
 
 /** A pending login request as `device.lookup` answers it. */
 export interface DeviceRequestView {
@@ -15,7 +16,8 @@ export interface OrganizationChoice {
   name: string;
 }
 
-const SCOPE_MEANINGS: Record<string, string> = {
+/** What each scope lets a client do, as the approval pages say it. */
+export const SCOPE_MEANINGS: Record<string, string> = {
   read: 'read the node catalog and workflows',
   run: "run workflows and nodes, which spends the organization's credit",
 };
@@ -26,12 +28,9 @@ function when(iso: string): SafeHtml {
   return html`<time datetime="${iso}">${shown}</time>`;
 }
 
-function notice(message: string | null | undefined): HtmlValue {
+/** A refusal or warning shown above a form. */
+export function notice(message: string | null | undefined): HtmlValue {
   return message ? html`<p class="notice" role="alert">${message}</p>` : null;
-}
-
-function hiddenCode(userCode: string): HtmlValue {
-  return userCode ? html`<input type="hidden" name="user_code" value="${userCode}">` : null;
 }
 
 /** The sign-in form; the typed code travels along so the person lands on it once signed in. */
@@ -39,15 +38,7 @@ export function signInView(input: { action: string; userCode: string; email?: st
   return html`<h1>Sign in to approve a login</h1>
 <p class="muted">A command-line tool asked to sign in as you. Sign in first, then check its code.</p>
 ${notice(input.error)}
-<form method="post" action="${input.action}">
-<input type="hidden" name="action" value="sign-in">
-${hiddenCode(input.userCode)}
-<label for="email">Email</label>
-<input id="email" name="email" type="email" autocomplete="username" required value="${input.email ?? ''}">
-<label for="password">Password</label>
-<input id="password" name="password" type="password" autocomplete="current-password" required>
-<div class="actions"><button class="primary" type="submit">Sign in</button></div>
-</form>`;
+${signInForm({ action: input.action, hidden: { user_code: input.userCode }, email: input.email })}`;
 }
 
 /** The code form: a GET, so looking a code up changes nothing and needs no CSRF token. */
@@ -62,7 +53,8 @@ ${notice(input.error)}
 </form>`;
 }
 
-function organizationField(organizations: readonly OrganizationChoice[], selectedId: string): SafeHtml {
+/** The organization a grant acts for: shown when there is one, a select when there are several. */
+export function organizationField(organizations: readonly OrganizationChoice[], selectedId: string): SafeHtml {
   if (organizations.length === 1) {
     const only = organizations[0]!;
     return html`<dt>Organization</dt><dd>${only.name} <span class="muted mono">(${only.slug})</span><input type="hidden" name="org" value="${only.slug}"></dd>`;

@@ -57,6 +57,14 @@ export interface Page {
   title: string;
   body: SafeHtml;
   viewer?: PageViewer | null;
+  /**
+   * Origins a form of the page may end up at beside the service's own: the MCP authorization
+   * page's Approve redirects to the client's redirect URI, and browsers apply `form-action` to
+   * the redirects after a form post too.
+   */
+  formTargets?: readonly string[];
+  /** The line under the card; default: the device-login warning. */
+  footer?: string;
 }
 
 function document(page: Page, nonce: string): SafeHtml {
@@ -78,7 +86,7 @@ function document(page: Page, nonce: string): SafeHtml {
 <div class="card">
 ${page.body}
 </div>
-<footer>Never approve a code you did not request yourself.</footer>
+<footer>${page.footer ?? 'Never approve a code you did not request yourself.'}</footer>
 </main>
 </body>
 </html>
@@ -96,7 +104,7 @@ export function sendPage(res: Response, page: Page): void {
   res.set({
     'Content-Type': 'text/html; charset=utf-8',
     'Cache-Control': 'no-store',
-    'Content-Security-Policy': `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+    'Content-Security-Policy': `default-src 'none'; style-src 'nonce-${nonce}'; form-action ${["'self'", ...(page.formTargets ?? [])].join(' ')}; frame-ancestors 'none'; base-uri 'none'`,
     'X-Frame-Options': 'DENY',
     'X-Content-Type-Options': 'nosniff',
     'Referrer-Policy': 'same-origin',

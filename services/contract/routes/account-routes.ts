@@ -26,7 +26,7 @@ export const meGet = defineOperation({
     organization: Type.Object({ id: Type.String({ format: 'uuid' }), slug: Type.String(), name: Type.String() }),
     token: Type.Object({
       id: Type.String({ format: 'uuid' }),
-      kind: Type.Union([Type.Literal('personal'), Type.Literal('session'), Type.Literal('browser')]),
+      kind: Type.Union([Type.Literal('personal'), Type.Literal('session'), Type.Literal('browser'), Type.Literal('oauth')]),
       name: Type.String(),
       displayPrefix: Type.String(),
       scopes: ScopeListSchema,

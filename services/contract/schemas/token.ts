@@ -5,7 +5,7 @@ import { strictObject } from './strict-object';
 export const MAX_TOKEN_DAYS = 365;
 
 const ScopeSchema = Type.Union([Type.Literal('read'), Type.Literal('run')]);
-const TokenKindSchema = Type.Union([Type.Literal('personal'), Type.Literal('session'), Type.Literal('browser')]);
+const TokenKindSchema = Type.Union([Type.Literal('personal'), Type.Literal('session'), Type.Literal('browser'), Type.Literal('oauth')]);
 
 /** `POST /v1/tokens`: a new personal access token. */
 export const TokenCreateInputSchema = strictObject({
