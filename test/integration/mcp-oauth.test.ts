@@ -173,6 +173,9 @@ describe('OAuth for MCP clients (/oauth/mcp, the well-known metadata)', () => {
     expect(await me.json()).toMatchObject({ organization: { id: service.account.orgId }, token: { kind: 'oauth', name: 'MCP client (Test MCP client)', scopes: ['read', 'run'] } });
     const listed = (await (await fetch(`${service.url}/v1/tokens`, { headers: bearer(tokens.access_token) })).json()) as { tokens: { kind: string; name: string }[] };
     expect(listed.tokens).toContainEqual(expect.objectContaining({ kind: 'oauth', name: 'MCP client (Test MCP client)' }));
+    // Like a personal access token, it cannot mint tokens: a leaked one must not make itself harder to revoke.
+    const mint = await fetch(`${service.url}/v1/tokens`, { method: 'POST', headers: { ...bearer(tokens.access_token), 'Content-Type': 'application/json' }, body: JSON.stringify({ name: 'x', scopes: ['read'] }) });
+    expect(mint.status).toBe(403);
 
     // Single use: a second exchange is refused and takes down what the first one gave.
     const again = await exchange({});
