@@ -191,6 +191,21 @@ describe('OAuth for MCP clients (/oauth/mcp, the well-known metadata)', () => {
     expect(Object.fromEntries(back.searchParams)).toEqual({ error: 'access_denied', error_description: expect.any(String), state: 'st-1' });
   });
 
+  it('signs out from the consent screen back to the sign-in form of the same request, and shows a hostile client name as text', async () => {
+    const { challenge } = pkce();
+    const { browser, html } = await consentScreen({ code_challenge: challenge });
+    const signOut = /<form method="post" action="([^"]+)"><input type="hidden" name="action" value="sign-out">/.exec(html)![1]!.replace(/&amp;/g, '&');
+    const back = await browser.post(signOut.slice(new URL(service.url).pathname.replace(/\/$/, '').length), { action: 'sign-out' });
+    expect(browser.signedIn).toBe(false);
+    expect(back.status).toBe(200);
+    expect(back.html).toContain('Sign in to connect Test MCP client');
+
+    const hostile = await register({ client_name: '<script>alert(1)</script>', redirect_uris: [REDIRECT] });
+    const page = await new FormBrowser(service.url).get(`${AUTHORIZE}?${new URLSearchParams({ response_type: 'code', client_id: hostile.body.client_id as string, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' }).toString()}`);
+    expect(page.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page.html).not.toContain('<script>');
+  });
+
   it('refuses cross-origin posts to the page with 403 before reading them', async () => {
     const { challenge } = pkce();
     const { browser, html } = await consentScreen({ code_challenge: challenge });

@@ -92,7 +92,9 @@ export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router
   /** A page of the flow, for a signed-in person or not, with the redirect URI's origin allowed as a form target. */
   async function flowPage(req: Request, auth: AuthContext | null, request: AuthorizationRequest, page: Pick<Page, 'status' | 'title' | 'body'>): Promise<Page> {
     const user = auth ? await deps.users.findById(auth.userId) : null;
-    return { ...page, footer: FOOTER, formTargets: [new URL(request.redirectUri).origin], viewer: user ? { email: user.email, action: actionOf(req) } : null };
+    // The header's sign-out form posts to the request's own URL, so signing out comes back to it.
+    const here = `${actionOf(req)}?${new URLSearchParams(request.fields).toString()}`;
+    return { ...page, footer: FOOTER, formTargets: [new URL(request.redirectUri).origin], viewer: user ? { email: user.email, action: here } : null };
   }
 
   async function consentPage(req: Request, auth: AuthContext, request: AuthorizationRequest, error: string | null = null, status = 200): Promise<Page> {
@@ -169,17 +171,18 @@ export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router
       throw err;
     });
     const body = req.body as Record<string, unknown>;
+    if (field(body, 'action') === 'sign-out') {
+      await deps.browserSessions.signOut(req, res);
+      // Back to the request (the sign-out form's URL carries it), now at the sign-in form.
+      res.redirect(303, req.originalUrl);
+      return null;
+    }
     const check = await checkAuthorizationRequest(body, findClient, deps.resource);
     if (!check.ok) return refusal(res, check);
     const request = check.request;
     const here = `${actionOf(req)}?${new URLSearchParams(request.fields).toString()}`;
     const action = field(body, 'action');
 
-    if (action === 'sign-out') {
-      await deps.browserSessions.signOut(req, res);
-      res.redirect(303, here);
-      return null;
-    }
     if (action === 'sign-in') {
       const email = field(body, 'email');
       const password = typeof body.password === 'string' ? body.password : '';
