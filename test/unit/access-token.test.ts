@@ -1,4 +1,4 @@
-import { hashToken, issueToken, parseToken } from '../../services/platform/access-token';
+import { hashToken, issueRefreshToken, issueToken, parseRefreshToken, parseToken } from '../../services/platform/access-token';
 
 describe('access tokens', () => {
   it('issues personal tokens with the svc_ prefix, 256 random bits and a valid checksum', () => {
@@ -14,6 +14,18 @@ describe('access tokens', () => {
     const token = issueToken('session');
     expect(token.value.startsWith('svcs_')).toBe(true);
     expect(parseToken(token.value)).toMatchObject({ ok: true, kind: 'session' });
+  });
+
+  it("issues MCP clients' access tokens (svco_) and refresh tokens (svcr_); a refresh token is no access token", () => {
+    const access = issueToken('oauth');
+    expect(access.value.startsWith('svco_')).toBe(true);
+    expect(parseToken(access.value)).toMatchObject({ ok: true, kind: 'oauth' });
+    const refresh = issueRefreshToken();
+    expect(refresh.value).toMatch(/^svcr_[0-9A-Za-z]{49}$/);
+    expect(parseToken(refresh.value)).toEqual({ ok: false, problem: 'unknown_prefix' });
+    expect(parseRefreshToken(refresh.value)).toEqual({ ok: true, hash: hashToken(refresh.value) });
+    expect(parseRefreshToken(access.value)).toEqual({ ok: false, problem: 'unknown_prefix' });
+    expect(parseRefreshToken(`${refresh.value.slice(0, -1)}x`)).toEqual({ ok: false, problem: 'bad_checksum' });
   });
 
   it('never issues the same token twice', () => {
