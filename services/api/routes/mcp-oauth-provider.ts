@@ -13,7 +13,7 @@ import type { AuthorizationParams, OAuthServerProvider } from '@modelcontextprot
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { OAuthClientInformationFull, OAuthTokenRevocationRequest, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { hashToken, issueRefreshToken, issueToken, parseRefreshToken, parseToken } from '../../platform/access-token';
-import type { OAuthClientRecord, OAuthRepository, TokenRepository } from '../../store';
+import type { IssuedGrantTokens, OAuthClientRecord, OAuthRepository, TokenRepository } from '../../store';
 import type { TokenLookup } from '../auth/auth-context';
 import { authenticateBearer } from '../auth/authenticate';
 import { MCP_SCOPES } from './mcp-authorization-request';
@@ -108,15 +108,8 @@ export function createMcpOAuthProvider(deps: McpOAuthProviderDeps): OAuthServerP
     },
   };
 
-  async function issue(outcome: Awaited<ReturnType<McpOAuthProviderDeps['oauth']['exchangeCode']>>, refreshValue: string, accessValue: string): Promise<OAuthTokens> {
-    if (!outcome.ok) throw new Error('unreachable');
-    return {
-      access_token: accessValue,
-      token_type: 'Bearer',
-      expires_in: deps.accessTokenTtlSeconds,
-      scope: outcome.issued.accessToken.scopes.join(' '),
-      refresh_token: refreshValue,
-    };
+  function tokenResponse(issued: IssuedGrantTokens, refreshValue: string, accessValue: string): OAuthTokens {
+    return { access_token: accessValue, token_type: 'Bearer', expires_in: deps.accessTokenTtlSeconds, scope: issued.accessToken.scopes.join(' '), refresh_token: refreshValue };
   }
 
   function newTokens(clientName: string) {
@@ -187,7 +180,7 @@ export function createMcpOAuthProvider(deps: McpOAuthProviderDeps): OAuthServerP
         const why = { unknown: 'is not known', used: 'was already exchanged (a code is single use)', expired: 'expired' }[outcome.reason];
         throw new InvalidGrantError(`the authorization code ${why}; ${RESTART}`);
       }
-      return issue(outcome, tokens.refresh.value, tokens.access.value);
+      return tokenResponse(outcome.issued, tokens.refresh.value, tokens.access.value);
     },
 
     async exchangeRefreshToken(client, refreshToken, scopes, resource): Promise<OAuthTokens> {
@@ -217,7 +210,7 @@ export function createMcpOAuthProvider(deps: McpOAuthProviderDeps): OAuthServerP
         }[outcome.reason];
         throw new InvalidGrantError(`the refresh token ${why}; ${RESTART}`);
       }
-      return issue(outcome, next.value, tokens.access.value);
+      return tokenResponse(outcome.issued, next.value, tokens.access.value);
     },
 
     // An MCP access token ends its whole grant, like revoking it under Settings, API tokens; a
