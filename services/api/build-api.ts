@@ -11,6 +11,7 @@ import { createHandlers } from './handlers/create-handlers';
 import type { ReadinessProbe } from './http/health-routes';
 import type { TokenLimit } from './invoke/call-limits';
 import { createInvoker, type Invoke } from './invoke/invoke';
+import { McpCancellations } from './mcp/mcp-cancellations';
 import { createMcpRouter } from './mcp/mcp-route';
 import { createBrowserSessions } from './auth/browser-sessions';
 import { createBlobRouter } from './routes/blob-route';
@@ -87,7 +88,7 @@ function runLauncher(resources: ServiceResources): RunLauncher {
  * page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
  * server.
  */
-function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke): Router[] {
+function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke, cancellations: McpCancellations): Router[] {
   const { config, log, redis, blobs, workflows } = resources;
   const { tokens, users, organizations, memberships } = accounts;
   // One sign-in for the editor's JSON route and the approval page: one failure budget, one cookie.
@@ -120,7 +121,7 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
     createSessionRouter({ browserSessions, users, organizations, sessions: accounts.tokenRows, tokens, tokenLimit }),
     createDevicePageRouter({ invoke, tokens, browserSessions, users, memberships, organizations, sessionTokenTtlDays: config.sessionTokenTtlDays, log }),
     // The hosted MCP server: its 401 names the protected resource metadata the OAuth routers serve.
-    createMcpRouter({ invoke, tokens, log, bodyLimitBytes: config.bodyLimitBytes, resourceMetadataUrl: `${config.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource` }),
+    createMcpRouter({ invoke, tokens, log, cancellations, bodyLimitBytes: config.bodyLimitBytes, resourceMetadataUrl: `${config.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource` }),
     ...createMcpOAuthRouters({ config, oauth: new OAuthRepository(resources.database.prisma), tokens, browserSessions, users, memberships, organizations, limiter: accounts.deviceLimiter, log }),
   ];
 }
@@ -158,6 +159,10 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });
   const invoke = createInvoker({ handlers, tokenLimit: limits.tokenLimit, streamSlots: limits.streamSlots });
+  if (!resources.channels) throw new Error('the API needs resources built with subscribe: true');
+  const cancellations = new McpCancellations({ redis, channels: resources.channels, prefix: config.redisPrefix, log });
+  // Subscribed once for the process; until Redis answers, a cancellation is missed as if lost.
+  cancellations.start().catch((err: unknown) => log.warn({ err }, 'not subscribed to MCP cancellations'));
   const probes: ReadinessProbe[] = [
     { name: 'redis', check: async () => void (await redis.ping()) },
     { name: 'postgres', check: async () => void (await prisma.$queryRaw`SELECT 1`) },
@@ -173,7 +178,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     ipLimit: limits.ipLimit,
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
-    extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke),
+    extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations),
   });
   metrics.observeQueue(async () => ({ ...(await resources.queue.counts()) }));
   return {
@@ -183,6 +188,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
       // Before Redis closes: stream leases are given back, token usage written.
       await limits.close();
       await accounts.usage.close();
+      await cancellations.close();
     },
   };
 }

@@ -1,3 +1,4 @@
+export { ChannelFanout, type ChannelListener } from './channel-fanout';
 export { JOB_QUEUES, stepJobId, type JobCatalog, type JobName, type JobPayload } from './job-catalog';
 export { QUEUE_NAMES, type QueueName } from './queue-names';
 export { createRedisConnection, createRedisSubscriber } from './redis-connection';

@@ -7,7 +7,7 @@ import { configuredNodes } from '../nodes/configured-nodes';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
-import { createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RunEventBus, StepQueue } from '../queue';
+import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RunEventBus, StepQueue } from '../queue';
 import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
 import { presentingMountEvents } from './mount-events';
@@ -27,6 +27,11 @@ export interface ServiceResources {
   database: Database;
   redis: Redis;
   bus: RunEventBus;
+  /**
+   * Pub/sub channels other than run events (the hosted MCP server's cancellations), over the same
+   * subscriber connection as the bus; absent where resources were built without `subscribe`.
+   */
+  channels: ChannelFanout | undefined;
   queue: StepQueue;
   runs: RunRepository;
   steps: StepRepository;
@@ -63,9 +68,11 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
   const redis = createRedisConnection(config.redisUrl);
   const subscriber = options.subscribe ? createRedisSubscriber(config.redisUrl) : undefined;
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
+  // A second fan-out on the one connection: its channels are not the bus's, so neither unsubscribes the other's.
+  const channels = subscriber ? new ChannelFanout(subscriber) : undefined;
   const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix });
   const close = async (): Promise<void> => {
-    const steps: (() => Promise<unknown>)[] = [() => queue.close(), () => bus.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
+    const steps: (() => Promise<unknown>)[] = [() => queue.close(), () => bus.close(), async () => channels?.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
     for (const step of steps) await step().catch((err: unknown) => log.warn({ err }, 'error while closing'));
   };
 
@@ -117,6 +124,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     database,
     redis,
     bus,
+    channels,
     queue,
     runs,
     steps: new StepRepository(database, { logger: log }),

@@ -4,9 +4,46 @@ import { OPERATIONS } from '../../services/contract';
 import { listen, type RunningServer } from '../../services/api';
 import { seedAccount } from '../support/fixtures';
 import { mcpToolBehaviours } from '../support/mcp-behaviours';
-import { TWO_ADDS, toolJson } from '../support/mcp-client';
+import { TWO_ADDS, runRecordWhenDone, toolJson } from '../support/mcp-client';
 import { startTestService, type TestService } from '../support/service';
-import { failingNode, pauseNode } from '../support/test-nodes';
+import { failingNode, pauseChain, pauseNode } from '../support/test-nodes';
+
+/** Headers of a raw POST to /mcp as `token`. */
+function mcpHeaders(token: string): Record<string, string> {
+  return { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${token}` };
+}
+
+/**
+ * Posts one `runs_create` call with a progress token and reads its SSE answer to the end:
+ * `runId` resolves at the run's `run.started` progress, `answer` when the HTTP answer ends.
+ */
+function rawRunsCreate(base: string, token: string, id: number, workflow: unknown) {
+  let resolveRunId!: (runId: string) => void;
+  const runId = new Promise<string>((resolve) => (resolveRunId = resolve));
+  const answer = (async () => {
+    const body = { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'runs_create', arguments: { workflow }, _meta: { progressToken: id } } };
+    const response = await fetch(`${base}/mcp`, { method: 'POST', headers: mcpHeaders(token), body: JSON.stringify(body) });
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      text += decoder.decode(chunk.value, { stream: true });
+      const started = /run\.started ([0-9a-f-]{36})/.exec(text);
+      if (started) resolveRunId(started[1]!);
+    }
+    return { text, endedAt: Date.now() };
+  })();
+  return { runId, answer };
+}
+
+/** Posts a raw `notifications/cancelled` for request `id` as `token`; resolves to the HTTP status. */
+async function postCancel(base: string, token: string, id: number): Promise<number> {
+  const body = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: 'test' } };
+  const response = await fetch(`${base}/mcp`, { method: 'POST', headers: mcpHeaders(token), body: JSON.stringify(body) });
+  await response.text();
+  return response.status;
+}
 
 /** The hosted MCP server at /mcp: streamable HTTP, stateless, over the API's in-process invoke. */
 describe('the hosted MCP server over streamable HTTP', () => {
@@ -80,6 +117,40 @@ describe('the hosted MCP server over streamable HTTP', () => {
       expect(toolJson(await roaming.callTool({ name: 'runs_create', arguments: { workflow: TWO_ADDS } }))).toEqual({ outputs: { out: { kind: 'float', value: 3 } } });
       expect(toolJson(await roaming.callTool({ name: 'nodes_get', arguments: { id: 'math-add' } })).id).toBe('math-add');
       expect(new Set(served)).toEqual(new Set(bases));
+    } finally {
+      await secondServer.close(0);
+    }
+  });
+
+  it("cancels a call on one API process from a notification posted to another, only for the call's own caller", async () => {
+    const second = await service.extra({ ROLE: 'api' });
+    const secondServer: RunningServer = await listen(second.app!, '127.0.0.1', 0);
+    try {
+      const owner = service.account.token;
+      const other = (await seedAccount(service.prisma, { slug: 'stranger', scopes: ['read', 'run'], balanceMicros: 1_000_000 })).token;
+
+      // Another caller's cancellation of the same request id is published but cancels nothing.
+      const kept = rawRunsCreate(service.url, owner, 7, pauseChain(1, 1500));
+      await kept.runId;
+      const keptSince = Date.now();
+      expect(await postCancel(secondServer.url, other, 7)).toBe(202);
+      const keptAnswer = await kept.answer;
+      expect(keptAnswer.endedAt - keptSince).toBeGreaterThan(1000);
+      expect(keptAnswer.text).toContain('"result"');
+      expect(keptAnswer.text).toContain('\\"value\\":1');
+
+      // The caller's own cancellation, posted to the other process, ends the call at once.
+      const cancelled = rawRunsCreate(service.url, owner, 7, pauseChain(1, 4000));
+      const runId = await cancelled.runId;
+      const since = Date.now();
+      expect(await postCancel(secondServer.url, owner, 7)).toBe(202);
+      const answer = await cancelled.answer;
+      expect(answer.endedAt - since).toBeLessThan(1500);
+      // As on stdio, a cancelled call gets no answer (MCP: the receiver SHOULD NOT respond).
+      expect(answer.text).not.toContain('"result"');
+      expect(answer.text).not.toContain('"error"');
+      // Following stopped; the run itself went on to its end.
+      expect(await runRecordWhenDone(service, runId)).toMatchObject({ status: 'completed', outputs: { out: { value: 1 } } });
     } finally {
       await secondServer.close(0);
     }
