@@ -51,7 +51,9 @@ function toSummary(row: AccessTokenRow): TokenSummary {
 }
 
 /** The token with a hash, as authentication reads it (`findTokenByHash`, `TokenRepository.findByHash`). */
-const BY_HASH = 'SELECT id, user_id, org_id, scopes, kind, expires_at, revoked_at FROM access_tokens WHERE token_hash = $1::text';
+// The column is a nullable array (Prisma's scalar lists); a row written outside the service with
+// no scopes reads as none, not as a crash of every request it authenticates.
+const BY_HASH = "SELECT id, user_id, org_id, COALESCE(scopes, '{}') AS scopes, kind, expires_at, revoked_at FROM access_tokens WHERE token_hash = $1::text";
 type ByHashRow = { id: string; user_id: string; org_id: string; scopes: string[]; kind: string; expires_at: Date | null; revoked_at: Date | null };
 
 function recordOfRow(row: ByHashRow | undefined): TokenRecord | null {

@@ -28,6 +28,15 @@ describe('personal access tokens: create, list, revoke, and what a refused token
   const call = (method: string, path: string, token: string, body?: unknown) =>
     fetch(`${service.url}${path}`, { method, headers: { ...bearer(token), 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
 
+  it('reads a token row without scopes (NULL, written outside the service) as having none: 403, never 500', async () => {
+    const bare = await seedAccount(service.prisma, { slug: 'no-scopes', scopes: [] });
+    await service.prisma.$executeRawUnsafe('UPDATE access_tokens SET scopes = NULL WHERE id = $1::uuid', bare.tokenId);
+    expect((await call('GET', '/v1/me', bare.token)).status).toBe(200);
+    const refused = await call('GET', '/v1/runs', bare.token);
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { code: string }).code).toBe('insufficient_scope');
+  });
+
   it('creates a token whose value is answered once, lists it without the value, and refuses it on the very next request after revocation', async () => {
     const created = await call('POST', '/v1/tokens', session, { name: 'ci deploys', scopes: ['run'], expiresInDays: 30 });
     expect(created.status).toBe(201);
