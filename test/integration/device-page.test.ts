@@ -1,69 +1,14 @@
 import { hashDeviceCode } from '../../services/platform/device-code';
 import { createPasswordUser } from '../support/browser-session';
+import { FormBrowser, type BrowserPage } from '../support/form-browser';
 import { bearer, startTestService, type TestService } from '../support/service';
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-
-interface Page {
-  status: number;
-  html: string;
-  headers: Headers;
-}
 
 interface DeviceCode {
   device_code: string;
   user_code: string;
   verification_uri_complete: string;
-}
-
-/**
- * A browser as the page sees one: a cookie jar, `Origin` and `Sec-Fetch-Site` on posts, form
- * encoding, and redirects followed by hand (so each answer's `Set-Cookie` reaches the jar).
- */
-class Browser {
-  private readonly jar = new Map<string, string>();
-
-  constructor(private readonly base: string, private readonly origin = new URL(base).origin) {}
-
-  get signedIn(): boolean {
-    return this.jar.has('svc_session');
-  }
-
-  private remember(headers: Headers): void {
-    for (const line of headers.getSetCookie()) {
-      const [pair, ...attributes] = line.split(';');
-      const [name, value] = [pair!.slice(0, pair!.indexOf('=')), pair!.slice(pair!.indexOf('=') + 1)];
-      if (value === '' || attributes.some((a) => /^\s*max-age=0\s*$/i.test(a))) this.jar.delete(name);
-      else this.jar.set(name, value);
-    }
-  }
-
-  private cookieHeader(): Record<string, string> {
-    return this.jar.size === 0 ? {} : { Cookie: [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ') };
-  }
-
-  async get(path: string): Promise<Page> {
-    const res = await fetch(`${this.base}${path}`, { headers: { Accept: 'text/html', ...this.cookieHeader() }, redirect: 'manual' });
-    this.remember(res.headers);
-    return { status: res.status, html: await res.text(), headers: res.headers };
-  }
-
-  /** Posts a form; a 303 is followed with a GET, as a browser does. */
-  async post(path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Page> {
-    const res = await fetch(`${this.base}${path}`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', Origin: this.origin, 'Sec-Fetch-Site': 'same-origin', ...this.cookieHeader(), ...headers },
-      body: new URLSearchParams(fields).toString(),
-      redirect: 'manual',
-    });
-    this.remember(res.headers);
-    if (res.status === 303) {
-      const location = res.headers.get('location')!;
-      expect(location.startsWith('/')).toBe(true);
-      return this.get(location.slice(new URL(this.base).pathname.replace(/\/$/, '').length));
-    }
-    return { status: res.status, html: await res.text(), headers: res.headers };
-  }
 }
 
 /** The value of a form field in a page (inputs' `value`, a select's selected option). */
@@ -74,11 +19,9 @@ function fieldValue(html: string, name: string): string | null {
 
 describe('the device-login approval page (GET and POST /device)', () => {
   let service: TestService;
-  let origin: string;
 
   beforeAll(async () => {
     service = await startTestService();
-    origin = new URL(service.url).origin;
   });
   afterAll(async () => {
     await service?.close();
@@ -104,9 +47,9 @@ describe('the device-login approval page (GET and POST /device)', () => {
   }
 
   /** A new person (member of the seeded organization) signed in through the page's form. */
-  async function signedInBrowser(userCode = '', base = service.url): Promise<{ browser: Browser; page: Page; user: { id: string; email: string } }> {
+  async function signedInBrowser(userCode = '', base = service.url): Promise<{ browser: FormBrowser; page: BrowserPage; user: { id: string; email: string } }> {
     const user = await createPasswordUser(service.prisma, service.account.orgId);
-    const browser = new Browser(base);
+    const browser = new FormBrowser(base);
     const page = await browser.post('/device', { action: 'sign-in', email: user.email, password: user.password, user_code: userCode });
     expect(browser.signedIn).toBe(true);
     return { browser, page, user };
@@ -115,7 +58,7 @@ describe('the device-login approval page (GET and POST /device)', () => {
   it('signs in, shows the request, approves it, and the CLI gets a session token that works', async () => {
     const code = await requestCode();
     const user = await createPasswordUser(service.prisma, service.account.orgId);
-    const browser = new Browser(service.url);
+    const browser = new FormBrowser(service.url);
     const verification = new URL(code.verification_uri_complete);
 
     const first = await browser.get(`${verification.pathname}${verification.search}`);
@@ -186,7 +129,7 @@ describe('the device-login approval page (GET and POST /device)', () => {
   it('re-shows the sign-in form on a wrong password, with the email kept and no cookie set', async () => {
     const code = await requestCode();
     const user = await createPasswordUser(service.prisma, service.account.orgId);
-    const browser = new Browser(service.url);
+    const browser = new FormBrowser(service.url);
     const page = await browser.post('/device', { action: 'sign-in', email: user.email, password: 'not-the-password', user_code: code.user_code });
     expect(page.status).toBe(401);
     expect(page.html).toContain('the email or password is wrong');
@@ -287,7 +230,7 @@ describe('the device-login approval page (GET and POST /device)', () => {
   it('serves the whole flow under /api as well', async () => {
     const code = await requestCode('svc-cli', `${service.url}/api`);
     const user = await createPasswordUser(service.prisma, service.account.orgId);
-    const browser = new Browser(`${service.url}/api`, origin);
+    const browser = new FormBrowser(`${service.url}/api`);
     const first = await browser.get(`/device?user_code=${code.user_code}`);
     expect(first.status).toBe(200);
     expect(first.html).toContain('action="/api/device"');
@@ -303,7 +246,7 @@ describe('the device-login approval page (GET and POST /device)', () => {
     const res = await fetch(`${service.url}/device`, { method: 'PUT' });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('GET, POST');
-    const stuffed = await new Browser(service.url).post('/device', Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`f${i}`, 'x'])));
+    const stuffed = await new FormBrowser(service.url).post('/device', Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`f${i}`, 'x'])));
     expect(stuffed.status).toBe(400);
     expect(stuffed.html).toContain('too many fields');
   });
