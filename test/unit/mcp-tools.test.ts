@@ -38,8 +38,9 @@ describe('the MCP tools', () => {
   });
 
   it('says step events as progress messages, with cost and duration', () => {
-    expect(progressMessage({ type: 'step.completed', nodeId: 'speak', usage: { costUsd: 0.000051, ms: 460 } })).toBe('step.completed speak ($0.000051, 460 ms)');
-    expect(progressMessage({ type: 'step.completed', nodeId: 'a', usage: { costUsd: 0.5, ms: 1 } })).toBe('step.completed a ($0.50, 1 ms)');
+    expect(progressMessage({ type: 'step.completed', nodeId: 'speak', usage: { costUsd: 0.000051, ms: 460 } })).toBe('step.completed speak $0.000051 460 ms');
+    expect(progressMessage({ type: 'step.completed', nodeId: 'a', usage: { costUsd: 0.5, ms: 1 } })).toBe('step.completed a $0.500000 1 ms');
+    expect(progressMessage({ type: 'step.failed', nodeId: 'a', error: { code: 'provider_error', message: 'upstream 500' } })).toBe('step.failed a provider_error: upstream 500');
     expect(progressMessage({ type: 'run.completed', outputs: {} })).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import express, { Router, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { AppError, toAppError } from '../../platform/app-error';
 import type { AuthContext, TokenLookup } from '../auth/auth-context';
@@ -9,6 +9,7 @@ import type { CallContext } from '../handlers/handler-types';
 import { fromRequestParsing } from '../http/request-parse-errors';
 import type { Invoke } from '../invoke/invoke';
 import { codeView, confirmView, problemView, resultView, signInView, type DeviceRequestView, type OrganizationChoice } from '../pages/device-page-views';
+import { formField, formReader } from '../pages/form-posts';
 import { sendPage, type Page } from '../pages/page-layout';
 import { allowOnly } from './route-marks';
 
@@ -29,20 +30,9 @@ export interface DevicePageDeps {
 }
 
 const PATH = '/device';
-const FORM_BODY_LIMIT = 16 * 1024;
 
 /** The page's own address, under `/api` when that is how it was reached. */
 const actionOf = (req: Request): string => `${req.baseUrl}${PATH}`;
-
-/** A form or query field as one string; a repeated or absent one is empty. */
-function field(source: unknown, name: string): string {
-  const value = (source as Record<string, unknown> | undefined)?.[name];
-  return typeof value === 'string' ? value.trim() : '';
-}
-
-function parseWith(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {
-  return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-}
 
 /** Refusals the person can mend by typing again: the form is shown again with the message. */
 const MENDABLE = new Set(['validation_failed', 'unauthorized', 'forbidden', 'insufficient_scope', 'not_found', 'gone', 'conflict', 'rate_limited']);
@@ -66,7 +56,7 @@ function mendable(err: unknown, res: Response): AppError | null {
 export function createDevicePageRouter(deps: DevicePageDeps): Router {
   const router = Router();
   const clock = deps.clock ?? (() => new Date());
-  const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 20, type: () => true });
+  const readForm = formReader(20, 'the form sent too many fields; reload the page and try again');
 
   /** The cookie's caller, or null with why (an expired session clears the cookie). */
   async function signedIn(req: Request, res: Response): Promise<{ auth: AuthContext | null; why: string | null }> {
@@ -120,8 +110,8 @@ export function createDevicePageRouter(deps: DevicePageDeps): Router {
   }
 
   async function decide(req: Request, res: Response, auth: AuthContext, decision: 'approve' | 'deny', body: unknown): Promise<Page> {
-    const typed = field(body, 'user_code');
-    const org = field(body, 'org');
+    const typed = formField(body, 'user_code');
+    const org = formField(body, 'org');
     const ctx = callContext(req, res, auth);
     try {
       if (decision === 'deny') {
@@ -158,7 +148,7 @@ export function createDevicePageRouter(deps: DevicePageDeps): Router {
   };
 
   router.get(PATH, page(async (req, res) => {
-    const typed = field(req.query, 'user_code');
+    const typed = formField(req.query, 'user_code');
     const { auth, why } = await signedIn(req, res);
     if (!auth) return { status: 200, title: 'Sign in', body: signInView({ action: actionOf(req), userCode: typed, error: why }) };
     return codePage(req, res, auth, typed);
@@ -167,14 +157,9 @@ export function createDevicePageRouter(deps: DevicePageDeps): Router {
   router.post(PATH, page(async (req, res) => {
     // Before the body is read: a forged post is refused whatever it holds (sign-in included).
     assertSameOrigin(req);
-    await parseWith(form, req, res).catch((err: unknown) => {
-      // The page's forms send at most five fields; body-parser's own error here would read as a 500.
-      if ((err as { type?: unknown }).type === 'parameters.too.many') throw new AppError({ code: 'bad_request', message: 'the form sent too many fields; reload the page and try again', cause: err });
-      throw err;
-    });
-    const body: unknown = req.body;
-    const action = field(body, 'action');
-    const typed = field(body, 'user_code');
+    const body = await readForm(req, res);
+    const action = formField(body, 'action');
+    const typed = formField(body, 'user_code');
     const here = actionOf(req);
 
     if (action === 'sign-out') {
@@ -183,7 +168,7 @@ export function createDevicePageRouter(deps: DevicePageDeps): Router {
       return null;
     }
     if (action === 'sign-in') {
-      const email = field(body, 'email');
+      const email = formField(body, 'email');
       const password = typeof (body as Record<string, unknown>).password === 'string' ? ((body as Record<string, unknown>).password as string) : '';
       if (email === '' || password === '') return { status: 400, title: 'Sign in', body: signInView({ action: here, userCode: typed, email, error: 'Enter your email and password.' }) };
       try {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import express, { Router, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { hashToken } from '../../platform/access-token';
 import { AppError, toAppError } from '../../platform/app-error';
@@ -11,6 +11,7 @@ import { readSessionCookie } from '../auth/session-cookie';
 import { fromRequestParsing } from '../http/request-parse-errors';
 import type { OrganizationChoice } from '../pages/device-page-views';
 import { authorizeSignInView, consentView, requestProblemView, type ConsentRequestView } from '../pages/mcp-authorize-views';
+import { formField, formReader } from '../pages/form-posts';
 import { sendPage, type Page } from '../pages/page-layout';
 import { checkAuthorizationRequest, redirectWith, type AuthorizationRequest, type RequestCheck } from './mcp-authorization-request';
 import { ISSUER_PATH } from './mcp-oauth-routes';
@@ -35,7 +36,6 @@ export interface McpAuthorizePageDeps {
 }
 
 const PATH = `${ISSUER_PATH}/authorize`;
-const FORM_BODY_LIMIT = 16 * 1024;
 /** Expired codes are kept this long (a late exchange is told "expired"), then deleted. */
 const EXPIRED_RETENTION_MS = 24 * 3600 * 1000;
 const FOOTER = 'Only allow applications you are connecting yourself.';
@@ -43,15 +43,6 @@ const FOOTER = 'Only allow applications you are connecting yourself.';
 const MENDABLE = new Set(['validation_failed', 'unauthorized', 'forbidden', 'rate_limited']);
 
 const actionOf = (req: Request): string => `${req.baseUrl}${PATH}`;
-
-function field(source: unknown, name: string): string {
-  const value = (source as Record<string, unknown> | undefined)?.[name];
-  return typeof value === 'string' ? value.trim() : '';
-}
-
-function parseWith(parser: express.RequestHandler, req: Request, res: Response): Promise<void> {
-  return new Promise((resolve, reject) => parser(req, res, (err?: unknown) => (err ? reject(err) : resolve())));
-}
 
 function viewOf(request: AuthorizationRequest): ConsentRequestView {
   return { clientName: request.client.name, clientId: request.client.id, redirectUri: request.redirectUri, scopes: request.scopes, fields: request.fields };
@@ -67,7 +58,7 @@ function viewOf(request: AuthorizationRequest): ConsentRequestView {
 export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router {
   const router = Router();
   const clock = deps.clock ?? (() => new Date());
-  const form = express.urlencoded({ extended: false, limit: FORM_BODY_LIMIT, parameterLimit: 30, type: () => true });
+  const readForm = formReader(30, 'the form sent too many fields; start again from the application');
   const findClient = async (id: string) => (/^[0-9a-f-]{36}$/i.test(id) ? deps.oauth.findClient(id) : null);
 
   async function signedIn(req: Request, res: Response): Promise<{ auth: AuthContext | null; why: string | null }> {
@@ -166,12 +157,8 @@ export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router
   router.post(PATH, page(async (req, res) => {
     // Before the body is read: a forged post is refused whatever it holds (sign-in included).
     assertSameOrigin(req);
-    await parseWith(form, req, res).catch((err: unknown) => {
-      if ((err as { type?: unknown }).type === 'parameters.too.many') throw new AppError({ code: 'bad_request', message: 'the form sent too many fields; start again from the application', cause: err });
-      throw err;
-    });
-    const body = req.body as Record<string, unknown>;
-    if (field(body, 'action') === 'sign-out') {
+    const body = await readForm(req, res);
+    if (formField(body, 'action') === 'sign-out') {
       await deps.browserSessions.signOut(req, res);
       // Back to the request (the sign-out form's URL carries it), now at the sign-in form.
       res.redirect(303, req.originalUrl);
@@ -181,10 +168,10 @@ export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router
     if (!check.ok) return refusal(res, check);
     const request = check.request;
     const here = `${actionOf(req)}?${new URLSearchParams(request.fields).toString()}`;
-    const action = field(body, 'action');
+    const action = formField(body, 'action');
 
     if (action === 'sign-in') {
-      const email = field(body, 'email');
+      const email = formField(body, 'email');
       const password = typeof body.password === 'string' ? body.password : '';
       const again = (status: number, error: string) => flowPage(req, null, request, { status, title: 'Sign in', body: authorizeSignInView({ action: actionOf(req), request: viewOf(request), email, error }) });
       if (email === '' || password === '') return again(400, 'Enter your email and password.');
@@ -209,7 +196,7 @@ export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router
       res.redirect(303, redirectWith(request.redirectUri, { error: 'access_denied', error_description: 'the user denied the authorization request', state: request.state }));
       return null;
     }
-    return approve(req, res, auth, request, field(body, 'org'));
+    return approve(req, res, auth, request, formField(body, 'org'));
   }));
 
   allowOnly(router, PATH, ['GET', 'POST']);

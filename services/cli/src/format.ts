@@ -1,5 +1,7 @@
+import { durationLine, usdLine } from '../../sdk/src/index';
+
 /** USD to the micro-dollar, the unit the service counts in. */
-export const usd = (amount: number): string => `$${amount.toFixed(6)}`;
+export const usd = usdLine;
 
 /** An amount a person chose (a cap): `$0.25`, `$0.000001`, without trailing zeros past the cents. */
 export const usdBrief = (amount: number): string => `$${amount.toFixed(6).replace(/0{1,4}$/, '')}`;
@@ -7,6 +9,4 @@ export const usdBrief = (amount: number): string => `$${amount.toFixed(6).replac
 /** A sum of USD amounts without floating-point crumbs (amounts are whole micro-dollars). */
 export const addUsd = (a: number, b: number): number => Math.round((a + b) * 1e6) / 1e6;
 
-export function duration(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
-}
+export const duration = durationLine;

@@ -1,4 +1,4 @@
-import type { RunEvent } from '../../sdk/src/index';
+import { describeRunEvent, type RunEvent } from '../../sdk/src/index';
 import { addUsd, duration, usd, usdBrief } from './format';
 
 /** Shows a run's events as they come, on stderr (stdout is for results). */
@@ -24,23 +24,9 @@ class PlainProgress implements Progress {
   }
 
   #line(event: RunEvent): string {
-    switch (event.type) {
-      case 'run.started':
-        return `run.started ${event.runId}`;
-      case 'step.started':
-        return `step.started ${event.nodeId}`;
-      case 'step.progress':
-        return `step.progress ${event.nodeId} ${event.message}`;
-      case 'step.completed':
-        this.totalUsd = addUsd(this.totalUsd, event.usage.costUsd);
-        return `step.completed ${event.nodeId} ${usd(event.usage.costUsd)} ${duration(event.usage.ms)}`;
-      case 'step.failed':
-        return `step.failed ${event.nodeId} ${event.error.code}: ${event.error.message}`;
-      case 'run.completed':
-        return `run.completed ${usd(this.totalUsd)}`;
-      case 'run.failed':
-        return `run.failed ${event.error.code}: ${event.error.message}`;
-    }
+    if (event.type === 'step.completed') this.totalUsd = addUsd(this.totalUsd, event.usage.costUsd);
+    // The run's total is what the plain lines add to the shared wording.
+    return event.type === 'run.completed' ? `run.completed ${usd(this.totalUsd)}` : describeRunEvent(event);
   }
 
   stop(): void {}

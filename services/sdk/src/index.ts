@@ -11,6 +11,7 @@ export { DEFAULT_BASE_URL, type FetchLike, type TransportOptions } from './trans
 export { getNode, getWorkflow, run, searchNodes, startRun, type NodeSearch, type RunInput } from './functions';
 export { RunHandle, type ResumeOptions, type RunEventWithSeq } from './run-handle';
 export { upload, type UploadData, type UploadOptions } from './upload';
+export { describeRunEvent, durationLine, usdLine } from './event-lines';
 export * from './workflow-builder';
 export {
   AuthenticationError,
