@@ -33,7 +33,9 @@ export class CliHome {
 
   /** Starts `node svc.cjs <args>` (for tests that read its output as it comes or interrupt it). */
   spawn(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ChildProcessWithoutNullStreams {
-    return spawn(process.execPath, [CLI_BIN, ...args], { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.dir });
+    const child = spawn(process.execPath, [CLI_BIN, ...args], { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.dir });
+    stderrOf(child);
+    return child;
   }
 
   /** Runs `svc <args>` to its end. */
@@ -67,20 +69,38 @@ export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 60_0
 
 /** Resolves with the child's stderr so far once it matches `pattern`. */
 export function stderrMatching(child: ChildProcessWithoutNullStreams, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
-  let seen = '';
+  const seen = stderrOf(child);
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`stderr never matched ${pattern} within ${timeoutMs} ms: ${seen}`)), timeoutMs);
-    const onData = (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = seen.match(pattern);
-      if (match) {
-        clearTimeout(timer);
-        child.stderr.off('data', onData);
-        resolve(match);
-      }
+    const check = (): boolean => {
+      const match = seen.text.match(pattern);
+      if (!match) return false;
+      clearTimeout(timer);
+      child.stderr.off('data', onData);
+      resolve(match);
+      return true;
     };
-    child.stderr.on('data', onData);
+    // Everything said so far counts: two lines can arrive in one chunk, before this was asked.
+    const onData = () => void check();
+    const timer = setTimeout(() => {
+      child.stderr.off('data', onData);
+      reject(new Error(`stderr never matched ${pattern} within ${timeoutMs} ms: ${seen.text}`));
+    }, timeoutMs);
+    if (!check()) child.stderr.on('data', onData);
   });
+}
+
+const stderrSoFar = new WeakMap<ChildProcessWithoutNullStreams, { text: string }>();
+
+/** All a child has written on stderr, collected from the first time it is asked for. */
+function stderrOf(child: ChildProcessWithoutNullStreams): { text: string } {
+  let seen = stderrSoFar.get(child);
+  if (!seen) {
+    const collected = { text: '' };
+    child.stderr.on('data', (chunk: Buffer) => (collected.text += chunk.toString()));
+    stderrSoFar.set(child, collected);
+    seen = collected;
+  }
+  return seen;
 }
 
 /**
