@@ -3,7 +3,7 @@ import { parseToken } from '../../platform/access-token';
 import { AppError } from '../../platform/app-error';
 import type { AuthContext, TokenLookup } from './auth-context';
 import { crossOriginProblem } from './csrf';
-import { clearedSessionCookie, sitePolicyFor } from './session-cookie';
+import { clearedSessionCookie, readSessionCookie, sitePolicyFor } from './session-cookie';
 
 function unauthorized(message: string): AppError {
   return new AppError({ code: 'unauthorized', message });
@@ -43,6 +43,24 @@ export async function authenticateByCookie(value: string, req: Request, res: Res
     return await authenticateSessionCookie(value, tokens, now);
   } catch (err) {
     if (err instanceof AppError && err.code === 'unauthorized') res.append('Set-Cookie', clearedSessionCookie({ secure: sitePolicyFor(req)?.secure ?? false }));
+    throw err;
+  }
+}
+
+/**
+ * The person a server-rendered page serves: the cookie's caller, or null with why when there is
+ * none (no cookie: no reason; an expired or revoked session: its message, and the cookie cleared)
+ * so the page can show its sign-in form instead of an error.
+ */
+export async function pageCaller(req: Request, res: Response, tokens: TokenLookup, now: Date): Promise<{ auth: AuthContext | null; why: string | null }> {
+  const value = readSessionCookie(req);
+  if (value === null) return { auth: null, why: null };
+  try {
+    const auth = await authenticateByCookie(value, req, res, tokens, now);
+    tokens.noteUsed?.(auth.tokenId);
+    return { auth, why: null };
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'unauthorized') return { auth: null, why: err.message };
     throw err;
   }
 }

@@ -2,9 +2,8 @@ import { Router, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { AppError, toAppError } from '../../platform/app-error';
 import type { AuthContext, TokenLookup } from '../auth/auth-context';
-import { assertSameOrigin, authenticateByCookie } from '../auth/authenticate-cookie';
+import { assertSameOrigin, pageCaller } from '../auth/authenticate-cookie';
 import type { BrowserSessions, SessionMemberships, SessionOrganizations, SessionUsers } from '../auth/browser-sessions';
-import { readSessionCookie } from '../auth/session-cookie';
 import type { CallContext } from '../handlers/handler-types';
 import { fromRequestParsing } from '../http/request-parse-errors';
 import type { Invoke } from '../invoke/invoke';
@@ -58,19 +57,7 @@ export function createDevicePageRouter(deps: DevicePageDeps): Router {
   const clock = deps.clock ?? (() => new Date());
   const readForm = formReader(20, 'the form sent too many fields; reload the page and try again');
 
-  /** The cookie's caller, or null with why (an expired session clears the cookie). */
-  async function signedIn(req: Request, res: Response): Promise<{ auth: AuthContext | null; why: string | null }> {
-    const value = readSessionCookie(req);
-    if (value === null) return { auth: null, why: null };
-    try {
-      const auth = await authenticateByCookie(value, req, res, deps.tokens, clock());
-      deps.tokens.noteUsed?.(auth.tokenId);
-      return { auth, why: null };
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'unauthorized') return { auth: null, why: err.message };
-      throw err;
-    }
-  }
+  const signedIn = (req: Request, res: Response) => pageCaller(req, res, deps.tokens, clock());
 
   function callContext(req: Request, res: Response, auth: AuthContext): CallContext {
     const controller = new AbortController();

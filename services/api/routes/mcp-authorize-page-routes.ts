@@ -5,9 +5,8 @@ import { hashToken } from '../../platform/access-token';
 import { AppError, toAppError } from '../../platform/app-error';
 import type { OAuthRepository } from '../../store';
 import type { AuthContext, TokenLookup } from '../auth/auth-context';
-import { assertSameOrigin, authenticateByCookie } from '../auth/authenticate-cookie';
+import { assertSameOrigin, pageCaller } from '../auth/authenticate-cookie';
 import type { BrowserSessions, SessionMemberships, SessionOrganizations, SessionUsers } from '../auth/browser-sessions';
-import { readSessionCookie } from '../auth/session-cookie';
 import { fromRequestParsing } from '../http/request-parse-errors';
 import type { OrganizationChoice } from '../pages/device-page-views';
 import { authorizeSignInView, consentView, requestProblemView, type ConsentRequestView } from '../pages/mcp-authorize-views';
@@ -61,18 +60,7 @@ export function createMcpAuthorizePageRouter(deps: McpAuthorizePageDeps): Router
   const readForm = formReader(30, 'the form sent too many fields; start again from the application');
   const findClient = async (id: string) => (/^[0-9a-f-]{36}$/i.test(id) ? deps.oauth.findClient(id) : null);
 
-  async function signedIn(req: Request, res: Response): Promise<{ auth: AuthContext | null; why: string | null }> {
-    const value = readSessionCookie(req);
-    if (value === null) return { auth: null, why: null };
-    try {
-      const auth = await authenticateByCookie(value, req, res, deps.tokens, clock());
-      deps.tokens.noteUsed?.(auth.tokenId);
-      return { auth, why: null };
-    } catch (err) {
-      if (err instanceof AppError && err.code === 'unauthorized') return { auth: null, why: err.message };
-      throw err;
-    }
-  }
+  const signedIn = (req: Request, res: Response) => pageCaller(req, res, deps.tokens, clock());
 
   async function organizationsOf(userId: string): Promise<OrganizationChoice[]> {
     const memberships = await deps.memberships.listForUser(userId);
