@@ -26,7 +26,9 @@ describe('the MCP authorization page in Chromium', () => {
     service = await startTestService();
     browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
     listener = createServer((req, res) => {
-      landed.push(new URL(req.url!, redirect));
+      // Only the redirect counts: the browser may also ask this origin for its /favicon.ico.
+      const url = new URL(req.url!, redirect);
+      if (url.pathname === new URL(redirect).pathname) landed.push(url);
       res.writeHead(200, { 'Content-Type': 'text/html' }).end('<p>You can close this window.</p>');
     });
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
