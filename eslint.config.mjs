@@ -17,10 +17,10 @@ export default tseslint.config(
   {
     files: ['services/**/*.ts', 'workers/**/*.ts'],
     // The CLI is a client on the user's machine: its environment (SERVICE_URL, SERVICE_TOKEN,
-    // XDG_CONFIG_HOME) is its configuration, not the service's settings.
-    ignores: ['services/platform/config.ts', 'services/cli/**'],
+    // XDG_CONFIG_HOME) is its configuration, read in its own config module only.
+    ignores: ['services/platform/config.ts', 'services/cli/src/cli-config.ts'],
     rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through services/platform/config.ts.' }],
+      'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through services/platform/config.ts (the CLI: services/cli/src/cli-config.ts).' }],
     },
   },
   {

@@ -8,7 +8,7 @@ import { SdkToolCaller } from './sdk-tool-caller';
 export type StdioSettings = { ok: true; token: string; baseUrl: string | undefined } | { ok: false; message: string };
 
 /** `SERVICE_TOKEN` (required) and `SERVICE_API_URL` (optional base URL override). */
-export function readStdioSettings(env: Readonly<Record<string, string | undefined>>): StdioSettings {
+export function readStdioSettings(env: { readonly SERVICE_TOKEN?: string; readonly SERVICE_API_URL?: string }): StdioSettings {
   const token = env.SERVICE_TOKEN?.trim();
   if (!token) {
     return {

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
+import { cliEnv, type CliEnv } from './cli-config';
 
 /**
  * The command that opens a URL in the person's browser, or undefined when there is no display to
  * open one on (a server over SSH, a container, CI): the URL is printed either way.
  */
-export function browserCommand(platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env): { file: string; args: (url: string) => string[] } | undefined {
+export function browserCommand(platform: NodeJS.Platform = process.platform, env: CliEnv = cliEnv()): { file: string; args: (url: string) => string[] } | undefined {
   if (platform === 'darwin') return { file: 'open', args: (url) => [url] };
   // `start` is a cmd builtin; its first quoted argument is the window title, hence the empty one.
   if (platform === 'win32') return { file: 'cmd', args: (url) => ['/c', 'start', '""', url.replace(/&/g, '^&')] };

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { cliEnv, type CliEnv } from './cli-config';
 
 /** What `svc login` saves: the session token and the service it belongs to. */
 export interface SavedLogin {
@@ -11,7 +12,7 @@ export interface SavedLogin {
 }
 
 /** `$XDG_CONFIG_HOME/svc/config.json`, else `~/.config/svc/config.json`. */
-export function configPath(env: NodeJS.ProcessEnv = process.env): string {
+export function configPath(env: CliEnv = cliEnv()): string {
   const xdg = env.XDG_CONFIG_HOME;
   // XDG says a relative value is invalid and must be ignored.
   const base = xdg && path.isAbsolute(xdg) ? xdg : path.join(os.homedir(), '.config');

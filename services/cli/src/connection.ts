@@ -1,6 +1,7 @@
 import { Client, DEFAULT_BASE_URL } from '../../sdk/src/index';
 import { authError } from './cli-error';
 import { configPath, readSavedLogin, type SavedLogin } from './config-file';
+import { cliEnv, type CliEnv } from './cli-config';
 
 /** Options every command that talks to the service takes. */
 export interface ConnectionOptions {
@@ -25,7 +26,7 @@ export const normalizeUrl = (url: string): string => url.trim().replace(/\/+$/, 
  * The token: env `SERVICE_TOKEN`, else the saved one, but only when it was issued by that same
  * base URL, so pointing `--url` elsewhere never sends a saved session token to another server.
  */
-export function connect(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
+export function connect(options: ConnectionOptions, env: CliEnv = cliEnv()): Connection {
   const saved = readSavedLogin(configPath(env));
   const url = normalizeUrl(options.url || env.SERVICE_URL || saved?.url || DEFAULT_BASE_URL);
   let token: string | undefined;
@@ -42,7 +43,7 @@ export function connect(options: ConnectionOptions, env: NodeJS.ProcessEnv = pro
 }
 
 /** The connection of a command that needs a credential: a clear error before any request when there is none. */
-export function connectSignedIn(options: ConnectionOptions, env: NodeJS.ProcessEnv = process.env): Connection {
+export function connectSignedIn(options: ConnectionOptions, env: CliEnv = cliEnv()): Connection {
   const connection = connect(options, env);
   if (connection.token === undefined) {
     const elsewhere = connection.saved ? ` (the saved login is for ${connection.saved.url})` : '';

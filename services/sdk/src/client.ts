@@ -37,7 +37,7 @@ export type RouteCalls = { [K in RouteName]: (input: RouteInput<K>, options?: By
  * anything is sent.
  *
  * ```ts
- * const client = new Client({ apiKey: process.env.SERVICE_TOKEN });
+ * const client = new Client({ apiKey: token, baseUrl: 'https://studio.example.com/api' });
  * const { outputs } = await client.ops['runs.node']({ node: 'math-add', inputs: { a: 1, b: 2 } });
  * ```
  */

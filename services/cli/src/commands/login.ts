@@ -6,6 +6,7 @@ import { DeviceLogin } from '../device-login';
 import { interruptSignal } from '../interrupt';
 import { print, printJson } from '../output';
 import { failureText, revokeSessionToken } from '../revoke';
+import { cliEnv } from '../cli-config';
 
 export interface LoginOptions extends ConnectionOptions {
   /** commander's `--no-browser`. */
@@ -61,7 +62,7 @@ export async function login(options: LoginOptions): Promise<void> {
   } catch {
     me = undefined;
   }
-  if (process.env.SERVICE_TOKEN) process.stderr.write('note: SERVICE_TOKEN is set in this shell and takes precedence over the saved login\n');
+  if (cliEnv().SERVICE_TOKEN) process.stderr.write('note: SERVICE_TOKEN is set in this shell and takes precedence over the saved login\n');
   if (options.json) {
     printJson({ url, configFile: file, scope: granted.scope ?? null, user: me?.user ?? null, organization: me?.organization ?? null, token: me?.token ?? null, previousTokenRevoked });
     return;
