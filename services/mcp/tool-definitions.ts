@@ -7,7 +7,20 @@ import { toolName, type ToolNaming } from './tool-names';
  * operation's own input schema, the very one every surface validates with; the JSON round trip
  * only drops TypeBox's symbol keys, which no JSON answer could carry anyway.
  */
-export function toolDefinitions(naming: ToolNaming): Tool[] {
+export function toolDefinitions(naming: ToolNaming): readonly Tool[] {
+  // The list follows from the contract alone: made once per naming, not for every request of the
+  // stateless hosted server (which builds a server per request).
+  let tools = made.get(naming);
+  if (!tools) {
+    tools = makeDefinitions(naming);
+    made.set(naming, tools);
+  }
+  return tools;
+}
+
+const made = new Map<ToolNaming, readonly Tool[]>();
+
+function makeDefinitions(naming: ToolNaming): readonly Tool[] {
   return OP_NAMES.map((name): Tool => {
     const op = OPERATIONS[name];
     const guide = op.agent;
