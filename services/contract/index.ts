@@ -69,6 +69,8 @@ export { MaxCostUsdSchema, SPEND_CAP_NOTE } from './schemas/max-cost';
 export { GraphNodeSchema, PublishedWorkflowSchema, WorkflowSchema, type GraphNode, type PublishedWorkflow, type Workflow } from './schemas/workflow';
 export {
   BumpSchema,
+  DraftProblemSchema,
+  EditorLayoutSchema,
   EditorLatestInputSchema,
   EditorPublishInputSchema,
   EditorWorkflowCreateInputSchema,
@@ -76,9 +78,13 @@ export {
   EditorWorkflowSchema,
   EditorWorkflowSummarySchema,
   EditorWorkflowUpdateInputSchema,
+  SlugCheckSchema,
+  WorkflowVersionDetailSchema,
   WorkflowVersionEntrySchema,
   WorkflowVersionListSchema,
   type Bump,
+  type DraftProblem,
+  type EditorLayout,
   type EditorLatestInput,
   type EditorPublishInput,
   type EditorWorkflow,
@@ -86,6 +92,8 @@ export {
   type EditorWorkflowList,
   type EditorWorkflowSummary,
   type EditorWorkflowUpdateInput,
+  type SlugCheck,
+  type WorkflowVersionDetail,
   type WorkflowVersionEntry,
   type WorkflowVersionList,
 } from './schemas/editor-workflow';
@@ -103,4 +111,14 @@ export {
   type TokenListBody,
   type TokenSummaryBody,
 } from './schemas/token';
-export { SessionBodySchema, SignInInputSchema, type SessionBody, type SignInInput } from './schemas/session';
+export {
+  ORG_ROLES,
+  OrgRoleSchema,
+  SessionBodySchema,
+  SignInInputSchema,
+  SwitchOrgInputSchema,
+  type OrgRole,
+  type SessionBody,
+  type SignInInput,
+  type SwitchOrgInput,
+} from './schemas/session';

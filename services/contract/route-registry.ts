@@ -2,6 +2,7 @@ import type { InputOf, OutputOf } from './operation';
 import { meGet, tokensCreate, tokensList, tokensRevoke } from './routes/account-routes';
 import { deviceApprove, deviceDeny, deviceLookup } from './routes/device-routes';
 import {
+  editorSlugsCheck,
   editorWorkflowsAssets,
   editorWorkflowsCreate,
   editorWorkflowsDelete,
@@ -10,6 +11,7 @@ import {
   editorWorkflowsList,
   editorWorkflowsPublish,
   editorWorkflowsUpdate,
+  editorWorkflowsVersion,
   editorWorkflowsVersions,
 } from './routes/editor-routes';
 import { runsEvents, runsGet, runsList } from './routes/run-routes';
@@ -39,6 +41,8 @@ export const ROUTES = {
   'editor.workflows.assets': editorWorkflowsAssets,
   'editor.workflows.versions': editorWorkflowsVersions,
   'editor.workflows.latest': editorWorkflowsLatest,
+  'editor.workflows.version': editorWorkflowsVersion,
+  'editor.slugs.check': editorSlugsCheck,
   'device.lookup': deviceLookup,
   'device.approve': deviceApprove,
   'device.deny': deviceDeny,

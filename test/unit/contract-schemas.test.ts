@@ -60,7 +60,9 @@ describe('contract schemas accept the spec examples', () => {
   it('accepts a run record in every named state', () => {
     const steps = [{ nodeId: 'gen', status: 'completed', costUsd: 0.02, ms: 1200 }];
     const times = { createdAt: '2026-01-02T03:04:05.678Z', startedAt: '2026-01-02T03:04:05.900Z', finishedAt: null };
-    const record = { id: runId, error: null, costUsd: 0.02, maxCostUsd: 0.5, ...times };
+    const workflow = { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] };
+    const record = { id: runId, error: null, costUsd: 0.02, maxCostUsd: 0.5, ...times, workflowRef: null, workflow };
+    expect(validate(RunSchema, { ...record, workflowRef: 'acme/poster@1.2.0', status: 'running', steps, outputs: null }).ok).toBe(true);
     expect(validate(RunSchema, { ...record, status: 'running', steps, outputs: null }).ok).toBe(true);
     expect(
       validate(RunSchema, { ...record, status: 'completed', steps, outputs: { image: { kind: 'image', ref: 'https://x.example/b' } }, finishedAt: '2026-01-02T03:04:09.000Z' }).ok,

@@ -8,6 +8,8 @@ import {
   EditorWorkflowListSchema,
   EditorWorkflowSchema,
   EditorWorkflowUpdateInputSchema,
+  SlugCheckSchema,
+  WorkflowVersionDetailSchema,
   WorkflowVersionListSchema,
 } from '../schemas/editor-workflow';
 import { strictObject } from '../schemas/strict-object';
@@ -75,12 +77,12 @@ export const editorWorkflowsUpdate = defineOperation({
   ...editor,
   name: 'editor.workflows.update',
   mcpTool: 'editor_workflows_update',
-  summary: 'Rename a workflow and/or replace its draft',
+  summary: 'Rename a workflow and/or replace its draft or layout (an invalid draft is saved, with its problems)',
   http: { method: 'PATCH', path: '/editor/workflows/:id', pathParams: ['id'] },
   scope: 'run',
   input: strictObject(withId(EditorWorkflowUpdateInputSchema.properties), {
-    anyOf: [{ required: ['name'] }, { required: ['definition'] }],
-    'x-error': 'give "name", "definition" or both',
+    anyOf: [{ required: ['name'] }, { required: ['definition'] }, { required: ['layout'] }],
+    'x-error': 'give at least one of "name", "definition", "layout"',
   }),
   output: EditorWorkflowSchema,
   errors: CHANGE_ERRORS,
@@ -150,4 +152,30 @@ export const editorWorkflowsLatest = defineOperation({
   output: EditorWorkflowSchema,
   errors: CHANGE_ERRORS,
   readOnly: false,
+});
+
+export const editorWorkflowsVersion = defineOperation({
+  ...editor,
+  name: 'editor.workflows.version',
+  mcpTool: 'editor_workflows_version',
+  summary: 'Get one published version with its definition and layout',
+  http: { method: 'GET', path: '/editor/workflows/:id/versions/:version', pathParams: ['id', 'version'] },
+  scope: 'read',
+  input: strictObject(withId({ version: Type.String({ minLength: 1, maxLength: 40, description: 'A published version (MAJOR.MINOR.PATCH)' }) })),
+  output: WorkflowVersionDetailSchema,
+  errors: CHANGE_ERRORS,
+  readOnly: true,
+});
+
+export const editorSlugsCheck = defineOperation({
+  ...editor,
+  name: 'editor.slugs.check',
+  mcpTool: 'editor_slugs_check',
+  summary: "Check whether a workflow slug is free in the caller's organization (a malformed slug answers available: false)",
+  http: { method: 'GET', path: '/editor/slugs/:slug', pathParams: ['slug'] },
+  scope: 'read',
+  input: strictObject({ slug: Type.String({ minLength: 1, maxLength: 200, description: 'The workflow slug to check' }) }),
+  output: SlugCheckSchema,
+  errors: READ_ERRORS,
+  readOnly: true,
 });

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { OutputsSchema } from './artifact';
 import { strictObject } from './strict-object';
+import { WorkflowSchema } from './workflow';
 
 /** Run status values. `cancelled` is ours (cancellation); the spec names the other four. */
 export const RUN_STATUSES = ['pending', 'running', 'completed', 'failed', 'cancelled'] as const;
@@ -43,6 +44,9 @@ const runHead = {
   maxCostUsd: usd("The run's spend cap"),
   createdAt: time('When the run was accepted'),
   finishedAt: timeOrNull('When it reached its final status; null until then'),
+  workflowRef: Type.Union([Type.String(), Type.Null()], {
+    description: '`<org-slug>/<workflow-slug>@<version>` of the published version run; null for an inline definition',
+  }),
 };
 
 /**
@@ -60,6 +64,8 @@ export const RunSchema = Type.Object({
   createdAt: runHead.createdAt,
   startedAt: timeOrNull('When it started running; null while pending'),
   finishedAt: runHead.finishedAt,
+  workflowRef: runHead.workflowRef,
+  workflow: WorkflowSchema,
 });
 export type Run = Static<typeof RunSchema>;
 
@@ -83,6 +89,9 @@ export const RunListQuerySchema = strictObject({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: RUN_LIST_MAX_LIMIT, description: `Page size, default ${RUN_LIST_DEFAULT_LIMIT}` })),
   cursor: Type.Optional(Type.String({ minLength: 1, description: "The previous page's nextCursor" })),
   status: Type.Optional(RunStatusSchema),
+  workflow: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'A workflow address `<org-slug>/<workflow-slug>`: only runs of any of its versions' }),
+  ),
 });
 export type RunListQuery = Static<typeof RunListQuerySchema>;
 

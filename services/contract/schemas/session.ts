@@ -9,10 +9,33 @@ export const SignInInputSchema = strictObject({
 });
 export type SignInInput = Static<typeof SignInInputSchema>;
 
-/** Who a web editor session acts for: the answer to sign-in and to `GET /auth/session`. */
+/** `POST /auth/switch`: move the browser session to another organization the user belongs to. */
+export const SwitchOrgInputSchema = strictObject({
+  org: Type.String({ minLength: 1, maxLength: 64, description: 'Slug of the organization to act in' }),
+});
+export type SwitchOrgInput = Static<typeof SwitchOrgInputSchema>;
+
+/** A member's role in an organization. */
+export const ORG_ROLES = ['owner', 'admin', 'member'] as const;
+export type OrgRole = (typeof ORG_ROLES)[number];
+export const OrgRoleSchema = Type.Union(ORG_ROLES.map((r) => Type.Literal(r)), { description: "The user's role in the organization" });
+
+const OrgHead = {
+  id: Type.String({ format: 'uuid' }),
+  slug: Type.String(),
+  name: Type.String(),
+  role: OrgRoleSchema,
+};
+
+/** Who a web editor session acts for: the answer to sign-in, `POST /auth/switch` and `GET /auth/session`. */
 export const SessionBodySchema = Type.Object({
   user: Type.Object({ id: Type.String({ format: 'uuid' }), email: Type.String(), name: Type.String() }),
-  organization: Type.Object({ id: Type.String({ format: 'uuid' }), slug: Type.String(), name: Type.String() }),
+  organization: Type.Object({
+    ...OrgHead,
+    balanceUsd: Type.Number({ description: "The organization's available balance in USD, as a 402 reports it" }),
+  }),
+  /** Every organization the user belongs to (the session acts in `organization`). */
+  organizations: Type.Array(Type.Object(OrgHead)),
   /** When the session ends unless signed out before. */
   expiresAt: Type.String({ format: 'date-time' }),
 });
