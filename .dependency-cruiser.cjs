@@ -45,6 +45,8 @@ module.exports = {
     // svc mcp (and the svc-mcp bin) serves the MCP stdio server from the CLI's bundle.
     layer('cli', ['sdk', 'contract', 'mcp']),
     layer('mcp', ['sdk', 'contract']),
+    // The studio is a browser client: the SDK, the contract's types, and the engine's pure checks.
+    layer('studio', ['sdk', 'contract', 'engine']),
     layer('runs', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs']),
     layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'runs', 'mcp']),
     {

@@ -11,7 +11,7 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run admin test lint typecheck migrate bench install system-deps stop clean-data
+.PHONY: help run admin test lint typecheck migrate bench install system-deps stop clean-data studio
 
 # make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
 # alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
@@ -38,13 +38,22 @@ $(PRISMA_CLIENT): prisma/schema.prisma node_modules/.install-stamp
 
 install: node_modules/.install-stamp $(PRISMA_CLIENT)
 
+# The studio (services/studio), built by Vite when any source it bundles changed; the API serves it.
+STUDIO_BUILD := services/studio/dist/index.html
+STUDIO_SOURCES := $(shell find services/studio/src services/studio/index.html services/studio/vite.config.ts services/sdk/src services/contract services/engine -type f 2>/dev/null)
+
+$(STUDIO_BUILD): $(STUDIO_SOURCES) node_modules/.install-stamp
+	npm run -s build -w services/studio
+
+studio: $(STUDIO_BUILD)
+
 system-deps:
 	bash deploy/local/install-deps.sh redis postgres media
 
 run: $(RUN_SENTINEL)
 
 # Not phony (see RUN_SENTINEL), yet remade every time: its prerequisites are phony.
-$(RUN_SENTINEL): install system-deps
+$(RUN_SENTINEL): install studio system-deps
 	bash deploy/local/run-dev.sh "$@"
 
 # The settings make run wrote (DATABASE_URL above all), then the admin command with ARGS.
@@ -56,12 +65,16 @@ stop:
 	bash deploy/local/redis.sh stop "$(DATA_DIR)/redis" "$(REDIS_PORT)" || true
 	bash deploy/local/postgres.sh stop "$(DATA_DIR)/postgres" "$(PG_PORT)" || true
 
-test: install
+# Jest (unit and integration, real servers) and then Vitest (the studio's components and stores);
+# the totals line adds both.
+test: install studio
 	bash deploy/local/install-deps.sh redis postgres s3 media browser
 	@mkdir -p .test-artifacts
-	@rm -f .test-artifacts/jest-results.json
+	@rm -f .test-artifacts/jest-results.json .test-artifacts/vitest-results.json
 	$(NODE_BIN)/jest --json --outputFile=.test-artifacts/jest-results.json; status=$$?; \
-	  node deploy/local/test-totals.cjs .test-artifacts/jest-results.json; exit $$status
+	  (cd services/studio && ../../$(NODE_BIN)/vitest run --reporter=default --reporter=json --outputFile=../../.test-artifacts/vitest-results.json); vstatus=$$?; \
+	  node deploy/local/test-totals.cjs .test-artifacts/jest-results.json .test-artifacts/vitest-results.json; \
+	  if [ $$status -ne 0 ]; then exit $$status; fi; exit $$vstatus
 
 lint: install
 	$(NODE_BIN)/eslint .
@@ -69,6 +82,7 @@ lint: install
 
 typecheck: install
 	$(NODE_BIN)/tsc -p tsconfig.json --noEmit
+	$(NODE_BIN)/tsc -p services/studio/tsconfig.json
 
 migrate: install
 	$(NODE_BIN)/tsx workers/migrate.ts

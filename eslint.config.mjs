@@ -6,7 +6,7 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
@@ -15,7 +15,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['services/**/*.ts', 'workers/**/*.ts'],
+    files: ['services/**/*.ts', 'services/**/*.tsx', 'workers/**/*.ts'],
     // The CLI is a client on the user's machine: its environment (SERVICE_URL, SERVICE_TOKEN,
     // XDG_CONFIG_HOME) is its configuration, read in its own config module only.
     ignores: ['services/platform/config.ts', 'services/cli/src/cli-config.ts'],

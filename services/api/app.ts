@@ -28,6 +28,8 @@ export interface AppDeps {
   publicBaseUrl: string;
   /** Routers beside the declared routes: blob downloads, browser sign-in, RFC 8628 device login. */
   extraRoutes: readonly Router[];
+  /** Routers served at the root only, never under `/api`: the studio's pages and bundles. */
+  siteRoutes?: readonly Router[];
   heartbeatMs: number;
   /** The per-IP request limit (shared through Redis); absent: none (`RATE_LIMIT_IP_PER_MINUTE=0`). */
   ipLimit?: MinuteLimit;
@@ -74,6 +76,7 @@ export function createApp(deps: AppDeps): Express {
 
   app.use('/api', api);
   app.use(api);
+  for (const router of deps.siteRoutes ?? []) app.use(router);
 
   app.use((req) => {
     // `/v1/workflows/dev/adder` is a path one segment too long, not a missing API: the address's

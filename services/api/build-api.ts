@@ -1,3 +1,4 @@
+import { createStudioRouter } from './routes/studio-routes';
 import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
@@ -179,6 +180,7 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
     extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations),
+    siteRoutes: [createStudioRouter({ dir: resources.config.studioDir })],
   });
   metrics.observeQueue(async () => ({ ...(await resources.queue.counts()) }));
   return {

@@ -67,6 +67,7 @@ export const SETTINGS = {
   httpKeepAliveTimeoutMs: { path: 'http.keepAliveTimeoutMs', env: 'HTTP_KEEP_ALIVE_TIMEOUT_MS', description: 'Idle time after which a keep-alive connection is closed (keep it above the load balancer\'s idle timeout)', default: '65000', parse: int(1000, 600_000) },
   httpMaxHeaderBytes: { path: 'http.maxHeaderBytes', env: 'HTTP_MAX_HEADER_BYTES', description: 'Largest request header section in bytes (larger is 431)', default: '16384', parse: int(1024, 1024 * 1024) },
   uploadMaxBytes: { env: 'UPLOAD_MAX_BYTES', description: 'Largest file POST /v1/uploads takes, bytes (larger is 413)', default: String(100 * 1024 * 1024), parse: int(1, 64 * 1024 * 1024 * 1024) },
+  studioDir: { env: 'STUDIO_DIR', description: 'Directory of the built studio (index.html and studio-assets/) the API serves at /', default: 'services/studio/dist', parse: text },
   bodyLimitBytes: { env: 'BODY_LIMIT_BYTES', description: 'Largest accepted JSON request body (larger is 413)', default: String(2 * 1024 * 1024), parse: int(1024, 64 * 1024 * 1024) },
   workerConcurrency: { env: 'WORKER_CONCURRENCY', description: 'Step jobs one worker process runs at once', default: '16', parse: int(1, 1000) },
   logLevel: { env: 'LOG_LEVEL', description: 'pino log level', default: 'info', parse: oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Client } from 'minio';
 import { prepareTemplateDatabase } from './database';
 import { freePorts, startPostgres, startRedis, startS3, stopServers } from './local-servers';
+import { ensureStudioBuilt } from './studio-build';
 import { cleanStaleStacks, currentOwner, STACK_DIR_PREFIX, STACK_FILE_NAME, type StackRecord } from './stale-stacks';
 import { STACK_FILE_ENV, type StackS3 } from './stack';
 
@@ -66,14 +67,16 @@ export default async function globalSetup(): Promise<void> {
 
   const timings: Record<string, number> = {};
   const started = Date.now();
-  const [redis, postgres, s3] = await Promise.allSettled([
+  const [redis, postgres, s3, studio] = await Promise.allSettled([
     timed(timings, 'redis', () => startRedis(tmpDir, redisPort)),
     timed(timings, 'postgres', () => startPostgres(tmpDir, pgPort)).then(() =>
       timed(timings, 'template database', () => prepareTemplateDatabase(record.postgres)),
     ),
     timed(timings, 's3', () => startS3(tmpDir, record.s3, cephMonPort)).then(() => timed(timings, 'bucket', () => createBucket(record.s3))),
+    // The API serves the built studio; browser tests need it built from this tree.
+    timed(timings, 'studio build', () => ensureStudioBuilt()),
   ]);
-  const failures = [redis, postgres, s3].flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason.message : String(r.reason)] : []));
+  const failures = [redis, postgres, s3, studio].flatMap((r) => (r.status === 'rejected' ? [r.reason instanceof Error ? r.reason.message : String(r.reason)] : []));
   if (postgres.status === 'rejected' || failures.length > 0) {
     const stopFailures = await stopServers(record);
     // The directory keeps the servers' logs for a look; the next run's stale sweep removes it.

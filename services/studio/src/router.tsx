@@ -1,0 +1,37 @@
+import { createBrowserRouter } from 'react-router';
+import { AppShell } from './shell/app-shell';
+import { RequireSession } from './shell/require-session';
+import { RouteError } from './shell/route-error';
+
+/**
+ * The studio's pages. The workflow list, runs and settings share the shell (organization, balance,
+ * navigation); the graph editor and the run detail are loaded on demand, so the first screen does
+ * not wait for the canvas library. `/device` is the verification page `svc login` opens.
+ */
+export const router = createBrowserRouter([
+  { path: '/sign-in', lazy: async () => ({ Component: (await import('./auth/sign-in-page')).SignInPage }) },
+  {
+    path: '/device',
+    element: <RequireSession />,
+    errorElement: <RouteError />,
+    children: [{ index: true, lazy: async () => ({ Component: (await import('./auth/device-page')).DevicePage }) }],
+  },
+  {
+    path: '/',
+    element: <RequireSession />,
+    errorElement: <RouteError />,
+    children: [
+      {
+        element: <AppShell />,
+        children: [
+          { index: true, lazy: async () => ({ Component: (await import('./workflows/workflows-page')).WorkflowsPage }) },
+          { path: 'workflows/:id', lazy: async () => ({ Component: (await import('./editor/editor-page')).EditorPage }) },
+          { path: 'runs', lazy: async () => ({ Component: (await import('./runs/runs-page')).RunsPage }) },
+          { path: 'runs/:id', lazy: async () => ({ Component: (await import('./runs/run-detail-page')).RunDetailPage }) },
+          { path: 'settings/tokens', lazy: async () => ({ Component: (await import('./settings/tokens-page')).TokensPage }) },
+          { path: '*', lazy: async () => ({ Component: (await import('./shell/not-found-page')).NotFoundPage }) },
+        ],
+      },
+    ],
+  },
+]);
