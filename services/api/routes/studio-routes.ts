@@ -47,7 +47,11 @@ export function createStudioRouter(deps: StudioRouteDeps): Router {
       res.locals.route = '/studio-assets/*';
       next();
     },
-    express.static(path.join(dir, 'studio-assets'), { immutable: true, maxAge: '365d', index: false, fallthrough: false, etag: false }),
+    express.static(path.join(dir, 'studio-assets'), { immutable: true, maxAge: '365d', index: false, etag: false }),
+    (req: Request) => {
+      // A bundle of an older build, asked for by a page loaded before a deployment: the page must reload.
+      throw new AppError({ code: 'not_found', message: `no studio file ${req.originalUrl}; reload the page to get the current build` });
+    },
   );
 
   const page = (req: Request, res: Response) => {
