@@ -18,8 +18,8 @@ async function main(): Promise<void> {
     console.log(`# token ${account.tokenReused ? 'reused from' : 'issued and saved to'} ${tokenFile} (scopes ${DEV_ACCOUNT.scopes.join(', ')})`);
     console.log(
       account.password === null
-        ? `# web editor and svc login: sign in as ${DEV_ACCOUNT.email} with the password set for it (make admin)`
-        : `# web editor and svc login (${publicBaseUrl}/device): sign in as ${DEV_ACCOUNT.email}, password ${account.password} (saved in ${path.join(dataDir, DEV_ACCOUNT.passwordFile)})`,
+        ? `# studio (the web editor) at ${publicBaseUrl}/ and svc login: sign in as ${DEV_ACCOUNT.email} with the password set for it (make admin)`
+        : `# studio (the web editor) at ${publicBaseUrl}/ and svc login: sign in as ${DEV_ACCOUNT.email}, password ${account.password} (saved in ${path.join(dataDir, DEV_ACCOUNT.passwordFile)})`,
     );
     console.log(`export SERVICE_TOKEN=${account.token}`);
     console.log(`export SERVICE_URL=${publicBaseUrl}`);
