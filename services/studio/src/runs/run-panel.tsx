@@ -1,5 +1,17 @@
-import type { Workflow } from '../../../contract';
+import { useCallback, useEffect, useId, useMemo, useReducer, useRef, useState } from 'react';
+import { Link } from 'react-router';
+import { ROUTES, type Workflow } from '../../../contract';
+import { InsufficientCreditError, InvalidInputError, RateLimitError, startRun, upload, type RunHandle } from '../../../sdk/src';
+import { client, errorText } from '../lib/api';
+import { formatMs, formatUsd } from '../lib/format';
+import { useSession } from '../lib/session';
+import { buildInputs, deriveFields, initialValues, issuesByField, type FieldValue, type FormField } from './input-form';
+import { OutputsList } from './output-view';
+import { forget, recall, remember } from './resume';
+import { applyEvent, fromMicros, initialRunState, isFinished, stateOfRun, type RunState, type SeqEvent } from './run-state';
 import type { StepViews } from './step-views';
+import { CostBar, StepList } from './step-list';
+import './runs.css';
 
 export interface RunPanelProps {
   /** The definition to run (the editor's draft, run inline). */
@@ -11,7 +23,441 @@ export interface RunPanelProps {
   onClose(): void;
 }
 
-/** Placeholder: the run panel (inputs form, cap, live events, outputs). */
-export function RunPanel(props: RunPanelProps) {
-  return <aside><button type="button" onClick={props.onClose}>Close</button></aside>;
+/** The spend cap a run gets unless changed, and the most the service allows (contract max-cost.ts). */
+export const DEFAULT_CAP_USD = 0.5;
+export const CAP_CEILING_USD = 1;
+
+type Action = { type: 'event'; event: SeqEvent } | { type: 'replace'; state: RunState } | { type: 'reset' };
+
+function reduce(state: RunState, action: Action): RunState {
+  if (action.type === 'event') return applyEvent(state, action.event);
+  if (action.type === 'replace') return action.state;
+  return initialRunState;
+}
+
+/** Why a run was refused, in the service's words, with the issues placed by input. */
+interface Refusal {
+  message: string;
+  detail?: string;
+  byField: Record<string, string[]>;
+  other: string[];
+}
+
+function refusalOf(err: unknown, fields: readonly FormField[]): Refusal {
+  if (err instanceof InvalidInputError) {
+    const { byField, other } = issuesByField(fields, err.issues);
+    return { message: err.message, byField, other };
+  }
+  if (err instanceof InsufficientCreditError) {
+    return { message: err.message, detail: err.balanceUsd !== undefined ? `Balance: ${formatUsd(err.balanceUsd)}` : undefined, byField: {}, other: [] };
+  }
+  if (err instanceof RateLimitError) {
+    return { message: err.message, detail: err.retryAfterSeconds !== undefined ? `Try again in ${err.retryAfterSeconds} s.` : undefined, byField: {}, other: [] };
+  }
+  return { message: errorText(err), byField: {}, other: [] };
+}
+
+/** The editor's run panel: the workflow's inputs as a form, the cap, the live run, its outputs. */
+export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelProps) {
+  const fields = useMemo(() => deriveFields(definition), [definition]);
+  const [values, setValues] = useState<Record<string, FieldValue>>(() => initialValues(fields));
+  const [capText, setCapText] = useState(String(DEFAULT_CAP_USD.toFixed(2)));
+  const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
+  const [refusal, setRefusal] = useState<Refusal | null>(null);
+  const [streamError, setStreamError] = useState<string | null>(null);
+  const [run, dispatch] = useReducer(reduce, initialRunState);
+  const [active, setActive] = useState(false);
+  const [capUsd, setCapUsd] = useState(DEFAULT_CAP_USD);
+  const [uploading, setUploading] = useState<Record<string, boolean>>({});
+  const abortRef = useRef<AbortController | null>(null);
+  const onStepsRef = useRef(onSteps);
+  onStepsRef.current = onSteps;
+  const headingId = useId();
+
+  // Keep values for fields that still exist when the definition changes; fill new ones.
+  useEffect(() => {
+    setValues((prev) => {
+      const fresh = initialValues(fields);
+      for (const f of fields) if (prev[f.id] && prev[f.id]!.widget === fresh[f.id]!.widget) fresh[f.id] = prev[f.id]!;
+      return fresh;
+    });
+  }, [fields]);
+
+  useEffect(() => {
+    onStepsRef.current(run.steps);
+  }, [run.steps]);
+
+  /** Follows a handle to its end, applying and remembering each event. */
+  const follow = useCallback(
+    async (handle: RunHandle, cap: number) => {
+      let lastSeq = 0;
+      let runId: string | null = null;
+      try {
+        for await (const event of handle.events()) {
+          dispatch({ type: 'event', event });
+          if (event.type === 'run.started') runId = event.runId;
+          runId ??= await handle.runId;
+          lastSeq = event.seq;
+          const finished = event.type === 'run.completed' || event.type === 'run.failed';
+          remember(resumeKey, { runId, lastSeq, finished, maxCostUsd: cap });
+        }
+      } catch (err) {
+        if ((err as Error)?.name === 'AbortError' || abortRef.current?.signal.aborted) return;
+        if (runId === null) setRefusal(refusalOf(err, fields));
+        else setStreamError(errorText(err));
+      } finally {
+        if (!abortRef.current?.signal.aborted) {
+          setActive(false);
+          void useSession.getState().refresh().catch(() => undefined);
+        }
+      }
+    },
+    [resumeKey, fields],
+  );
+
+  // On mount: reattach to a remembered run, or show how it ended while away.
+  useEffect(() => {
+    const remembered = recall(resumeKey);
+    if (!remembered) return;
+    const controller = new AbortController();
+    abortRef.current = controller;
+    setCapUsd(remembered.maxCostUsd);
+    setActive(true);
+    void (async () => {
+      try {
+        const record = await client.routes['runs.get']({ id: remembered.runId }, { signal: controller.signal });
+        if (controller.signal.aborted) return;
+        setCapUsd(record.maxCostUsd);
+        if (record.status === 'completed' || record.status === 'failed' || record.status === 'cancelled') {
+          dispatch({ type: 'replace', state: stateOfRun(record, remembered.lastSeq) });
+          remember(resumeKey, { ...remembered, finished: true });
+          setActive(false);
+          return;
+        }
+        // Still going: replay every event (the step views are rebuilt from them), then follow live.
+        const handle = client.follow(ROUTES['runs.events'], { id: remembered.runId, after: 0 }, { signal: controller.signal });
+        await follow(handle, record.maxCostUsd);
+      } catch (err) {
+        if (controller.signal.aborted) return;
+        setActive(false);
+        if ((err as { status?: number }).status === 404) forget(resumeKey);
+        else setStreamError(errorText(err));
+      }
+    })();
+    return () => controller.abort();
+    // Only on mount (and when the key changes): a remembered run is reattached once.
+  }, [resumeKey]);
+
+  useEffect(() => () => abortRef.current?.abort(), []);
+
+  const setValue = (id: string, value: FieldValue) => {
+    setValues((prev) => ({ ...prev, [id]: value }));
+    setFieldErrors((prev) => {
+      if (!prev[id]) return prev;
+      const { [id]: _removed, ...rest } = prev;
+      return rest;
+    });
+  };
+
+  const cap = Number(capText);
+  const capError = !Number.isFinite(cap) || cap < 0.000001 ? 'Give a cap of at least $0.000001.' : cap > CAP_CEILING_USD ? `The ceiling is ${formatUsd(CAP_CEILING_USD)}: larger caps are lowered to it.` : null;
+  const capInvalid = !Number.isFinite(cap) || cap < 0.000001;
+  const busyUploading = Object.values(uploading).some(Boolean);
+
+  const submit = (event: React.FormEvent) => {
+    event.preventDefault();
+    if (active || busyUploading || capInvalid) return;
+    const built = buildInputs(fields, values);
+    if (!built.ok) {
+      setFieldErrors(built.errors);
+      return;
+    }
+    setFieldErrors({});
+    setRefusal(null);
+    setStreamError(null);
+    const effectiveCap = Math.min(cap, CAP_CEILING_USD);
+    setCapUsd(effectiveCap);
+    dispatch({ type: 'reset' });
+    abortRef.current?.abort();
+    const controller = new AbortController();
+    abortRef.current = controller;
+    setActive(true);
+    const handle = startRun(client, { workflow: definition, inputs: built.inputs, maxCostUsd: effectiveCap }, { signal: controller.signal });
+    handle.runId.then((id) => remember(resumeKey, { runId: id, lastSeq: 0, finished: false, maxCostUsd: effectiveCap })).catch(() => undefined);
+    void follow(handle, effectiveCap);
+  };
+
+  const dismiss = () => {
+    abortRef.current?.abort();
+    abortRef.current = null;
+    forget(resumeKey);
+    dispatch({ type: 'reset' });
+    setActive(false);
+    setStreamError(null);
+    setRefusal(null);
+  };
+
+  const onUpload = async (field: FormField, file: File) => {
+    setUploading((u) => ({ ...u, [field.id]: true }));
+    setValue(field.id, { widget: 'file', mode: 'upload', url: '', artifact: null, fileName: file.name });
+    try {
+      const artifact = await upload(client, file);
+      setValue(field.id, { widget: 'file', mode: 'upload', url: '', artifact, fileName: file.name });
+    } catch (err) {
+      setFieldErrors((e) => ({ ...e, [field.id]: errorText(err) }));
+      setValues((prev) => ({ ...prev, [field.id]: { widget: 'file', mode: 'upload', url: '', artifact: null, fileName: null } }));
+    } finally {
+      setUploading((u) => ({ ...u, [field.id]: false }));
+    }
+  };
+
+  const labels = useMemo(() => Object.fromEntries(definition.nodes.map((n) => [n.id, n.label?.trim() || n.id])), [definition]);
+  const uses = useMemo(() => Object.fromEntries(definition.nodes.map((n) => [n.id, n.uses])), [definition]);
+  const hasRun = run.runId !== null || run.lastSeq > 0 || active;
+  const finished = isFinished(run.phase);
+
+  return (
+    <aside className="run-panel" aria-labelledby={headingId}>
+      <header className="run-panel-head">
+        <h2 id={headingId}>Run</h2>
+        {hasRun && <StatusBadge phase={active && !finished ? (run.phase === 'starting' ? 'starting' : 'running') : run.phase} />}
+        <span className="spacer" />
+        <button type="button" className="button subtle small" onClick={onClose} aria-label="Close the run panel">
+          ✕
+        </button>
+      </header>
+      <div className="run-panel-body">
+        <form onSubmit={submit} className="stack run-form" noValidate aria-label="Run inputs">
+          {fields.length === 0 ? (
+            <p className="muted small">This workflow has no inputs: add an input node to ask for values at run time.</p>
+          ) : (
+            fields.map((field) => (
+              <InputField
+                key={field.id}
+                field={field}
+                value={values[field.id]!}
+                error={fieldErrors[field.id] ?? refusal?.byField[field.id]?.join(' ')}
+                uploading={!!uploading[field.id]}
+                disabled={active}
+                onChange={(v) => setValue(field.id, v)}
+                onFile={(file) => void onUpload(field, file)}
+              />
+            ))
+          )}
+          <label className="field">
+            <span>
+              Spend cap (USD) <span className="hint">ceiling {formatUsd(CAP_CEILING_USD)}</span>
+            </span>
+            <input
+              type="number"
+              inputMode="decimal"
+              min={0.000001}
+              max={CAP_CEILING_USD}
+              step={0.01}
+              value={capText}
+              disabled={active}
+              aria-invalid={capInvalid}
+              aria-describedby={capError ? `${headingId}-cap` : undefined}
+              onChange={(e) => setCapText(e.target.value)}
+            />
+            {capError && (
+              <span id={`${headingId}-cap`} className={capInvalid ? 'error-text small' : 'hint'}>
+                {capError}
+              </span>
+            )}
+          </label>
+          {refusal && (
+            <div className="run-refusal" role="alert">
+              <p className="error-text">{refusal.message}</p>
+              {refusal.detail && <p className="error-text small">{refusal.detail}</p>}
+              {refusal.other.length > 0 && (
+                <ul className="error-text small">
+                  {refusal.other.map((m) => (
+                    <li key={m}>{m}</li>
+                  ))}
+                </ul>
+              )}
+            </div>
+          )}
+          <div className="row">
+            <button type="submit" className="button primary" disabled={active || busyUploading || capInvalid}>
+              {active ? 'Running…' : hasRun ? 'Run again' : 'Run'}
+            </button>
+            {hasRun && !active && (
+              <button type="button" className="button subtle" onClick={dismiss}>
+                Dismiss result
+              </button>
+            )}
+          </div>
+        </form>
+
+        {hasRun && (
+          <section className="run-live stack" aria-label="Run progress" aria-live="polite" aria-busy={active && !finished}>
+            <CostBar spentUsd={fromMicros(run.costMicros)} capUsd={capUsd} />
+            <Elapsed state={run} active={active && !finished} />
+            {run.order.length === 0 && active && <p className="muted small">Starting…</p>}
+            <StepList steps={run.steps} order={run.order} labels={labels} uses={uses} compact />
+            {run.phase === 'failed' && run.error && (
+              <div className="run-error" role="alert">
+                <strong>{run.error.code}</strong>
+                <p>{run.error.message}</p>
+              </div>
+            )}
+            {streamError && (
+              <p className="error-text" role="alert">
+                {streamError}
+              </p>
+            )}
+            {run.outputs && (
+              <div className="stack">
+                <h3 className="run-section-title">Outputs</h3>
+                <OutputsList outputs={run.outputs} />
+              </div>
+            )}
+            {run.runId && (
+              <Link className="small" to={`/runs/${run.runId}`}>
+                Open this run's page
+              </Link>
+            )}
+          </section>
+        )}
+      </div>
+    </aside>
+  );
+}
+
+export function StatusBadge({ phase }: { phase: string }) {
+  return <span className={`badge ${phase === 'starting' ? 'pending' : phase}`}>{phase}</span>;
+}
+
+function Elapsed({ state, active }: { state: RunState; active: boolean }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!active) return;
+    const timer = setInterval(() => setNow(Date.now()), 500);
+    return () => clearInterval(timer);
+  }, [active]);
+  if (state.startedAtMs === null) return null;
+  const end = state.finishedAtMs ?? (active ? now : null);
+  if (end === null) return null;
+  return <p className="muted small run-elapsed">{active ? 'Running for' : 'Took'} {formatMs(Math.max(0, end - state.startedAtMs))}</p>;
+}
+
+function InputField({
+  field,
+  value,
+  error,
+  uploading,
+  disabled,
+  onChange,
+  onFile,
+}: {
+  field: FormField;
+  value: FieldValue;
+  error: string | undefined;
+  uploading: boolean;
+  disabled: boolean;
+  onChange(value: FieldValue): void;
+  onFile(file: File): void;
+}) {
+  const id = useId();
+  const errorId = `${id}-error`;
+  const described = error ? errorId : undefined;
+  const title = (
+    <span>
+      {field.label}
+      {field.required ? <span className="required" aria-label="required"> *</span> : null} <span className="hint">{field.connector.toLowerCase()}</span>
+    </span>
+  );
+  const errorLine = error ? (
+    <span id={errorId} className="error-text small">
+      {error}
+    </span>
+  ) : null;
+
+  if (value.widget === 'switch') {
+    return (
+      <div className="field">
+        <label className="switch-row">
+          <input type="checkbox" role="switch" checked={value.checked} disabled={disabled} onChange={(e) => onChange({ widget: 'switch', checked: e.target.checked })} aria-describedby={described} />
+          {title}
+        </label>
+        {errorLine}
+      </div>
+    );
+  }
+  if (value.widget === 'file') {
+    const accept = field.connector === 'IMAGE' ? 'image/*' : field.connector === 'AUDIO' ? 'audio/*' : field.connector === 'VIDEO' ? 'video/*' : undefined;
+    return (
+      <fieldset className="field file-field" disabled={disabled}>
+        <legend>{title}</legend>
+        <div className="segmented" role="radiogroup" aria-label={`${field.label}: source`}>
+          {(['upload', 'url'] as const).map((mode) => (
+            <label key={mode} className={value.mode === mode ? 'on' : ''}>
+              <input type="radio" name={`${id}-mode`} checked={value.mode === mode} onChange={() => onChange({ ...value, mode })} />
+              {mode === 'upload' ? 'Upload a file' : 'From a URL'}
+            </label>
+          ))}
+        </div>
+        {value.mode === 'upload' ? (
+          <div className="row">
+            <input
+              type="file"
+              accept={accept}
+              aria-label={`${field.label}: file`}
+              aria-describedby={described}
+              onChange={(e) => {
+                const file = e.target.files?.[0];
+                if (file) onFile(file);
+              }}
+            />
+            {uploading && <span className="muted small">Uploading…</span>}
+            {!uploading && value.artifact && <span className="ok-text small">Uploaded {value.fileName}</span>}
+          </div>
+        ) : (
+          <input
+            type="url"
+            placeholder="https://…"
+            aria-label={`${field.label}: URL`}
+            value={value.url}
+            aria-invalid={!!error}
+            aria-describedby={described}
+            onChange={(e) => onChange({ ...value, url: e.target.value })}
+          />
+        )}
+        {!field.required && <span className="hint small">Optional: the node's default is used when left empty.</span>}
+        {errorLine}
+      </fieldset>
+    );
+  }
+  const common = {
+    value: value.text,
+    disabled,
+    required: field.required,
+    'aria-invalid': !!error,
+    'aria-describedby': described,
+  };
+  return (
+    <label className="field">
+      {title}
+      {value.widget === 'textarea' || value.widget === 'json' ? (
+        <textarea
+          {...common}
+          rows={value.widget === 'json' ? 5 : 3}
+          className={value.widget === 'json' ? 'mono' : undefined}
+          spellCheck={value.widget !== 'json'}
+          onChange={(e) => onChange({ widget: value.widget, text: e.target.value })}
+        />
+      ) : (
+        <input
+          {...common}
+          type={value.widget === 'integer' || value.widget === 'number' ? 'number' : 'text'}
+          step={value.widget === 'integer' ? 1 : value.widget === 'number' ? 'any' : undefined}
+          inputMode={value.widget === 'integer' ? 'numeric' : value.widget === 'number' ? 'decimal' : undefined}
+          onChange={(e) => onChange({ widget: value.widget, text: e.target.value })}
+        />
+      )}
+      {errorLine}
+    </label>
+  );
 }

@@ -1,0 +1,53 @@
+/**
+ * What the run panel remembers of a run it started, so a reload reattaches to it: the run id and
+ * the last event seq it applied, under `svc.run.<resumeKey>` in localStorage. Written when the
+ * run starts and as events arrive, marked finished when it ends, removed when the panel's result
+ * is dismissed.
+ */
+export interface RememberedRun {
+  runId: string;
+  lastSeq: number;
+  finished: boolean;
+  maxCostUsd: number;
+}
+
+export function storageKey(resumeKey: string): string {
+  return `svc.run.${resumeKey}`;
+}
+
+function storage(): Storage | null {
+  try {
+    return typeof localStorage === 'undefined' ? null : localStorage;
+  } catch {
+    return null;
+  }
+}
+
+export function recall(resumeKey: string): RememberedRun | null {
+  const raw = storage()?.getItem(storageKey(resumeKey));
+  if (!raw) return null;
+  try {
+    const value = JSON.parse(raw) as Partial<RememberedRun>;
+    if (typeof value.runId !== 'string' || !value.runId) return null;
+    return {
+      runId: value.runId,
+      lastSeq: typeof value.lastSeq === 'number' && value.lastSeq >= 0 ? value.lastSeq : 0,
+      finished: value.finished === true,
+      maxCostUsd: typeof value.maxCostUsd === 'number' ? value.maxCostUsd : 0.5,
+    };
+  } catch {
+    return null;
+  }
+}
+
+export function remember(resumeKey: string, run: RememberedRun): void {
+  try {
+    storage()?.setItem(storageKey(resumeKey), JSON.stringify(run));
+  } catch {
+    // Storage full or refused: the run goes on, only a reload will not find it.
+  }
+}
+
+export function forget(resumeKey: string): void {
+  storage()?.removeItem(storageKey(resumeKey));
+}
