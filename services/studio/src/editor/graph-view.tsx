@@ -1,5 +1,13 @@
+import { Background, Controls, MiniMap, ReactFlow, ReactFlowProvider } from '@xyflow/react';
+import '@xyflow/react/dist/style.css';
+import { useMemo } from 'react';
 import type { Workflow } from '../../../contract';
 import type { StepViews } from '../runs/step-views';
+import { autoLayout } from './auto-layout';
+import { useCatalog } from './catalog';
+import './editor.css';
+import { toFlow } from './flow';
+import { nodeTypes } from './node-card';
 
 /** How a node differs between two versions, for the history's diff. */
 export type NodeChange = 'added' | 'removed' | 'changed';
@@ -16,7 +24,40 @@ export interface GraphViewProps {
   height?: number | string;
 }
 
-/** Placeholder: a read-only canvas of a workflow (version view, diff, run detail). */
+/** A read-only canvas of a workflow (version view, diff, run detail): the editor's node rendering, not editable. */
 export function GraphView(props: GraphViewProps) {
-  return <div style={{ height: props.height ?? 480 }}>{props.definition.nodes.length} nodes</div>;
+  return (
+    <ReactFlowProvider>
+      <GraphViewInner {...props} />
+    </ReactFlowProvider>
+  );
+}
+
+function GraphViewInner({ definition, layout, steps, changes, height = 480 }: GraphViewProps) {
+  const { catalog } = useCatalog(definition);
+  const flow = useMemo(() => {
+    const placed = autoLayout(definition, layout ?? { nodes: {} }, catalog, layout !== null);
+    return toFlow({ definition, layout: placed }, catalog, { steps, changes, editable: false });
+  }, [definition, layout, catalog, steps, changes]);
+  return (
+    <div className="graph-view" style={{ height }} role="img" aria-label={`Workflow graph with ${definition.nodes.length} node${definition.nodes.length === 1 ? '' : 's'}`}>
+      <ReactFlow
+        nodes={flow.nodes}
+        edges={flow.edges}
+        nodeTypes={nodeTypes}
+        fitView
+        nodesDraggable={false}
+        nodesConnectable={false}
+        elementsSelectable={false}
+        edgesFocusable={false}
+        nodesFocusable={false}
+        proOptions={{ hideAttribution: true }}
+        minZoom={0.2}
+      >
+        <Background gap={20} />
+        <Controls showInteractive={false} />
+        {definition.nodes.length > 8 && <MiniMap pannable zoomable />}
+      </ReactFlow>
+    </div>
+  );
 }
