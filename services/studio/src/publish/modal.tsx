@@ -1,0 +1,86 @@
+import { useEffect, useId, useRef, type ReactNode } from 'react';
+
+const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+
+export interface ModalProps {
+  title: ReactNode;
+  onClose(): void;
+  children: ReactNode;
+  /** Extra class on the dialog box (width variants). */
+  className?: string;
+  /** Role `alertdialog` for confirmations. */
+  alert?: boolean;
+  /** What Esc and a click on the backdrop do; default onClose. Pass null while busy to keep it open. */
+  dismiss?: (() => void) | null;
+}
+
+/**
+ * A modal dialog: focus moves into it and stays there (Tab wraps), Esc closes it, focus returns
+ * to what had it before. The first field marked `autoFocus`/`data-autofocus` gets focus, else the
+ * first focusable element.
+ */
+export function Modal({ title, onClose, children, className, alert, dismiss }: ModalProps) {
+  const box = useRef<HTMLDivElement>(null);
+  const titleId = useId();
+  const onDismiss = dismiss === undefined ? onClose : dismiss;
+  const dismissRef = useRef(onDismiss);
+  dismissRef.current = onDismiss;
+
+  useEffect(() => {
+    const before = document.activeElement as HTMLElement | null;
+    const el = box.current;
+    if (el && !el.contains(document.activeElement)) {
+      const first = el.querySelector<HTMLElement>('[data-autofocus]') ?? el.querySelector<HTMLElement>(FOCUSABLE);
+      (first ?? el).focus();
+    }
+    return () => {
+      if (before && document.contains(before)) before.focus();
+    };
+  }, []);
+
+  const onKeyDown = (event: React.KeyboardEvent) => {
+    if (event.key === 'Escape') {
+      event.stopPropagation();
+      dismissRef.current?.();
+      return;
+    }
+    if (event.key !== 'Tab' || !box.current) return;
+    event.stopPropagation();
+    const items = [...box.current.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((e) => e.offsetParent !== null || e === document.activeElement || import.meta.env.MODE === 'test');
+    if (items.length === 0) {
+      event.preventDefault();
+      return;
+    }
+    const first = items[0]!;
+    const last = items[items.length - 1]!;
+    if (event.shiftKey && (document.activeElement === first || document.activeElement === box.current)) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && document.activeElement === last) {
+      event.preventDefault();
+      first.focus();
+    }
+  };
+
+  return (
+    <div
+      className="dialog-backdrop"
+      onMouseDown={(e) => {
+        if (e.target === e.currentTarget) dismissRef.current?.();
+      }}
+    >
+      <div
+        ref={box}
+        className={`dialog${className ? ` ${className}` : ''}`}
+        role={alert ? 'alertdialog' : 'dialog'}
+        aria-modal="true"
+        aria-labelledby={titleId}
+        tabIndex={-1}
+        onKeyDown={onKeyDown}
+      >
+        <h2 id={titleId}>{title}</h2>
+        {children}
+      </div>
+    </div>
+  );
+}
