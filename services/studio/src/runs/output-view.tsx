@@ -65,8 +65,8 @@ export function OutputView({ name, artifact }: { name: string; artifact: Artifac
         <span className="spacer" />
         {artifact.ref === undefined && (artifact.kind === 'text' || artifact.kind === 'structured' || artifact.kind === 'embedding') && <CopyButton text={text} />}
         {href && (
-          <a className="button small" href={href} download={file} target={artifact.ref ? '_blank' : undefined} rel="noreferrer">
-            Download<span className="visually-hidden"> {name}</span>
+          <a className="button small" href={href} download={file} target={artifact.ref ? '_blank' : undefined} rel="noreferrer" aria-label={`Download ${name}`}>
+            Download
           </a>
         )}
       </header>

@@ -1,0 +1,152 @@
+import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
+import { MemoryRouter } from 'react-router';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
+import type { Workflow } from '../../../contract';
+import type * as Sdk from '../../../sdk/src';
+import type { RunEventWithSeq } from '../../../sdk/src';
+import { InsufficientCreditError, InvalidInputError } from '../../../sdk/src';
+import type { StepViews } from './step-views';
+
+const startRun = vi.fn();
+vi.mock('../../../sdk/src', async (importOriginal) => {
+  const actual = await importOriginal<typeof Sdk>();
+  return { ...actual, startRun: (...args: unknown[]) => startRun(...args) };
+});
+vi.mock('../lib/session', () => ({ useSession: { getState: () => ({ refresh: () => Promise.resolve() }) } }));
+
+const { RunPanel } = await import('./run-panel');
+
+const RUN_ID = '4cc0e21e-8b9f-4a11-8ea9-dc05f3128a07';
+const definition: Workflow = {
+  version: 2,
+  nodes: [
+    { id: 'text', uses: 'input', outputType: 'TEXT', label: 'Text to speak' },
+    { id: 'speak', uses: 'speech-espeak', label: 'Speak', inputs: { text: '${text.value}' } },
+    { id: 'out', uses: 'output', inputs: { value: '${speak.audio}' } },
+  ],
+};
+
+/** A fake RunHandle whose events are pushed by the test. */
+function fakeHandle() {
+  const queue: RunEventWithSeq[] = [];
+  let wake: (() => void) | null = null;
+  let done = false;
+  let resolveId!: (id: string) => void;
+  let rejectId!: (e: unknown) => void;
+  const runId = new Promise<string>((res, rej) => {
+    resolveId = res;
+    rejectId = rej;
+  });
+  runId.catch(() => undefined);
+  let failure: unknown = null;
+  return {
+    handle: {
+      runId,
+      async *events() {
+        for (let i = 0; ; i++) {
+          while (i >= queue.length) {
+            if (failure) throw failure;
+            if (done) return;
+            await new Promise<void>((r) => (wake = r));
+          }
+          yield queue[i]!;
+        }
+      },
+    },
+    push(e: RunEventWithSeq) {
+      if (e.type === 'run.started') resolveId(e.runId);
+      queue.push(e);
+      if (e.type === 'run.completed' || e.type === 'run.failed') done = true;
+      wake?.();
+    },
+    fail(err: unknown) {
+      failure = err;
+      rejectId(err);
+      wake?.();
+    },
+  };
+}
+
+function renderPanel(onSteps = vi.fn()) {
+  render(
+    <MemoryRouter>
+      <RunPanel definition={definition} resumeKey="wf-1" onSteps={onSteps} onClose={() => undefined} />
+    </MemoryRouter>,
+  );
+  return onSteps;
+}
+
+describe('RunPanel', () => {
+  beforeEach(() => {
+    localStorage.clear();
+    startRun.mockReset();
+  });
+
+  it('asks for the required input before running, with the default cap', () => {
+    renderPanel();
+    expect((screen.getByRole('spinbutton', { name: /Spend cap/ }) as HTMLInputElement).value).toBe('0.50');
+    expect(screen.getByText(/ceiling \$1\.00/)).toBeTruthy();
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    expect(screen.getByText('Required.')).toBeTruthy();
+    expect(startRun).not.toHaveBeenCalled();
+  });
+
+  it('runs the definition, lights steps up, sums cost, shows outputs and remembers the run', async () => {
+    const fake = fakeHandle();
+    startRun.mockReturnValue(fake.handle);
+    const onSteps = renderPanel();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
+    fireEvent.change(screen.getByRole('spinbutton', { name: /Spend cap/ }), { target: { value: '0.2' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    expect(startRun.mock.calls[0]![1]).toEqual({ workflow: definition, inputs: { text: { kind: 'text', value: 'hello' } }, maxCostUsd: 0.2 });
+
+    await act(async () => {
+      fake.push({ seq: 1, type: 'run.started', runId: RUN_ID });
+      fake.push({ seq: 2, type: 'step.started', nodeId: 'speak' });
+    });
+    await waitFor(() => expect(onSteps).toHaveBeenLastCalledWith({ speak: { status: 'running' } } satisfies StepViews));
+    expect(JSON.parse(localStorage.getItem('svc.run.wf-1')!)).toMatchObject({ runId: RUN_ID, lastSeq: 2, finished: false, maxCostUsd: 0.2 });
+    expect(screen.getByText('Speak')).toBeTruthy();
+
+    await act(async () => {
+      fake.push({ seq: 3, type: 'step.completed', nodeId: 'speak', usage: { costUsd: 0.000051, ms: 69 } });
+      fake.push({ seq: 4, type: 'run.completed', outputs: { out: { kind: 'text', value: 'spoken' } } });
+    });
+    await waitFor(() => expect(screen.getByText('spoken')).toBeTruthy());
+    expect(onSteps).toHaveBeenLastCalledWith({ speak: { status: 'completed', progress: 1, costUsd: 0.000051, ms: 69 } });
+    expect(screen.getAllByText('$0.000051').length).toBeGreaterThan(0);
+    expect(screen.getByText('completed', { selector: '.run-panel-head .badge' })).toBeTruthy();
+    expect(JSON.parse(localStorage.getItem('svc.run.wf-1')!)).toMatchObject({ lastSeq: 4, finished: true });
+
+    fireEvent.click(screen.getByRole('button', { name: 'Dismiss result' }));
+    expect(localStorage.getItem('svc.run.wf-1')).toBeNull();
+    expect(onSteps).toHaveBeenLastCalledWith({});
+  });
+
+  it("shows a refusal in the service's words, with issues under their input", async () => {
+    const fake = fakeHandle();
+    startRun.mockReturnValue(fake.handle);
+    renderPanel();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'x' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    await act(async () => {
+      fake.fail(new InvalidInputError('inputs are invalid', { status: 400, code: 'validation_failed', issues: [{ path: 'inputs.text', message: 'too short for speech' }] }));
+    });
+    await waitFor(() => expect(screen.getByText('inputs are invalid')).toBeTruthy());
+    expect(screen.getByText('too short for speech')).toBeTruthy();
+    expect(localStorage.getItem('svc.run.wf-1')).toBeNull();
+  });
+
+  it('shows insufficient credit with the balance', async () => {
+    const fake = fakeHandle();
+    startRun.mockReturnValue(fake.handle);
+    renderPanel();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'x' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    await act(async () => {
+      fake.fail(new InsufficientCreditError('your balance cannot cover this run', { status: 402, code: 'insufficient_credit', body: { balanceUsd: 0 } }));
+    });
+    await waitFor(() => expect(screen.getByText('your balance cannot cover this run')).toBeTruthy());
+    expect(screen.getByText('Balance: $0.00')).toBeTruthy();
+  });
+});
