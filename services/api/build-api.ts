@@ -119,7 +119,7 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
       sessionTokenTtlDays: config.sessionTokenTtlDays,
       userCodeFailures: accounts.userCodeFailures,
     }),
-    createSessionRouter({ browserSessions, users, organizations, sessions: accounts.tokenRows, tokens, tokenLimit }),
+    createSessionRouter({ browserSessions, users, memberships, sessions: accounts.tokenRows, tokens, tokenLimit }),
     createDevicePageRouter({ invoke, tokens, browserSessions, users, memberships, organizations, sessionTokenTtlDays: config.sessionTokenTtlDays, log }),
     // The hosted MCP server: its 401 names the protected resource metadata the OAuth routers serve.
     createMcpRouter({ invoke, tokens, log, cancellations, bodyLimitBytes: config.bodyLimitBytes, resourceMetadataUrl: `${config.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource` }),

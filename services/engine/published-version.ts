@@ -30,6 +30,8 @@ export interface PublishRequest {
   initialVersion?: Semver;
   /** The workflow slug (kebab-case, checked by the caller) the first publish claims. */
   slug?: string;
+  /** The publisher's changelog note, kept with the version. */
+  note?: string;
   /**
    * Checks the draft about to be published (the engine's validation against the node catalog);
    * throws to refuse. Called inside the publish transaction, on the draft it publishes.

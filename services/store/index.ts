@@ -7,11 +7,11 @@ export { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles, type Mig
 export { microsFromDb, microsToDb } from './micros';
 export { OrganizationRepository, type Organization } from './organization-repository';
 export { UserRepository, type User, type UserCredentials } from './user-repository';
-export { MembershipRepository, type Membership, type Role } from './membership-repository';
+export { MembershipRepository, type MemberOrganization, type Membership, type Role } from './membership-repository';
 export { findTokenByHash, TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
 export { OAuthRepository, type ExchangeOutcome, type IssuedGrantTokens, type OAuthAccessTokenToIssue, type OAuthClientRecord, type OAuthCodeRecord, type OAuthGrantRecord, type RefreshOutcome } from './oauth-repository';
 export { WorkflowRepository } from './workflow-repository';
-export { type LatestPointer, type WorkflowRecord, type WorkflowVersionRecord } from './workflow-records';
+export { type LatestPointer, type SlugStanding, type WorkflowRecord, type WorkflowVersionDetailRecord, type WorkflowVersionRecord } from './workflow-records';
 export {
   DeviceAuthorizationRepository,
   type DecisionRefusal,

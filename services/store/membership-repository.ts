@@ -1,4 +1,5 @@
 import type { Membership as MembershipRow } from './prisma-generated';
+import { microsFromDb } from './micros';
 import type { Db } from './prisma-client';
 
 /** What a member may do in an organization. */
@@ -10,6 +11,16 @@ export interface Membership {
   userId: string;
   role: Role;
   createdAt: Date;
+}
+
+/** An organization as one of its members sees it. */
+export interface MemberOrganization {
+  id: string;
+  slug: string;
+  name: string;
+  role: Role;
+  /** The balance less what unfinished runs hold, micro-USD; may be negative. */
+  availableMicros: number;
 }
 
 const ROLES: readonly string[] = ['owner', 'admin', 'member'] satisfies Role[];
@@ -43,6 +54,23 @@ export class MembershipRepository {
   async listForUser(userId: string): Promise<Membership[]> {
     const rows = await this.db.membership.findMany({ where: { userId }, orderBy: { createdAt: 'asc' } });
     return rows.map(toMembership);
+  }
+
+  /**
+   * The organizations a user belongs to with their role in each and each one's available balance
+   * (its balance less what its unfinished runs hold, docs/money.md), oldest membership first; one query.
+   */
+  async listOrganizationsOfUser(userId: string): Promise<MemberOrganization[]> {
+    const rows = await this.db.membership.findMany({
+      where: { userId },
+      orderBy: [{ createdAt: 'asc' }, { orgId: 'asc' }],
+      select: { role: true, userId: true, orgId: true, org: { select: { id: true, slug: true, name: true, balanceMicros: true, heldMicros: true } } },
+    });
+    return rows.map((row) => {
+      if (!ROLES.includes(row.role)) throw new Error(`membership of user ${row.userId} in org ${row.orgId} has unknown role "${row.role}"`);
+      const { id, slug, name, balanceMicros, heldMicros } = row.org;
+      return { id, slug, name, role: row.role as Role, availableMicros: microsFromDb(balanceMicros - heldMicros) };
+    });
   }
 
   /** Returns the membership, creating it with `role` when missing; an existing role is left as it is. */

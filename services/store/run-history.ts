@@ -26,12 +26,16 @@ export interface RunListOptions {
   after?: RunListKey;
   /** Only runs with this status. */
   status?: RunStatus;
+  /** Only runs of any version of the workflow at this address (a deleted workflow's included). */
+  workflow?: { org: string; slug: string };
 }
 
 /** A run without its steps, definition, inputs and outputs. */
 export interface RunSummaryRecord {
   id: string;
   status: RunStatus;
+  /** `<org-slug>/<workflow-slug>@<version>` of the published version run; null for an inline definition. */
+  workflowRef: string | null;
   error: RunError | null;
   capMicros: number;
   spentMicros: number;
@@ -46,15 +50,29 @@ export interface RunListPage {
   next: RunListKey | null;
 }
 
+/** `<org-slug>/<workflow-slug>@<version>` of a run's published version; null for an inline definition. */
+function versionRef(v: { major: number; minor: number; patch: number; workflow: { slug: string | null; org: { slug: string } } } | null): string | null {
+  return v && v.workflow.slug !== null ? `${v.workflow.org.slug}/${v.workflow.slug}@${v.major}.${v.minor}.${v.patch}` : null;
+}
+
 /** The page of `orgId`'s runs described by `options`. */
 export async function listRunSummaries(db: Db, orgId: string, options: RunListOptions): Promise<RunListPage> {
   const { limit, after, status } = options;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
   if (!isUuid(orgId) || (after && !isUuid(after.id))) return { runs: [], next: null };
+  let workflowId: string | undefined;
+  if (options.workflow) {
+    // A slug is never reused in its organization, so the address names one workflow for good.
+    const workflow = await db.workflow.findFirst({ where: { slug: options.workflow.slug, org: { slug: options.workflow.org } }, select: { id: true } });
+    if (!workflow) return { runs: [], next: null };
+    workflowId = workflow.id;
+  }
   const rows = await db.run.findMany({
     where: {
       orgId,
       ...(status ? { status } : {}),
+      // Served by the index runs(org_id, workflow_id, created_at DESC).
+      ...(workflowId ? { workflowId } : {}),
       // (created_at, id) < (after.createdAt, after.id), with the created_at bound spelled out
       // so that it becomes a range condition on the index.
       ...(after ? { createdAt: { lte: after.createdAt }, OR: [{ createdAt: { lt: after.createdAt } }, { id: { lt: after.id } }] } : {}),
@@ -62,12 +80,23 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     // One more than asked tells whether another page follows without a second query.
     take: limit + 1,
-    select: { id: true, status: true, error: true, capMicros: true, spentMicros: true, createdAt: true, startedAt: true, finishedAt: true },
+    select: {
+      id: true,
+      status: true,
+      error: true,
+      capMicros: true,
+      spentMicros: true,
+      createdAt: true,
+      startedAt: true,
+      finishedAt: true,
+      workflowVersion: { select: { major: true, minor: true, patch: true, workflow: { select: { slug: true, org: { select: { slug: true } } } } } },
+    },
   });
   const runs = rows.slice(0, limit).map(
     (row): RunSummaryRecord => ({
       id: row.id,
       status: parseRunStatus(row.status, row.id),
+      workflowRef: versionRef(row.workflowVersion),
       error: parseRunError(row.error),
       capMicros: microsFromDb(row.capMicros),
       spentMicros: microsFromDb(row.spentMicros),
@@ -87,6 +116,7 @@ interface RunRecordRow {
   token_id: string | null;
   workflow_id: string | null;
   workflow_version_id: string | null;
+  workflow_ref: string | null;
   status: string;
   definition: unknown;
   inputs: unknown;
@@ -121,6 +151,9 @@ const RUN_RECORD_SQL = `
 SELECT r.id, r.org_id, r.user_id, r.token_id, r.workflow_id, r.workflow_version_id, r.status,
        r.definition, r.inputs, r.outputs, r.error, r.cap_micros, r.spent_micros, r.reserved_micros,
        r.created_at, r.started_at, r.finished_at,
+       (SELECT o.slug || '/' || w.slug || '@' || v.major || '.' || v.minor || '.' || v.patch
+          FROM workflow_versions v JOIN workflows w ON w.id = v.workflow_id JOIN organizations o ON o.id = w.org_id
+         WHERE v.id = r.workflow_version_id) AS workflow_ref,
        COALESCE((
          SELECT json_agg(json_build_object(
                   'nodeId', s.node_id, 'status', s.status, 'attempt', s.attempt, 'pendingDeps', s.pending_deps,
@@ -148,6 +181,7 @@ export async function readRunRecord(pool: SqlPool, runId: string, orgId?: string
     tokenId: row.token_id,
     workflowId: row.workflow_id,
     workflowVersionId: row.workflow_version_id,
+    workflowRef: row.workflow_ref,
     status: parseRunStatus(row.status, row.id),
     definition: row.definition,
     inputs: row.inputs,

@@ -32,6 +32,8 @@ export interface RunRecord {
   tokenId: string | null;
   workflowId: string | null;
   workflowVersionId: string | null;
+  /** `<org-slug>/<workflow-slug>@<version>` of the published version run; null for an inline definition. */
+  workflowRef: string | null;
   status: RunStatus;
   /** The definition as run (inline, or a snapshot of the resolved version). */
   definition: unknown;

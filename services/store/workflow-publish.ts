@@ -103,12 +103,25 @@ export async function publishDraft(tx: Tx, request: PublishRequest): Promise<Pub
   }
 
   const created = await tx.workflowVersion.create({
-    data: { workflowId, ...version, sequence: lastSequence + 1, definition: definition as unknown as Prisma.InputJsonValue, publishedById: request.userId },
-    select: { id: true, sequence: true },
+    data: {
+      workflowId,
+      ...version,
+      sequence: lastSequence + 1,
+      definition: definition as unknown as Prisma.InputJsonValue,
+      // The canvas as it was drawn when published: the editor shows a version as it looked.
+      ...(workflow.draftLayout === null ? {} : { layout: workflow.draftLayout }),
+      ...(request.note ? { note: request.note } : {}),
+      publishedById: request.userId,
+    },
+    select: { id: true, sequence: true, createdAt: true },
   });
   // The draft follows the refs to the assets: a run artifact it named may expire before the next publish.
   const rewritten = JSON.stringify(definition) !== JSON.stringify(draft);
-  await tx.workflow.update({ where: { id: workflowId }, data: { latestVersionId: created.id, ...(rewritten ? { draft: definition as unknown as Prisma.InputJsonValue } : {}) } });
+  await tx.workflow.update({
+    where: { id: workflowId },
+    // The draft as it is now (the row is locked) is what was published: nothing is pending.
+    data: { latestVersionId: created.id, draftChangedAt: created.createdAt, ...(rewritten ? { draft: definition as unknown as Prisma.InputJsonValue } : {}) },
+  });
   // Once it namespaces a published workflow, the organization's slug never changes.
   await tx.organization.updateMany({ where: { id: orgId, slugFrozen: false }, data: { slugFrozen: true } });
 

@@ -1,3 +1,4 @@
+import type { EditorLayout } from '../contract/schemas/editor-workflow';
 import type { Workflow } from '../contract/schemas/workflow';
 import type { Semver } from '../engine/semver';
 import type { WorkflowRef } from '../engine/workflow-ref';
@@ -6,7 +7,7 @@ import type { Prisma } from './prisma-generated';
 import type { Db } from './prisma-client';
 import { publishDraft } from './workflow-publish';
 import type { PublishedVersion, PublishRequest } from '../engine/published-version';
-import type { WorkflowRecord, WorkflowVersionRecord } from './workflow-records';
+import type { SlugStanding, WorkflowRecord, WorkflowVersionDetailRecord, WorkflowVersionRecord } from './workflow-records';
 import { findPublishedVersion } from './workflow-resolution';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -21,7 +22,45 @@ const RECORD_INCLUDE = {
 
 type WorkflowRow = Prisma.WorkflowGetPayload<{ include: typeof RECORD_INCLUDE }>;
 
-function toRecord(row: WorkflowRow): WorkflowRecord {
+const VERSION_SELECT = {
+  id: true,
+  major: true,
+  minor: true,
+  patch: true,
+  sequence: true,
+  createdAt: true,
+  note: true,
+  publishedBy: { select: { id: true, name: true } },
+} as const;
+
+type VersionRow = Prisma.WorkflowVersionGetPayload<{ select: typeof VERSION_SELECT }>;
+
+function toVersionRecord(row: VersionRow, latestVersionId: string | undefined): WorkflowVersionRecord {
+  return {
+    id: row.id,
+    version: { major: row.major, minor: row.minor, patch: row.patch },
+    sequence: row.sequence,
+    createdAt: row.createdAt,
+    publishedBy: row.publishedBy,
+    latest: row.id === latestVersionId,
+    note: row.note,
+  };
+}
+
+/** When each workflow's newest version was published (one query for them all). */
+async function publishTimes(db: Db, ids: string[]): Promise<Map<string, Date>> {
+  if (ids.length === 0) return new Map();
+  const groups = await db.workflowVersion.groupBy({ by: ['workflowId'], where: { workflowId: { in: ids } }, _max: { createdAt: true } });
+  return new Map(groups.flatMap((g) => (g._max.createdAt ? [[g.workflowId, g._max.createdAt] as const] : [])));
+}
+
+/** Workflow rows as records, with their last publish times. */
+async function toRecords(db: Db, rows: WorkflowRow[]): Promise<WorkflowRecord[]> {
+  const times = await publishTimes(db, rows.filter((row) => row.latestVersionId !== null).map((row) => row.id));
+  return rows.map((row) => toRecord(row, times.get(row.id) ?? null));
+}
+
+function toRecord(row: WorkflowRow, lastPublishedAt: Date | null): WorkflowRecord {
   const v = row.latestVersion;
   return {
     id: row.id,
@@ -30,14 +69,17 @@ function toRecord(row: WorkflowRow): WorkflowRecord {
     slug: row.slug,
     address: row.slug === null ? null : `${row.org.slug}/${row.slug}`,
     draft: (row.draft ?? null) as unknown as Workflow | null,
+    layout: (row.draftLayout ?? null) as unknown as EditorLayout | null,
+    draftChangedAt: row.draftChangedAt,
+    lastPublishedAt,
     latest: v ? { versionId: v.id, version: { major: v.major, minor: v.minor, patch: v.patch }, sequence: v.sequence } : null,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
   };
 }
 
-function json(definition: Workflow): Prisma.InputJsonValue {
-  return definition as unknown as Prisma.InputJsonValue;
+function json(value: Workflow | EditorLayout): Prisma.InputJsonValue {
+  return value as unknown as Prisma.InputJsonValue;
 }
 
 /** The live (not deleted) workflow `id` of `orgId`: the condition of every editor lookup. */
@@ -58,30 +100,47 @@ export class WorkflowRepository {
     return '$transaction' in this.db ? this.db.$transaction(work, TRANSACTION_OPTIONS) : work(this.db);
   }
 
-  /** A new workflow with its draft; no address and no versions until its first publish. */
-  async createDraft(input: { orgId: string; name: string; draft: Workflow | null }): Promise<WorkflowRecord> {
+  /** A new workflow with its draft and layout; no address and no versions until its first publish. */
+  async createDraft(input: { orgId: string; name: string; draft: Workflow | null; layout?: EditorLayout }): Promise<WorkflowRecord> {
     const row = await this.db.workflow.create({
-      data: { orgId: input.orgId, name: input.name, ...(input.draft ? { draft: json(input.draft) } : {}) },
+      data: {
+        orgId: input.orgId,
+        name: input.name,
+        ...(input.draft ? { draft: json(input.draft), draftChangedAt: new Date() } : {}),
+        ...(input.layout ? { draftLayout: json(input.layout) } : {}),
+      },
       include: RECORD_INCLUDE,
     });
-    return toRecord(row);
+    return toRecord(row, null);
   }
 
-  /** Renames the workflow and/or replaces its draft; null when `orgId` has no such live workflow. */
-  async updateDraft(id: string, orgId: string, changes: { name?: string; draft?: Workflow }): Promise<WorkflowRecord | null> {
+  /**
+   * Renames the workflow and/or replaces its draft or layout; null when `orgId` has no such live
+   * workflow. `draftChangedAt` moves only when the definition saved differs from the draft (an
+   * editor's autosave of the same draft leaves nothing pending); it is read at the row's update,
+   * after any publish that held the row, so it is later than that publish.
+   */
+  async updateDraft(id: string, orgId: string, changes: { name?: string; draft?: Workflow; layout?: EditorLayout }): Promise<WorkflowRecord | null> {
     if (!UUID.test(id)) return null;
-    const data: Prisma.WorkflowUpdateManyMutationInput = {};
-    if (changes.name !== undefined) data.name = changes.name;
-    if (changes.draft !== undefined) data.draft = json(changes.draft);
-    const updated = await this.db.workflow.updateMany({ where: live(id, orgId), data });
-    return updated.count === 0 ? null : this.findForOrg(id, orgId);
+    const draft = changes.draft === undefined ? null : JSON.stringify(changes.draft);
+    const layout = changes.layout === undefined ? null : JSON.stringify(changes.layout);
+    const updated = await this.db.$executeRaw`
+      UPDATE workflows
+         SET name = COALESCE(${changes.name ?? null}::text, name),
+             draft = COALESCE(${draft}::jsonb, draft),
+             draft_changed_at = CASE WHEN ${draft}::jsonb IS NOT NULL AND draft IS DISTINCT FROM ${draft}::jsonb
+                                     THEN clock_timestamp() ELSE draft_changed_at END,
+             draft_layout = COALESCE(${layout}::jsonb, draft_layout),
+             updated_at = clock_timestamp()
+       WHERE id = ${id}::uuid AND org_id = ${orgId}::uuid AND deleted_at IS NULL`;
+    return updated === 0 ? null : this.findForOrg(id, orgId);
   }
 
   /** The live workflow `id` of `orgId`, with its draft. */
   async findForOrg(id: string, orgId: string): Promise<WorkflowRecord | null> {
     if (!UUID.test(id)) return null;
     const row = await this.db.workflow.findFirst({ where: live(id, orgId), include: RECORD_INCLUDE });
-    return row ? toRecord(row) : null;
+    return row ? (await toRecords(this.db, [row]))[0]! : null;
   }
 
   /** The organization's live workflows, most recently changed first. */
@@ -91,26 +150,54 @@ export class WorkflowRepository {
       include: RECORD_INCLUDE,
       orderBy: [{ updatedAt: 'desc' }, { id: 'desc' }],
     });
-    return rows.map(toRecord);
+    return toRecords(this.db, rows);
   }
 
   /** Every published version of the live workflow, newest (highest sequence) first; null when there is no such workflow. */
   async listVersions(id: string, orgId: string): Promise<WorkflowVersionRecord[] | null> {
     const workflow = await this.findForOrg(id, orgId);
     if (!workflow) return null;
-    const rows = await this.db.workflowVersion.findMany({
-      where: { workflowId: id },
-      orderBy: { sequence: 'desc' },
-      select: { id: true, major: true, minor: true, patch: true, sequence: true, createdAt: true, publishedBy: { select: { id: true, name: true } } },
+    const rows = await this.db.workflowVersion.findMany({ where: { workflowId: id }, orderBy: { sequence: 'desc' }, select: VERSION_SELECT });
+    return rows.map((row) => toVersionRecord(row, workflow.latest?.versionId));
+  }
+
+  /**
+   * One published version of the live workflow with its definition and layout; null when there
+   * is no such workflow, `not_found` when it has no such version.
+   */
+  async findVersion(id: string, orgId: string, version: Semver): Promise<WorkflowVersionDetailRecord | null> {
+    const workflow = await this.findForOrg(id, orgId);
+    if (!workflow) return null;
+    const row = await this.db.workflowVersion.findUnique({
+      where: { workflowId_major_minor_patch: { workflowId: id, ...version } },
+      select: { ...VERSION_SELECT, definition: true, layout: true },
     });
-    return rows.map((row) => ({
-      id: row.id,
-      version: { major: row.major, minor: row.minor, patch: row.patch },
-      sequence: row.sequence,
-      createdAt: row.createdAt,
-      publishedBy: row.publishedBy,
-      latest: row.id === workflow.latest?.versionId,
-    }));
+    if (!row) {
+      throw new AppError({ code: 'not_found', message: `this workflow has no published version ${version.major}.${version.minor}.${version.patch}; list them with GET /editor/workflows/${id}/versions` });
+    }
+    return {
+      ...toVersionRecord(row, workflow.latest?.versionId),
+      definition: row.definition as unknown as Workflow,
+      layout: (row.layout ?? null) as unknown as EditorLayout | null,
+    };
+  }
+
+  /**
+   * Who holds the workflow slug in the organization (a deleted workflow keeps its slug) and
+   * whether it is retired; the rules that follow are the caller's. Null when there is no such organization.
+   */
+  async slugStanding(orgId: string, slug: string): Promise<SlugStanding | null> {
+    const [org, holder, retired] = await Promise.all([
+      this.db.organization.findUnique({ where: { id: orgId }, select: { slug: true } }),
+      this.db.workflow.findFirst({ where: { orgId, slug }, select: { id: true, name: true, deletedAt: true } }),
+      this.db.retiredSlug.findUnique({ where: { orgId_slug: { orgId, slug } }, select: { slug: true } }),
+    ]);
+    if (!org) return null;
+    return {
+      orgSlug: org.slug,
+      holder: holder ? { id: holder.id, name: holder.name, deleted: holder.deletedAt !== null } : null,
+      retired: retired !== null,
+    };
   }
 
   /** Publishes the draft as a new version (see `publishDraft`); refusals are `AppError`s. */
@@ -135,7 +222,7 @@ export class WorkflowRepository {
         throw new AppError({ code: 'not_found', message: `this workflow has no published version ${version.major}.${version.minor}.${version.patch}; list them with GET /editor/workflows/${id}/versions` });
       }
       const row = await tx.workflow.update({ where: { id }, data: { latestVersionId: target.id }, include: RECORD_INCLUDE });
-      return toRecord(row);
+      return (await toRecords(tx, [row]))[0]!;
     });
   }
 

@@ -18,6 +18,7 @@ const BESIDE_THE_REGISTRIES: Record<string, string> = {
   'POST /auth/sign-in': "the web editor's password sign-in: sets the HttpOnly session cookie",
   'POST /auth/sign-out': "the web editor's sign-out: clears the session cookie",
   'GET /auth/session': "the web editor's session probe: reads the cookie only",
+  'POST /auth/switch': "the web editor's organization switch: rotates the HttpOnly session cookie",
   'GET /device': "the device-login approval page: HTML for people, over device.lookup",
   'POST /device': "the approval page's forms (sign-in, approve, deny, sign-out): form posts answered with HTML, over device.approve and device.deny",
   'GET /.well-known/oauth-protected-resource': 'RFC 9728 protected-resource metadata of the hosted MCP server, where MCP clients look',

@@ -125,7 +125,13 @@ describe('web editor sign-in and sign-out', () => {
     await new MembershipRepository(service.prisma).create({ orgId: second.id, userId: user.id, role: 'admin' });
     const chosen = await signIn({ email: user.email, password: user.password, org: second.slug });
     expect(chosen.status).toBe(200);
-    expect(chosen.body.organization).toEqual({ id: second.id, slug: second.slug, name: 'Second' });
+    expect(chosen.body.organization).toEqual({ id: second.id, slug: second.slug, name: 'Second', role: 'admin', balanceUsd: 0 });
+    // Every organization of the user, oldest membership first, with the user's role in each.
+    const first = await service.prisma.organization.findUniqueOrThrow({ where: { id: service.account.orgId } });
+    expect(chosen.body.organizations).toEqual([
+      { id: first.id, slug: first.slug, name: first.name, role: 'member' },
+      { id: second.id, slug: second.slug, name: 'Second', role: 'admin' },
+    ]);
     const other = await new OrganizationRepository(service.prisma).create({ slug: `other-${randomUUID().slice(0, 8)}`, name: 'Other' });
     const refused = await signIn({ email: user.email, password: user.password, org: other.slug });
     expect(refused.status).toBe(403);
@@ -203,5 +209,118 @@ describe('web editor sign-in and sign-out', () => {
     const res = await request(service.url).get('/auth/sign-in');
     expect(res.status).toBe(405);
     expect(res.headers.allow).toBe('POST');
+    const switchGet = await request(service.url).get('/auth/switch');
+    expect(switchGet.status).toBe(405);
+    expect(switchGet.headers.allow).toBe('POST');
+  });
+
+  describe('the organization a session acts in', () => {
+    /** A user signed in to the seeded organization and also a member of a second one; its cookie. */
+    async function twoOrgUser(role: 'owner' | 'admin' | 'member' = 'owner') {
+      const user = await createPasswordUser(service.prisma, service.account.orgId);
+      const second = await new OrganizationRepository(service.prisma).create({ slug: `team-${randomUUID().slice(0, 8)}`, name: 'Team' });
+      await new MembershipRepository(service.prisma).create({ orgId: second.id, userId: user.id, role });
+      const signedIn = await signIn({ email: user.email, password: user.password });
+      expect(signedIn.status).toBe(200);
+      return { user, second, signedIn, cookie: setCookieOf(signedIn).pair };
+    }
+
+    const switchTo = (cookie: string | null, body: unknown, from = origin) => {
+      const req = request(service.url).post('/auth/switch').set('Origin', from).set('Content-Type', 'application/json');
+      return (cookie === null ? req : req.set('Cookie', cookie)).send(JSON.stringify(body));
+    };
+
+    it("answers the user's role and the organization's available balance (less what unfinished runs hold) with the session", async () => {
+      const { second, cookie } = await twoOrgUser('admin');
+      // 2.5 USD credited, 0.75 USD held by unfinished runs: 1.75 USD available, as a 402 would report.
+      await service.prisma.organization.update({ where: { id: second.id }, data: { balanceMicros: 2_500_000n, heldMicros: 750_000n } });
+      const switched = await switchTo(cookie, { org: second.slug });
+      expect(switched.status).toBe(200);
+      const session = await request(service.url).get('/auth/session').set('Cookie', setCookieOf(switched).pair);
+      expect(validate(SessionBodySchema, session.body).ok).toBe(true);
+      expect(session.body.organization).toEqual({ id: second.id, slug: second.slug, name: 'Team', role: 'admin', balanceUsd: 1.75 });
+      // Never shown below zero.
+      await service.prisma.organization.update({ where: { id: second.id }, data: { balanceMicros: 100n, heldMicros: 750_000n } });
+      expect((await request(service.url).get('/auth/session').set('Cookie', setCookieOf(switched).pair)).body.organization.balanceUsd).toBe(0);
+    });
+
+    it('switches to another organization of the user: a new session there, the old one revoked, a new cookie', async () => {
+      const { user, second, signedIn, cookie } = await twoOrgUser();
+      const before = await service.prisma.accessToken.findFirstOrThrow({ where: { userId: user.id, revokedAt: null } });
+      const switched = await switchTo(cookie, { org: second.slug });
+      expect(switched.status).toBe(200);
+      expect(switched.headers['cache-control']).toBe('no-store');
+      expect(validate(SessionBodySchema, switched.body).ok).toBe(true);
+      expect(switched.body.organization).toMatchObject({ id: second.id, slug: second.slug, role: 'owner' });
+      expect(switched.body.organizations).toEqual(signedIn.body.organizations);
+      // The new session ends when the old one would have: a switch does not lengthen it.
+      expect(switched.body.expiresAt).toBe(before.expiresAt!.toISOString());
+
+      const { pair, attributes } = setCookieOf(switched);
+      expect(pair).not.toBe(cookie);
+      expect(attributes).toEqual(expect.arrayContaining(['HttpOnly', 'Path=/', 'SameSite=Lax']));
+      const rows = await service.prisma.accessToken.findMany({ where: { userId: user.id }, orderBy: { createdAt: 'asc' } });
+      expect(rows).toHaveLength(2);
+      expect(rows[0]).toMatchObject({ id: before.id, orgId: service.account.orgId });
+      expect(rows[0]!.revokedAt).not.toBeNull();
+      expect(rows[1]).toMatchObject({ orgId: second.id, kind: 'browser', revokedAt: null, scopes: ['read', 'run'], tokenHash: hashToken(pair.slice('svc_session='.length)) });
+
+      // The new cookie acts in the second organization; the old one no longer signs in.
+      const session = await request(service.url).get('/auth/session').set('Cookie', pair);
+      expect(session.status).toBe(200);
+      expect(session.body).toEqual(switched.body);
+      expect((await request(service.url).get('/auth/session').set('Cookie', cookie)).status).toBe(401);
+      // And back again.
+      const first = await service.prisma.organization.findUniqueOrThrow({ where: { id: service.account.orgId } });
+      const back = await switchTo(pair, { org: first.slug });
+      expect(back.status).toBe(200);
+      expect(back.body.organization.id).toBe(first.id);
+    });
+
+    it('refuses a switch to an organization the user is not a member of with 403, keeping the session', async () => {
+      const { user, cookie } = await twoOrgUser();
+      const stranger = await new OrganizationRepository(service.prisma).create({ slug: `elsewhere-${randomUUID().slice(0, 8)}`, name: 'Elsewhere' });
+      for (const org of [stranger.slug, 'no-such-org']) {
+        const refused = await switchTo(cookie, { org });
+        expect(refused.status).toBe(403);
+        expect(refused.body).toEqual({ code: 'forbidden', error: `you are not a member of an organization "${org}"` });
+        expect(refused.headers['set-cookie']).toBeUndefined();
+      }
+      expect(await service.prisma.accessToken.count({ where: { userId: user.id, revokedAt: null } })).toBe(1);
+      expect((await request(service.url).get('/auth/session').set('Cookie', cookie)).status).toBe(200);
+    });
+
+    it('refuses a switch posted from another site (403), without a session (401), with a bearer token only (401), and a malformed body (400)', async () => {
+      const { user, second, cookie } = await twoOrgUser();
+      const forged = await switchTo(cookie, { org: second.slug }, 'https://attacker.example');
+      expect(forged.status).toBe(403);
+      expect(forged.body.code).toBe('forbidden');
+      expect(forged.headers['set-cookie']).toBeUndefined();
+      // No Origin and no Referer on a cookie post: refused as well.
+      const unmarked = await request(service.url).post('/auth/switch').set('Cookie', cookie).set('Content-Type', 'application/json').send({ org: second.slug });
+      expect(unmarked.status).toBe(403);
+      expect(await service.prisma.accessToken.count({ where: { userId: user.id, revokedAt: null, orgId: service.account.orgId } })).toBe(1);
+
+      const anonymous = await switchTo(null, { org: second.slug });
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.body.error).toContain('not signed in');
+      const withToken = await request(service.url).post('/auth/switch').set('Origin', origin).set(bearer(service.account.token)).send({ org: second.slug });
+      expect(withToken.status).toBe(401);
+      const expired = await createBrowserSession(service.prisma, { userId: user.id, orgId: service.account.orgId }, { expiresAt: new Date(Date.now() - 1000) });
+      expect((await switchTo(expired.cookie, { org: second.slug })).status).toBe(401);
+
+      const extra = await switchTo(cookie, { org: second.slug, remember: true });
+      expect(extra.status).toBe(400);
+      expect(extra.body.error).toContain('unknown field "remember"');
+      expect((await switchTo(cookie, {})).status).toBe(400);
+    });
+
+    it('answers 401 on GET /auth/session once the user is no longer a member of the organization', async () => {
+      const { user, cookie } = await twoOrgUser();
+      await service.prisma.membership.delete({ where: { orgId_userId: { orgId: service.account.orgId, userId: user.id } } });
+      const res = await request(service.url).get('/auth/session').set('Cookie', cookie);
+      expect(res.status).toBe(401);
+      expect(res.body.error).toContain('no longer a member');
+    });
   });
 });

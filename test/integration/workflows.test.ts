@@ -76,7 +76,7 @@ describe('published workflows: the editor endpoints, workflows.get and runs by w
   const getWorkflow = (ref: string, token = owner.token) => call('GET', `/v1/workflows/${ref}`, undefined, token);
 
   describe('drafts', () => {
-    it('creates, reads, lists, renames and replaces a draft; the definition is validated by the engine', async () => {
+    it('creates, reads, lists, renames and replaces a draft; a draft the engine refuses is saved with its problems', async () => {
       const created = await call('POST', '/editor/workflows', { name: '  Greeter  ', definition: adder(1, 1) });
       expect(created.status).toBe(201);
       expect(validate(EditorWorkflowSchema, created.body).ok).toBe(true);
@@ -93,10 +93,18 @@ describe('published workflows: the editor endpoints, workflows.get and runs by w
       expect(list.body.workflows[0]).toMatchObject({ id, name: 'Adder' });
       expect(list.body.workflows[0].draft).toBeUndefined();
 
-      const broken = await call('PATCH', `/editor/workflows/${id}`, { definition: { version: 2, nodes: [{ id: 'x', uses: 'no-such-node' }] } });
-      expect(broken.status).toBe(400);
-      expect(broken.body.code).toBe('validation_failed');
-      expect(broken.body.issues[0].path).toMatch(/^definition\.nodes\[0\]/);
+      // A draft is work in progress: saved as it is, its problems listed (publishing still refuses it).
+      const brokenDraft = { version: 2, nodes: [{ id: 'x', uses: 'no-such-node' }] };
+      const broken = await call('PATCH', `/editor/workflows/${id}`, { definition: brokenDraft });
+      expect(broken.status).toBe(200);
+      expect(validate(EditorWorkflowSchema, broken.body).ok).toBe(true);
+      expect(broken.body.draft).toEqual(brokenDraft);
+      expect(broken.body.problems[0].path).toMatch(/^nodes\[0\]/);
+      expect((await call('GET', `/editor/workflows/${id}`)).body.problems).toEqual(broken.body.problems);
+      // The schema still holds: a draft of the wrong shape is refused.
+      const malformed = await call('PATCH', `/editor/workflows/${id}`, { definition: { version: 2, nodes: [{ id: 'x' }] } });
+      expect(malformed.status).toBe(400);
+      expect(malformed.body.code).toBe('validation_failed');
 
       expect((await call('POST', '/editor/workflows', { name: 'x', extra: 1 })).body.error).toContain('unknown field "extra"');
       expect((await call('PATCH', `/editor/workflows/${id}`, {})).status).toBe(400);

@@ -13,6 +13,8 @@ function stored(overrides: Partial<StoredRun> = {}): StoredRun {
     id: '0b8f7c62-1d1e-4f3a-9c55-2f6f0e4b8a10',
     orgId: '5d3c0a7e-8f41-4b7e-a1c9-3e2d9f6b7a21',
     status: 'running',
+    workflowRef: null,
+    definition: { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] },
     error: null,
     capMicros: 500_000,
     spentMicros: 12_345,
@@ -51,6 +53,8 @@ describe('run record and listing bodies', () => {
       createdAt: '2026-03-04T05:06:07.089Z',
       startedAt: '2026-03-04T05:06:07.109Z',
       finishedAt: null,
+      workflowRef: null,
+      workflow: { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] },
     });
   });
 
@@ -81,7 +85,7 @@ describe('run record and listing bodies', () => {
   it('lists a run without steps and outputs, in a page the contract accepts', () => {
     const summary = runSummaryBody(stored({ status: 'completed', outputs, finishedAt: created }));
     expectValid(RunSummarySchema, summary);
-    expect(Object.keys(summary).sort()).toEqual(['costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'status']);
+    expect(Object.keys(summary).sort()).toEqual(['costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'status', 'workflowRef']);
     expectValid(RunListSchema, { runs: [summary], nextCursor: encodeRunCursor({ createdAt: created, id: summary.id }) });
     expectValid(RunListSchema, { runs: [], nextCursor: null });
   });

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { SignInInputSchema, validate, type SessionBody } from '../../contract';
+import { SignInInputSchema, SwitchOrgInputSchema, validate, type SessionBody } from '../../contract';
 import { issueToken, parseToken } from '../../platform/access-token';
 import { AppError } from '../../platform/app-error';
 import { dummyPasswordHash, verifyPassword } from '../../platform/passwords';
 import type { RateLimitResult, RateLimitRule } from '../../queue/rate-limiter';
-import type { NewToken } from '../../store';
+import type { MemberOrganization, NewToken } from '../../store';
 import type { TokenRecord } from './auth-context';
 import { assertSameOrigin } from './authenticate-cookie';
+import { sessionBody } from './session-body';
 import { clearedSessionCookie, readSessionCookie, sessionCookie, sitePolicyFor } from './session-cookie';
 
 /** Port: users with their password hash (`UserRepository` satisfies it). */
@@ -19,6 +20,8 @@ export interface SessionUsers {
 /** Port: a user's memberships, oldest first (`MembershipRepository` satisfies it). */
 export interface SessionMemberships {
   listForUser(userId: string): Promise<{ orgId: string }[]>;
+  /** The organizations with the user's role and their available balance. */
+  listOrganizationsOfUser(userId: string): Promise<MemberOrganization[]>;
 }
 
 /** Port: organizations (`OrganizationRepository` satisfies it). */
@@ -70,6 +73,13 @@ export interface BrowserSessions {
    * `forbidden` (not a member of `org`), `rate_limited` (with `Retry-After` set on `res`).
    */
   signIn(req: Request, res: Response, input: unknown): Promise<SessionBody>;
+  /**
+   * `{ org }`: moves the cookie's session to another organization the user belongs to: a new
+   * session in that organization (expiring when the old one would have), the old one revoked,
+   * a new cookie. Refusals: `forbidden` (another origin; not a member of `org`), `unauthorized`
+   * (no live cookie session), `validation_failed`.
+   */
+  switchOrganization(req: Request, res: Response, input: unknown): Promise<SessionBody>;
   /** Revokes the cookie's session, if any, and clears the cookie; idempotent. */
   signOut(req: Request, res: Response): Promise<void>;
 }
@@ -159,11 +169,43 @@ export function createBrowserSessions(deps: BrowserSessionDeps): BrowserSessions
       });
       const secure = sitePolicyFor(req)?.secure ?? false;
       res.append('Set-Cookie', sessionCookie(issued.value, { secure, maxAgeSeconds: deps.sessionHours * 3600 }));
-      return {
-        user: { id: user.id, email: user.email, name: user.name },
-        organization: { id: organization.id, slug: organization.slug, name: organization.name },
-        expiresAt: expiresAt.toISOString(),
-      };
+      const body = sessionBody(user, await deps.memberships.listOrganizationsOfUser(user.id), organization.id, expiresAt);
+      if (!body) throw new AppError({ code: 'forbidden', message: `you are no longer a member of "${organization.slug}"; sign in again` });
+      return body;
+    },
+
+    async switchOrganization(req, res, raw) {
+      // A forged switch would move the victim's editor into another of their organizations.
+      assertSameOrigin(req);
+      const session = await cookieSession(req);
+      if (!session || session.expiresAt === null || session.expiresAt.getTime() <= now().getTime()) {
+        throw new AppError({ code: 'unauthorized', message: 'not signed in: switching organizations needs a web editor session; sign in with POST /auth/sign-in' });
+      }
+      const checked = validate(SwitchOrgInputSchema, raw);
+      if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
+      const [user, organizations] = await Promise.all([deps.users.findById(session.userId), deps.memberships.listOrganizationsOfUser(session.userId)]);
+      if (!user) throw new AppError({ code: 'unauthorized', message: 'your web editor session no longer matches an account; sign in again' });
+      const target = organizations.find((org) => org.slug === checked.value.org);
+      if (!target) throw new AppError({ code: 'forbidden', message: `you are not a member of an organization "${checked.value.org}"` });
+
+      // A switch does not lengthen the session: the new one ends when the old one would have.
+      const expiresAt = session.expiresAt;
+      const issued = issueToken('browser');
+      await deps.sessions.create({
+        userId: user.id,
+        orgId: target.id,
+        name: 'web editor sign-in',
+        hash: issued.hash,
+        displayPrefix: issued.displayPrefix,
+        scopes: BROWSER_SESSION_SCOPES,
+        kind: 'browser',
+        expiresAt,
+      });
+      await deps.sessions.revoke(session.id, { at: now() });
+      const secure = sitePolicyFor(req)?.secure ?? false;
+      const maxAgeSeconds = Math.max(1, Math.floor((expiresAt.getTime() - now().getTime()) / 1000));
+      res.append('Set-Cookie', sessionCookie(issued.value, { secure, maxAgeSeconds }));
+      return sessionBody(user, organizations, target.id, expiresAt)!;
     },
 
     async signOut(req, res) {

@@ -1,9 +1,9 @@
 import type { Workflow } from '../../contract';
-import { checkSlug, parseSemver, validateWorkflow, type SpecLookup } from '../../engine';
+import { checkOrgSlug, checkSlug, parseSemver, validateWorkflow, type SpecLookup } from '../../engine';
 import { withHostedRefs } from '../../nodes/workflow-assets';
 import { AppError } from '../../platform/app-error';
 import type { AuthContext } from '../auth/auth-context';
-import { summaryBody, versionBody, workflowBody, type EditorWorkflowStore, type MemberRoles, type WorkflowAssetHost } from './editor-ports';
+import { summaryBody, versionBody, versionDetailBody, workflowBody, type EditorWorkflowStore, type MemberRoles, type WorkflowAssetHost } from './editor-ports';
 import type { CallContext, Handler } from './handler-types';
 import { noUpload, readUploadBytes } from './upload-body';
 import { publishedBody } from './workflow-handlers';
@@ -28,7 +28,9 @@ type EditorName =
   | 'editor.workflows.publish'
   | 'editor.workflows.assets'
   | 'editor.workflows.versions'
-  | 'editor.workflows.latest';
+  | 'editor.workflows.latest'
+  | 'editor.workflows.version'
+  | 'editor.slugs.check';
 
 /** Media types an asset may have: those the nodes read (images, audio, video, text, JSON, PDF). */
 const ASSET_TYPES = /^(image\/(png|jpeg|webp|gif|avif)|audio\/(mpeg|wav|ogg)|video\/(mp4|webm)|text\/plain|application\/(json|pdf))$/;
@@ -48,6 +50,12 @@ function cleanName(name: string): string {
   // eslint-disable-next-line no-control-regex
   if (trimmed === '' || /[\u0000-\u001f\u007f]/.test(trimmed)) throw invalid('name must be text, not blank and without control characters', [{ path: 'name', message: 'blank or control characters' }]);
   return trimmed;
+}
+
+function parsedVersion(text: string) {
+  const version = parseSemver(text);
+  if (!version.ok) throw invalid(version.message, [{ path: 'version', message: version.message }]);
+  return version.value;
 }
 
 function noSuchWorkflow(id: string): AppError {
@@ -82,27 +90,28 @@ export function editorHandlers(deps: EditorHandlerDeps): { [K in EditorName]: Ha
       return { workflows: (await deps.workflows.listForOrg(auth.orgId)).map(summaryBody) };
     },
 
+    // A draft is work in progress: one the engine's checks refuse is saved all the same (the
+    // schema still holds), and its answer lists the problems that publishing would refuse.
     'editor.workflows.create': async (input, ctx) => {
       const auth = await member(ctx, 'POST /editor/workflows');
       const name = cleanName(input.name);
-      if (input.definition) checkDefinition(input.definition, 'definition');
-      return workflowBody(await deps.workflows.createDraft({ orgId: auth.orgId, name, draft: input.definition ?? null }));
+      const created = await deps.workflows.createDraft({ orgId: auth.orgId, name, draft: input.definition ?? null, layout: input.layout });
+      return workflowBody(created, deps.specs);
     },
 
     'editor.workflows.get': async ({ id }, ctx) => {
       const auth = await member(ctx, 'GET /editor/workflows/:id');
       const found = await deps.workflows.findForOrg(id, auth.orgId);
       if (!found) throw noSuchWorkflow(id);
-      return workflowBody(found);
+      return workflowBody(found, deps.specs);
     },
 
     'editor.workflows.update': async ({ id, ...input }, ctx) => {
       const auth = await member(ctx, 'PATCH /editor/workflows/:id');
       const name = input.name === undefined ? undefined : cleanName(input.name);
-      if (input.definition) checkDefinition(input.definition, 'definition');
-      const updated = await deps.workflows.updateDraft(id, auth.orgId, { name, draft: input.definition });
+      const updated = await deps.workflows.updateDraft(id, auth.orgId, { name, draft: input.definition, layout: input.layout });
       if (!updated) throw noSuchWorkflow(id);
-      return workflowBody(updated);
+      return workflowBody(updated, deps.specs);
     },
 
     'editor.workflows.delete': async ({ id }, ctx) => {
@@ -135,6 +144,7 @@ export function editorHandlers(deps: EditorHandlerDeps): { [K in EditorName]: Ha
         bump: input.bump,
         initialVersion,
         slug: input.slug,
+        note: input.note,
         // The catalog may have changed since the draft was saved: what is published must run.
         check: (definition) => checkDefinition(definition, 'draft'),
         rewrite: (definition) => {
@@ -168,11 +178,32 @@ export function editorHandlers(deps: EditorHandlerDeps): { [K in EditorName]: Ha
 
     'editor.workflows.latest': async ({ id, version: text }, ctx) => {
       const auth = await member(ctx, 'POST /editor/workflows/:id/latest');
-      const version = parseSemver(text);
-      if (!version.ok) throw invalid(version.message, [{ path: 'version', message: version.message }]);
-      const moved = await deps.workflows.setLatest(id, auth.orgId, version.value);
+      const moved = await deps.workflows.setLatest(id, auth.orgId, parsedVersion(text));
       if (!moved) throw noSuchWorkflow(id);
-      return workflowBody(moved);
+      return workflowBody(moved, deps.specs);
+    },
+
+    'editor.workflows.version': async ({ id, version: text }, ctx) => {
+      const auth = await member(ctx, 'GET /editor/workflows/:id/versions/:version');
+      const found = await deps.workflows.findVersion(id, auth.orgId, parsedVersion(text));
+      if (!found) throw noSuchWorkflow(id);
+      return versionDetailBody(found);
+    },
+
+    // A live check as the user types: a malformed slug is an answer (available: false), not a 400.
+    'editor.slugs.check': async ({ slug }, ctx) => {
+      const auth = await member(ctx, 'GET /editor/slugs/:slug');
+      const shape = checkSlug(slug, 'workflow slug');
+      if (!shape.ok) return { slug, address: null, available: false, message: shape.message };
+      const standing = await deps.workflows.slugStanding(auth.orgId, slug);
+      if (!standing) throw new AppError({ code: 'forbidden', message: "GET /editor/slugs/:slug: this token's organization no longer exists" });
+      const address = `${standing.orgSlug}/${slug}`;
+      const refuse = (message: string) => ({ slug, address, available: false, message });
+      const org = checkOrgSlug(standing.orgSlug);
+      if (!org.ok) return refuse(`${org.message}, so it cannot namespace published workflows; rename the organization before publishing`);
+      if (standing.retired || standing.holder?.deleted) return refuse(`the address ${address} was retired by a deleted workflow and is never used again; choose another slug`);
+      if (standing.holder) return refuse(`the address ${address} is already taken by workflow "${standing.holder.name}" in this organization; choose another slug`);
+      return { slug, address, available: true, message: 'available' };
     },
   };
 }

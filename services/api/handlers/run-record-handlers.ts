@@ -1,4 +1,5 @@
 import { RUN_LIST_DEFAULT_LIMIT, type RunList, type RunStatus } from '../../contract';
+import { parseWorkflowId } from '../../engine';
 import { AppError } from '../../platform/app-error';
 import { DEFAULT_RECORD_CHECK_MS, isFinished, replayEvents, type RunEventSource } from '../../runs';
 import type { RunListKey, RunRecord, RunSummaryRecord } from '../../store';
@@ -12,7 +13,10 @@ export interface RunReader {
   /** The run if it exists and belongs to `orgId`, else null (also for an id that is not a UUID). */
   getRun(runId: string, orgId: string): Promise<RunRecord | null>;
   /** A page of `orgId`'s runs, newest first, starting after `after`; `next` is null on the last page. */
-  listRuns(orgId: string, options: { limit: number; after?: RunListKey; status?: RunStatus }): Promise<{ runs: RunSummaryRecord[]; next: RunListKey | null }>;
+  listRuns(
+    orgId: string,
+    options: { limit: number; after?: RunListKey; status?: RunStatus; workflow?: { org: string; slug: string } },
+  ): Promise<{ runs: RunSummaryRecord[]; next: RunListKey | null }>;
 }
 
 export interface RunRecordHandlerDeps {
@@ -74,7 +78,15 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { 'runs.list': Ha
       if (after === null) {
         throw invalid('cursor', 'cursor is not a cursor of this listing; pass the "nextCursor" of the previous page unchanged, or leave it out for the first page');
       }
-      const page = await deps.runs.listRuns(authOf(ctx).orgId, { limit: query.limit ?? RUN_LIST_DEFAULT_LIMIT, after, status: query.status });
+      let workflow: { org: string; slug: string } | undefined;
+      if (query.workflow !== undefined) {
+        const id = parseWorkflowId(query.workflow);
+        if (!id.ok || id.value.kind !== 'address') {
+          throw invalid('workflow', `workflow must be a workflow address <org-slug>/<workflow-slug>, got ${JSON.stringify(query.workflow.slice(0, 200))}`);
+        }
+        workflow = { org: id.value.org, slug: id.value.slug };
+      }
+      const page = await deps.runs.listRuns(authOf(ctx).orgId, { limit: query.limit ?? RUN_LIST_DEFAULT_LIMIT, after, status: query.status, workflow });
       return { runs: page.runs.map(runSummaryBody), nextCursor: page.next ? encodeRunCursor(page.next) : null };
     },
 

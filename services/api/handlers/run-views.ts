@@ -1,10 +1,10 @@
-import type { Outputs, Run, RunSummary, StepRecord } from '../../contract';
+import type { Outputs, Run, RunSummary, StepRecord, Workflow } from '../../contract';
 import { microsToUsd } from '../../engine/money';
 import type { RunRecord, RunStepRecord, RunSummaryRecord } from '../../store';
 
 type StepView = Pick<RunStepRecord, 'nodeId' | 'status' | 'costMicros' | 'ms' | 'error'>;
 /** What a run body shows of a run record. */
-export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs'> & { steps: readonly StepView[] };
+export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs' | 'definition'> & { steps: readonly StepView[] };
 
 const iso = (time: Date | null): string | null => (time ? time.toISOString() : null);
 
@@ -24,6 +24,7 @@ export function runSummaryBody(run: RunSummaryRecord): RunSummary {
     maxCostUsd: microsToUsd(run.capMicros),
     createdAt: run.createdAt.toISOString(),
     finishedAt: iso(run.finishedAt),
+    workflowRef: run.workflowRef,
   };
 }
 
@@ -32,7 +33,7 @@ export function runSummaryBody(run: RunSummaryRecord): RunSummary {
  * completion (the map the `run.completed` event carried); any other status has none.
  */
 export function runBody(run: RunView): Run {
-  const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt } = runSummaryBody(run);
+  const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt, workflowRef } = runSummaryBody(run);
   return {
     id,
     status,
@@ -44,6 +45,9 @@ export function runBody(run: RunView): Run {
     createdAt,
     startedAt: iso(run.startedAt),
     finishedAt,
+    workflowRef,
+    // Stored as it ran: the definition checked (and, for a workflowRef, resolved) at start.
+    workflow: run.definition as Workflow,
   };
 }
 

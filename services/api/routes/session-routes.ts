@@ -4,7 +4,8 @@ import { AppError } from '../../platform/app-error';
 import type { AuthContext, TokenLookup } from '../auth/auth-context';
 import { authenticateAccount } from '../auth/authenticate';
 import { assertSameOrigin } from '../auth/authenticate-cookie';
-import type { BrowserSessions, SessionOrganizations, SessionTokens, SessionUsers } from '../auth/browser-sessions';
+import type { BrowserSessions, SessionMemberships, SessionTokens, SessionUsers } from '../auth/browser-sessions';
+import { sessionBody } from '../auth/session-body';
 import { readSessionCookie } from '../auth/session-cookie';
 import type { TokenLimit } from '../invoke/call-limits';
 
@@ -12,7 +13,7 @@ export interface SessionRouteDeps {
   /** Sign-in and sign-out (shared with the device-login page). */
   browserSessions: BrowserSessions;
   users: Pick<SessionUsers, 'findById'>;
-  organizations: Pick<SessionOrganizations, 'findById'>;
+  memberships: Pick<SessionMemberships, 'listOrganizationsOfUser'>;
   sessions: Pick<SessionTokens, 'findById'>;
   /** Authentication of `GET /auth/session` (the service's token lookup, which notes usage). */
   tokens: TokenLookup;
@@ -35,11 +36,13 @@ function route(path: string, methods: string[]) {
  *
  * - `POST /auth/sign-in` `{ email, password, org? }`: checks the password, stores a browser
  *   session (an `access_tokens` row of kind `browser`, scopes read and run, only its hash) and sets
- *   the `svc_session` cookie; answers `{ user, organization, expiresAt }`;
+ *   the `svc_session` cookie; answers `{ user, organization, organizations, expiresAt }`;
  * - `POST /auth/sign-out`: revokes the cookie's session and clears the cookie (idempotent);
+ * - `POST /auth/switch` `{ org }`: moves the cookie's session to another of the user's
+ *   organizations (a new session and cookie; the old one revoked); answers like sign-in;
  * - `GET /auth/session`: who the cookie signs in, or 401.
  *
- * Sign-in and sign-out are refused from any origin but the service's own (a forged sign-in
+ * Sign-in, sign-out and switch are refused from any origin but the service's own (a forged sign-in
  * would sign the victim into the attacker's account; a forged sign-out, out of theirs).
  */
 export function createSessionRouter(deps: SessionRouteDeps): Router {
@@ -61,6 +64,16 @@ export function createSessionRouter(deps: SessionRouteDeps): Router {
     res.status(204).end();
   });
 
+  router.post('/auth/switch', route('/auth/switch', ['POST']), (req: Request, _res: Response, next: NextFunction) => {
+    // Before the body is read: a forged post is refused whatever it holds.
+    assertSameOrigin(req);
+    next();
+  }, json, async (req: Request, res: Response) => {
+    const body: SessionBody = await deps.browserSessions.switchOrganization(req, res, req.body);
+    res.set('Cache-Control', 'no-store');
+    res.status(200).json(body);
+  });
+
   router.get('/auth/session', route('/auth/session', ['GET']), (req: Request, _res: Response, next: NextFunction) => {
     if (readSessionCookie(req) === null && !req.get('authorization')) {
       throw new AppError({ code: 'unauthorized', message: 'not signed in: the request carries no session cookie; sign in with POST /auth/sign-in' });
@@ -68,24 +81,23 @@ export function createSessionRouter(deps: SessionRouteDeps): Router {
     next();
   }, authenticateAccount('GET /auth/session', deps.tokens, { kinds: ['browser'], limit: deps.tokenLimit }), async (_req: Request, res: Response) => {
     const auth = res.locals.auth as AuthContext;
-    const [user, organization, session] = await Promise.all([
+    const [user, organizations, session] = await Promise.all([
       deps.users.findById(auth.userId),
-      deps.organizations.findById(auth.orgId),
+      deps.memberships.listOrganizationsOfUser(auth.userId),
       deps.sessions.findById(auth.tokenId),
     ]);
-    if (!user || !organization || !session?.expiresAt) throw new AppError({ code: 'unauthorized', message: 'your web editor session no longer matches an account; sign in again' });
+    if (!user || !session?.expiresAt) throw new AppError({ code: 'unauthorized', message: 'your web editor session no longer matches an account; sign in again' });
+    // A member removed from the session's organization has no session there any more.
+    const body = sessionBody(user, organizations, auth.orgId, session.expiresAt);
+    if (!body) throw new AppError({ code: 'unauthorized', message: "you are no longer a member of this session's organization; sign in again" });
     res.set('Cache-Control', 'no-store');
-    const body: SessionBody = {
-      user: { id: user.id, email: user.email, name: user.name },
-      organization: { id: organization.id, slug: organization.slug, name: organization.name },
-      expiresAt: session.expiresAt.toISOString(),
-    };
     res.status(200).json(body);
   });
 
   // Other methods on these paths: 405 with Allow (answered by methodNotAllowed).
   router.all('/auth/sign-in', route('/auth/sign-in', ['POST']));
   router.all('/auth/sign-out', route('/auth/sign-out', ['POST']));
+  router.all('/auth/switch', route('/auth/switch', ['POST']));
   router.all('/auth/session', route('/auth/session', ['GET']));
   return router;
 }
