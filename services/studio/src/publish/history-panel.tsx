@@ -1,11 +1,11 @@
 import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
-import type { EditorWorkflow, WorkflowVersionDetail, WorkflowVersionEntry } from '../../../contract';
+import type { EditorWorkflow, GraphNode, WorkflowVersionDetail, WorkflowVersionEntry } from '../../../contract';
 import { GraphView } from '../editor/graph-view';
 import { client, errorText } from '../lib/api';
 import { useSession } from '../lib/session';
 import { When } from '../workflows/when';
 import { Modal } from './modal';
-import { diffGraph, diffWorkflows, rollbackOutcome } from './versioning';
+import { diffGraph, diffWorkflows, rollbackOutcome, type NodeField } from './versioning';
 import './publish.css';
 
 export interface HistoryPanelProps {
@@ -18,7 +18,29 @@ export interface HistoryPanelProps {
 }
 
 type Versions = { status: 'loading' } | { status: 'failed'; message: string } | { status: 'ready'; versions: WorkflowVersionEntry[] };
-type Detail = { status: 'loading' } | { status: 'failed'; message: string } | { status: 'ready'; detail: WorkflowVersionDetail };
+type VersionGraph = Pick<WorkflowVersionDetail, 'definition' | 'layout'>;
+type Detail = { status: 'loading' } | { status: 'failed'; message: string } | { status: 'ready'; detail: VersionGraph };
+
+/**
+ * One published version's definition and layout from the editor's route; where that route fails
+ * (a server without it yet), the definition alone from the public `workflows.get` by UUID and
+ * exact version, drawn with automatic layout. The editor route's error is the one shown.
+ */
+async function fetchVersion(id: string, version: string): Promise<VersionGraph> {
+  try {
+    return await client.routes['editor.workflows.version']({ id, version });
+  } catch (err) {
+    const status = (err as { status?: number }).status;
+    if (status === 400 || status === 401 || status === 403) throw err;
+    try {
+      const published = await client.ops['workflows.get']({ id, version });
+      if (published.version !== version) throw err;
+      return { definition: published.workflow, layout: null };
+    } catch {
+      throw err;
+    }
+  }
+}
 type Pane = { kind: 'none' } | { kind: 'view'; version: string } | { kind: 'diff'; a: string; b: string };
 
 /** Published versions, fetched once each (they never change). */
@@ -30,7 +52,7 @@ function useVersionDetails(id: string) {
       if (asked.current.has(version)) return;
       asked.current.add(version);
       setDetails((d) => ({ ...d, [version]: { status: 'loading' } }));
-      client.routes['editor.workflows.version']({ id, version }).then(
+      fetchVersion(id, version).then(
         (detail) => setDetails((d) => ({ ...d, [version]: { status: 'ready', detail } })),
         (err: unknown) => {
           asked.current.delete(version);
@@ -157,7 +179,7 @@ export function HistoryPanel({ workflow, onChanged, onDeleted, onClose }: Histor
                         title={v.latest ? '@latest already points here' : undefined}
                         aria-label={`Point latest at ${v.version}`}
                       >
-                        {isOlder(list, v) ? 'Roll back here' : 'Make latest'}
+                        {v.latest ? 'Current' : isOlder(list, v) ? 'Roll back here' : 'Make latest'}
                       </button>
                     </td>
                   </tr>
@@ -278,7 +300,7 @@ function DiffView({ a, b, from, to, onClose }: { a: Detail | undefined; b: Detai
   const diff = useMemo(() => (ready ? diffWorkflows(ready.a.definition, ready.b.definition) : null), [ready]);
   const graph = useMemo(() => (ready && diff ? diffGraph(ready.a, ready.b, diff) : null), [ready, diff]);
   const failed = [a, b].find((d) => d?.status === 'failed') as { status: 'failed'; message: string } | undefined;
-  const usesOf = (id: string, side: WorkflowVersionDetail | undefined) => side?.definition.nodes.find((n) => n.id === id)?.uses;
+  const usesOf = (id: string, side: VersionGraph | undefined) => side?.definition.nodes.find((n) => n.id === id)?.uses;
   return (
     <section className="history-pane" aria-label={`Changes from ${from} to ${to}`}>
       <div className="row">
@@ -311,6 +333,7 @@ function DiffView({ a, b, from, to, onClose }: { a: Detail | undefined; b: Detai
               {diff.changed.map((c) => (
                 <li key={`c-${c.id}`} className="diff-changed">
                   <span className="badge warn">changed</span> <code>{c.id}</code> <span className="muted">{c.fields.join(', ')}</span>
+                  <ChangeDetail before={ready.a.definition.nodes.find((n) => n.id === c.id)} after={ready.b.definition.nodes.find((n) => n.id === c.id)} fields={c.fields} />
                 </li>
               ))}
             </ul>
@@ -320,6 +343,28 @@ function DiffView({ a, b, from, to, onClose }: { a: Detail | undefined; b: Detai
       )}
     </section>
   );
+}
+
+const short = (value: unknown) => {
+  const text = value === undefined ? 'none' : typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+};
+
+/** What changed in one node: old → new for uses, label and outputType; which inputs changed. */
+function ChangeDetail({ before, after, fields }: { before: GraphNode | undefined; after: GraphNode | undefined; fields: NodeField[] }) {
+  if (!before || !after) return null;
+  const parts: string[] = [];
+  for (const field of fields) {
+    if (field === 'inputs') {
+      const a = before.inputs ?? {};
+      const b = after.inputs ?? {};
+      const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]));
+      parts.push(`inputs ${keys.map((k) => `${k}: ${short(a[k])} → ${short(b[k])}`).join('; ')}`);
+    } else {
+      parts.push(`${field}: ${short(before[field])} → ${short(after[field])}`);
+    }
+  }
+  return <div className="diff-detail mono">{parts.join(' · ')}</div>;
 }
 
 function RollbackDialog({
@@ -384,6 +429,15 @@ function RollbackDialog({
           ))}
         </tbody>
       </table>
+      {outcome.majors.some((m) => m.before !== null && m.after === null) && (
+        <p className="rollback-404">
+          {outcome.majors
+            .filter((m) => m.before !== null && m.after === null)
+            .map((m) => `@${m.major}`)
+            .join(', ')}{' '}
+          will answer 404 until <code>@latest</code> points at a version of that major again: callers pinned to it will fail.
+        </p>
+      )}
       <p className="muted small">
         A bare major resolves to the highest version of that major published no later than the one <code>@latest</code> names, so it follows the rollback.
         Exact refs such as <code>{address}@{target}</code> always resolve. Nothing is deleted; you can move <code>@latest</code> forward again, and the next publish still

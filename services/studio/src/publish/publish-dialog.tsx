@@ -152,6 +152,7 @@ export function PublishDialog({ workflow, onClose, onPublished }: PublishDialogP
                   ))}
                   {problems.length > 12 && <li>… and {problems.length - 12} more</li>}
                 </ul>
+                <p className="publish-problems-hint">They are marked on the nodes in the editor. Drafts with problems are still saved.</p>
               </>
             )}
           </div>
@@ -237,16 +238,16 @@ export function PublishDialog({ workflow, onClose, onPublished }: PublishDialogP
         </label>
 
         <div className="publish-result" aria-live="polite">
-          {resulting ? (
+          {resulting && address ? (
             <>
               <span className="muted">Will publish</span>{' '}
               <code className="publish-ref">
-                {address ?? '…'}@{resulting}
+                {address}@{resulting}
               </code>{' '}
               <span className="muted">and point</span> <code>@latest</code> <span className="muted">at it.</span>
             </>
           ) : (
-            <span className="muted">The resulting version appears here.</span>
+            <span className="muted">{first && !address ? 'Choose a valid slug to see the address.' : 'The resulting version appears here.'}</span>
           )}
         </div>
 

@@ -52,13 +52,15 @@ export function TokensPage() {
   }, [fetchList]);
 
   const tokens = load.status === 'ready' ? load.tokens : [];
+  const personal = tokens.filter((t) => t.kind === 'personal');
+  const sessions = tokens.filter((t) => t.kind !== 'personal');
 
   return (
     <main className="page tokens-page">
       <div className="page-header">
         <h1>API tokens</h1>
         <button type="button" className="button primary" onClick={() => setCreating(true)}>
-          <span aria-hidden>＋</span> New token
+          <span aria-hidden>+</span> New token
         </button>
       </div>
       <p className="muted tokens-intro">
@@ -90,6 +92,53 @@ export function TokensPage() {
         </div>
       )}
       {tokens.length > 0 && (
+        <>
+          <section className="tokens-section" aria-labelledby="personal-tokens">
+            <h2 id="personal-tokens">Personal access tokens</h2>
+            {personal.length > 0 ? (
+              <TokenTable tokens={personal} currentId={currentId} onRevoke={setRevoking} />
+            ) : (
+              <p className="muted">None yet. Create one to call the API from a script or CI.</p>
+            )}
+          </section>
+          {sessions.length > 0 && (
+            <section className="tokens-section" aria-labelledby="session-tokens">
+              <h2 id="session-tokens">Sessions and connected apps</h2>
+              <p className="muted small">Signed-in browsers, <code>svc login</code> sessions and MCP clients. Revoking one signs it out.</p>
+              <TokenTable tokens={sessions} currentId={currentId} onRevoke={setRevoking} />
+            </section>
+          )}
+        </>
+      )}
+
+      {creating && (
+        <CreateTokenDialog
+          onClose={() => setCreating(false)}
+          onCreated={(token) => {
+            setCreating(false);
+            setCreated(token);
+            void fetchList();
+          }}
+        />
+      )}
+      {created && <TokenCreatedDialog token={created} onClose={() => setCreated(null)} />}
+      {revoking && (
+        <RevokeDialog
+          token={revoking}
+          onClose={() => setRevoking(null)}
+          onRevoked={() => {
+            setRevoking(null);
+            setLoad((l) => (l.status === 'ready' ? { status: 'ready', tokens: l.tokens.filter((t) => t.id !== revoking.id) } : l));
+            void fetchList();
+          }}
+        />
+      )}
+    </main>
+  );
+}
+
+function TokenTable({ tokens, currentId, onRevoke }: { tokens: TokenSummaryBody[]; currentId: string | null; onRevoke(token: TokenSummaryBody): void }) {
+  return (
         <div className="tokens-table-wrap">
           <table className="table tokens-table">
             <thead>
@@ -141,7 +190,7 @@ export function TokensPage() {
                           in use
                         </span>
                       ) : (
-                        <button type="button" className="button small danger" onClick={() => setRevoking(t)} aria-label={`Revoke ${t.name}`}>
+                        <button type="button" className="button small danger" onClick={() => onRevoke(t)} aria-label={`Revoke ${t.name}`}>
                           Revoke
                         </button>
                       )}
@@ -152,31 +201,6 @@ export function TokensPage() {
             </tbody>
           </table>
         </div>
-      )}
-
-      {creating && (
-        <CreateTokenDialog
-          onClose={() => setCreating(false)}
-          onCreated={(token) => {
-            setCreating(false);
-            setCreated(token);
-            void fetchList();
-          }}
-        />
-      )}
-      {created && <TokenCreatedDialog token={created} onClose={() => setCreated(null)} />}
-      {revoking && (
-        <RevokeDialog
-          token={revoking}
-          onClose={() => setRevoking(null)}
-          onRevoked={() => {
-            setRevoking(null);
-            setLoad((l) => (l.status === 'ready' ? { status: 'ready', tokens: l.tokens.filter((t) => t.id !== revoking.id) } : l));
-            void fetchList();
-          }}
-        />
-      )}
-    </main>
   );
 }
 
@@ -304,7 +328,7 @@ export function CreateTokenDialog({ onClose, onCreated, now = () => new Date() }
 /** The new token's value, shown this once, with a copy button. */
 export function TokenCreatedDialog({ token, onClose }: { token: TokenCreatedBody; onClose(): void }) {
   const [copied, setCopied] = useState<'no' | 'yes' | 'select'>('no');
-  const field = useRef<HTMLInputElement>(null);
+  const field = useRef<HTMLTextAreaElement>(null);
   const select = () => {
     field.current?.focus();
     field.current?.select();
@@ -321,7 +345,8 @@ export function TokenCreatedDialog({ token, onClose }: { token: TokenCreatedBody
     }
   };
   return (
-    <Modal title={`Token “${token.name}” created`} onClose={onClose} alert>
+    // Only the explicit button closes it: a stray click or Esc must not lose the one showing.
+    <Modal title={`Token “${token.name}” created`} onClose={onClose} dismiss={null} alert>
       <div className="stack">
         <p className="token-warning" role="note">
           Copy it now: this is the only time the full token is shown. Store it somewhere safe, such as your CI’s secret store.
@@ -329,13 +354,13 @@ export function TokenCreatedDialog({ token, onClose }: { token: TokenCreatedBody
         <label className="field">
           <span>Token</span>
           <div className="token-value-row">
-            <input ref={field} type="text" readOnly value={token.token} className="mono token-value" onFocus={(e) => e.currentTarget.select()} spellCheck={false} />
+            <textarea ref={field} readOnly value={token.token} rows={2} className="mono token-value" onFocus={(e) => e.currentTarget.select()} spellCheck={false} />
             <button type="button" className="button primary" onClick={() => void onCopy()} data-autofocus>
               {copied === 'yes' ? 'Copied ✓' : 'Copy'}
             </button>
           </div>
         </label>
-        <p className="small muted" aria-live="polite">
+        <p className="small muted token-copy-status" aria-live="polite">
           {copied === 'select' ? 'Your browser blocked the clipboard: the token is selected, press Ctrl+C (⌘C) to copy it.' : copied === 'yes' ? 'Copied to the clipboard.' : ''}
         </p>
         <p className="small muted">

@@ -53,7 +53,7 @@ export function WorkflowsPage() {
           </label>
         )}
         <button type="button" className="button primary" onClick={() => setCreating(true)}>
-          <span aria-hidden>＋</span> New workflow
+          <span aria-hidden>+</span> New workflow
         </button>
       </div>
 
@@ -138,7 +138,7 @@ function WorkflowTable({ workflows, onOpen }: { workflows: EditorWorkflowSummary
             <td>{w.address ? <code className="workflow-address">{w.address}</code> : <span className="muted">unpublished</span>}</td>
             <td>{w.latest ? <span className="mono">{w.latest.version}</span> : <span className="muted">—</span>}</td>
             <td className="hide-narrow">
-              <When iso={w.lastPublishedAt} empty="never" />
+              <When iso={w.lastPublishedAt} empty={w.latest ? "—" : "never"} />
             </td>
             <td className="hide-narrow">
               <When iso={w.updatedAt} />
