@@ -61,8 +61,7 @@ export function OutputView({ name, artifact }: { name: string; artifact: Artifac
       <header className="output-head">
         <h4 className="output-name">{name}</h4>
         <span className="badge">{artifact.kind}</span>
-        {meta && <span className="muted small output-meta">{meta}</span>}
-        <span className="spacer" />
+        {meta ? <span className="muted small output-meta" title={meta}>{meta}</span> : <span className="spacer" />}
         {artifact.ref === undefined && (artifact.kind === 'text' || artifact.kind === 'structured' || artifact.kind === 'embedding') && <CopyButton text={text} />}
         {href && (
           <a className="button small" href={href} download={file} target={artifact.ref ? '_blank' : undefined} rel="noreferrer" aria-label={`Download ${name}`}>

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { forget, recall, remember, storageKey } from './resume';
+import { forget, recall, recallValues, remember, rememberValues, storageKey } from './resume';
 
 describe('resume bookkeeping', () => {
   beforeEach(() => localStorage.clear());
@@ -26,5 +26,20 @@ describe('resume bookkeeping', () => {
     expect(recall('a')).toBeNull();
     expect(recall('b')).toBeNull();
     expect(recall('c')).toEqual({ runId: 'r', lastSeq: 0, finished: false, maxCostUsd: 0.5 });
+  });
+});
+
+describe('remembered form values', () => {
+  beforeEach(() => localStorage.clear());
+  const fields = [
+    { id: 'text', label: 'text', connector: 'TEXT', widget: 'text', required: true, hasDefault: false },
+    { id: 'n', label: 'n', connector: 'INT', widget: 'integer', required: false, hasDefault: true, default: 1 },
+  ] as const;
+
+  it('keeps values of fields that still exist with the same widget', () => {
+    rememberValues('wf', { text: { widget: 'text', text: 'hi' }, n: { widget: 'switch', checked: true }, gone: { widget: 'text', text: 'x' } });
+    expect(localStorage.getItem('svc.run-inputs.wf')).not.toBeNull();
+    expect(recallValues('wf', fields)).toEqual({ text: { widget: 'text', text: 'hi' } });
+    expect(recallValues('other', fields)).toEqual({});
   });
 });

@@ -1,3 +1,5 @@
+import type { FieldValue, FormField } from './input-form';
+
 /**
  * What the run panel remembers of a run it started, so a reload reattaches to it: the run id and
  * the last event seq it applied, under `svc.run.<resumeKey>` in localStorage. Written when the
@@ -50,4 +52,34 @@ export function remember(resumeKey: string, run: RememberedRun): void {
 
 export function forget(resumeKey: string): void {
   storage()?.removeItem(storageKey(resumeKey));
+}
+
+/** The run form's values, kept under `svc.run-inputs.<resumeKey>` so a reload keeps what was typed. */
+export function valuesKey(resumeKey: string): string {
+  return `svc.run-inputs.${resumeKey}`;
+}
+
+export function rememberValues(resumeKey: string, values: Readonly<Record<string, FieldValue>>): void {
+  try {
+    storage()?.setItem(valuesKey(resumeKey), JSON.stringify(values));
+  } catch {
+    // Not kept: only a reload loses the typed values.
+  }
+}
+
+/** The remembered values of fields that still exist with the same widget. */
+export function recallValues(resumeKey: string, fields: readonly FormField[]): Record<string, FieldValue> {
+  const raw = storage()?.getItem(valuesKey(resumeKey));
+  if (!raw) return {};
+  try {
+    const saved = JSON.parse(raw) as Record<string, FieldValue | undefined>;
+    const out: Record<string, FieldValue> = {};
+    for (const field of fields) {
+      const value = saved[field.id];
+      if (value && typeof value === 'object' && value.widget === field.widget) out[field.id] = value;
+    }
+    return out;
+  } catch {
+    return {};
+  }
 }

@@ -7,7 +7,7 @@ import { formatMs, formatUsd } from '../lib/format';
 import { useSession } from '../lib/session';
 import { buildInputs, deriveFields, initialValues, issuesByField, type FieldValue, type FormField } from './input-form';
 import { OutputsList } from './output-view';
-import { forget, recall, remember } from './resume';
+import { forget, recall, recallValues, remember, rememberValues } from './resume';
 import { applyEvent, fromMicros, initialRunState, isFinished, stateOfRun, type RunState, type SeqEvent } from './run-state';
 import type { StepViews } from './step-views';
 import { CostBar, StepList } from './step-list';
@@ -60,7 +60,7 @@ function refusalOf(err: unknown, fields: readonly FormField[]): Refusal {
 /** The editor's run panel: the workflow's inputs as a form, the cap, the live run, its outputs. */
 export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelProps) {
   const fields = useMemo(() => deriveFields(definition), [definition]);
-  const [values, setValues] = useState<Record<string, FieldValue>>(() => initialValues(fields));
+  const [values, setValues] = useState<Record<string, FieldValue>>(() => ({ ...initialValues(fields), ...recallValues(resumeKey, fields) }));
   const [capText, setCapText] = useState(String(DEFAULT_CAP_USD.toFixed(2)));
   const [fieldErrors, setFieldErrors] = useState<Record<string, string>>({});
   const [refusal, setRefusal] = useState<Refusal | null>(null);
@@ -73,6 +73,9 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
   const onStepsRef = useRef(onSteps);
   onStepsRef.current = onSteps;
   const headingId = useId();
+  const formId = `${headingId}-form`;
+
+  useEffect(() => rememberValues(resumeKey, values), [resumeKey, values]);
 
   // Keep values for fields that still exist when the definition changes; fill new ones.
   useEffect(() => {
@@ -227,7 +230,39 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
         </button>
       </header>
       <div className="run-panel-body">
-        <form onSubmit={submit} className="stack run-form" noValidate aria-label="Run inputs">
+        {hasRun && (
+          <section className="run-live stack" aria-label="Run progress" aria-live="polite" aria-busy={active && !finished}>
+            <CostBar spentUsd={fromMicros(run.costMicros)} capUsd={capUsd} />
+            <Elapsed state={run} active={active && !finished} />
+            {run.order.length === 0 && active && <p className="muted small">Starting…</p>}
+            <StepList steps={run.steps} order={run.order} labels={labels} uses={uses} compact />
+            {run.phase === 'failed' && run.error && !Object.values(run.steps).some((v) => v.error?.message === run.error!.message) && (
+              <div className="run-error" role="alert">
+                <strong>{run.error.code}</strong>
+                <p>{run.error.message}</p>
+              </div>
+            )}
+            {streamError && (
+              <p className="error-text" role="alert">
+                {streamError}
+              </p>
+            )}
+            {run.outputs && (
+              <div className="stack">
+                <h3 className="run-section-title">Outputs</h3>
+                <OutputsList outputs={run.outputs} />
+              </div>
+            )}
+            {run.runId && (
+              <Link className="small" to={`/runs/${run.runId}`}>
+                Open this run's page
+              </Link>
+            )}
+          </section>
+        )}
+
+        <form id={formId} onSubmit={submit} className={`stack run-form${hasRun ? ' after-run' : ''}`} noValidate aria-label="Run inputs">
+          {hasRun && <h3 className="run-section-title">Inputs</h3>}
           {fields.length === 0 ? (
             <p className="muted small">This workflow has no inputs: add an input node to ask for values at run time.</p>
           ) : (
@@ -279,49 +314,20 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
               )}
             </div>
           )}
-          <div className="row">
-            <button type="submit" className="button primary" disabled={active || busyUploading || capInvalid}>
-              {active ? 'Running…' : hasRun ? 'Run again' : 'Run'}
-            </button>
-            {hasRun && !active && (
-              <button type="button" className="button subtle" onClick={dismiss}>
-                Dismiss result
-              </button>
-            )}
-          </div>
         </form>
-
-        {hasRun && (
-          <section className="run-live stack" aria-label="Run progress" aria-live="polite" aria-busy={active && !finished}>
-            <CostBar spentUsd={fromMicros(run.costMicros)} capUsd={capUsd} />
-            <Elapsed state={run} active={active && !finished} />
-            {run.order.length === 0 && active && <p className="muted small">Starting…</p>}
-            <StepList steps={run.steps} order={run.order} labels={labels} uses={uses} compact />
-            {run.phase === 'failed' && run.error && (
-              <div className="run-error" role="alert">
-                <strong>{run.error.code}</strong>
-                <p>{run.error.message}</p>
-              </div>
-            )}
-            {streamError && (
-              <p className="error-text" role="alert">
-                {streamError}
-              </p>
-            )}
-            {run.outputs && (
-              <div className="stack">
-                <h3 className="run-section-title">Outputs</h3>
-                <OutputsList outputs={run.outputs} />
-              </div>
-            )}
-            {run.runId && (
-              <Link className="small" to={`/runs/${run.runId}`}>
-                Open this run's page
-              </Link>
-            )}
-          </section>
-        )}
       </div>
+      <footer className="run-panel-foot">
+        <button type="submit" form={formId} className="button primary" disabled={active || busyUploading || capInvalid}>
+          {active ? 'Running…' : hasRun ? 'Run again' : 'Run'}
+        </button>
+        {busyUploading && <span className="muted small">Waiting for the upload…</span>}
+        <span className="spacer" />
+        {hasRun && !active && (
+          <button type="button" className="button subtle" onClick={dismiss}>
+            Dismiss result
+          </button>
+        )}
+      </footer>
     </aside>
   );
 }
