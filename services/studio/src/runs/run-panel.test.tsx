@@ -3,6 +3,8 @@ import { MemoryRouter } from 'react-router';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 import type { Workflow } from '../../../contract';
 import type * as Sdk from '../../../sdk/src';
+import type * as Api from '../lib/api';
+import type { Run } from '../../../contract';
 import type { RunEventWithSeq } from '../../../sdk/src';
 import { InsufficientCreditError, InvalidInputError } from '../../../sdk/src';
 import type { StepViews } from './step-views';
@@ -11,6 +13,12 @@ const startRun = vi.fn();
 vi.mock('../../../sdk/src', async (importOriginal) => {
   const actual = await importOriginal<typeof Sdk>();
   return { ...actual, startRun: (...args: unknown[]) => startRun(...args) };
+});
+const runsGet = vi.fn();
+const follow = vi.fn();
+vi.mock('../lib/api', async (importOriginal) => {
+  const actual = await importOriginal<typeof Api>();
+  return { ...actual, client: { routes: { 'runs.get': (...a: unknown[]) => runsGet(...a) }, follow: (...a: unknown[]) => follow(...a) } };
 });
 vi.mock('../lib/session', () => ({ useSession: { getState: () => ({ refresh: () => Promise.resolve() }) } }));
 
@@ -148,5 +156,78 @@ describe('RunPanel', () => {
     });
     await waitFor(() => expect(screen.getByText('your balance cannot cover this run')).toBeTruthy());
     expect(screen.getByText('Balance: $0.00')).toBeTruthy();
+  });
+});
+
+describe('RunPanel after a reload', () => {
+  const record = (over: Partial<Run>): Run => ({
+    id: RUN_ID,
+    status: 'running',
+    steps: [{ nodeId: 'speak', status: 'running', costUsd: 0, ms: null }],
+    outputs: null,
+    error: null,
+    costUsd: 0,
+    maxCostUsd: 0.3,
+    createdAt: '2026-11-25T01:00:00.000Z',
+    startedAt: '2026-11-25T01:00:00.000Z',
+    finishedAt: null,
+    workflowRef: null,
+    workflow: definition,
+    ...over,
+  });
+
+  beforeEach(() => {
+    localStorage.clear();
+    runsGet.mockReset();
+    follow.mockReset();
+  });
+
+  it('reattaches to a remembered unfinished run, rebuilding the steps from the replayed events', async () => {
+    localStorage.setItem('svc.run.wf-1', JSON.stringify({ runId: RUN_ID, lastSeq: 3, finished: false, maxCostUsd: 0.3 }));
+    runsGet.mockResolvedValue(record({}));
+    const fake = fakeHandle();
+    follow.mockReturnValue(fake.handle);
+    const onSteps = renderPanel();
+    await waitFor(() => expect(follow).toHaveBeenCalled());
+    expect(follow.mock.calls[0]![1]).toEqual({ id: RUN_ID, after: 0 });
+    await act(async () => {
+      fake.push({ seq: 1, type: 'run.started', runId: RUN_ID });
+      fake.push({ seq: 2, type: 'step.started', nodeId: 'speak' });
+      fake.push({ seq: 3, type: 'step.completed', nodeId: 'speak', usage: { costUsd: 0.25, ms: 9 } });
+    });
+    await waitFor(() => expect(onSteps).toHaveBeenLastCalledWith({ speak: { status: 'completed', progress: 1, costUsd: 0.25, ms: 9 } }));
+    expect(screen.getByText('of $0.30 cap')).toBeTruthy();
+    await act(async () => {
+      fake.push({ seq: 4, type: 'run.completed', outputs: { out: { kind: 'text', value: 'done while watched' } } });
+    });
+    await waitFor(() => expect(screen.getByText('done while watched')).toBeTruthy());
+    expect(JSON.parse(localStorage.getItem('svc.run.wf-1')!)).toMatchObject({ lastSeq: 4, finished: true });
+  });
+
+  it('shows the final state of a run that ended while away, without following', async () => {
+    localStorage.setItem('svc.run.wf-1', JSON.stringify({ runId: RUN_ID, lastSeq: 2, finished: false, maxCostUsd: 0.3 }));
+    runsGet.mockResolvedValue(
+      record({
+        status: 'completed',
+        steps: [{ nodeId: 'speak', status: 'completed', costUsd: 0.01, ms: 20 }],
+        outputs: { out: { kind: 'text', value: 'finished away' } },
+        costUsd: 0.01,
+        finishedAt: '2026-11-25T01:00:02.000Z',
+      }),
+    );
+    const onSteps = renderPanel();
+    await waitFor(() => expect(screen.getByText('finished away')).toBeTruthy());
+    expect(follow).not.toHaveBeenCalled();
+    expect(onSteps).toHaveBeenLastCalledWith({ speak: { status: 'completed', progress: 1, costUsd: 0.01, ms: 20 } });
+    expect(screen.getByText('Took 2.0 s')).toBeTruthy();
+    expect(JSON.parse(localStorage.getItem('svc.run.wf-1')!)).toMatchObject({ finished: true });
+  });
+
+  it('forgets a remembered run the service no longer knows', async () => {
+    localStorage.setItem('svc.run.wf-1', JSON.stringify({ runId: RUN_ID, lastSeq: 2, finished: false, maxCostUsd: 0.3 }));
+    runsGet.mockRejectedValue(Object.assign(new Error('no run with id'), { status: 404 }));
+    renderPanel();
+    await waitFor(() => expect(localStorage.getItem('svc.run.wf-1')).toBeNull());
+    expect(screen.getByRole('button', { name: 'Run' })).toBeTruthy();
   });
 });

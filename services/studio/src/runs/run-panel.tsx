@@ -138,6 +138,7 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
           return;
         }
         // Still going: replay every event (the step views are rebuilt from them), then follow live.
+        dispatch({ type: 'replace', state: { ...initialRunState, runId: record.id, startedAtMs: Date.parse(record.startedAt ?? record.createdAt) } });
         const handle = client.follow(ROUTES['runs.events'], { id: remembered.runId, after: 0 }, { signal: controller.signal });
         await follow(handle, record.maxCostUsd);
       } catch (err) {

@@ -137,7 +137,9 @@ export function RunsPage() {
                 <th scope="col">Status</th>
                 <th scope="col">Workflow</th>
                 <th scope="col" className="hide-narrow">Version</th>
-                <th scope="col" className="num">Cost / cap</th>
+                <th scope="col" className="num">
+                  Cost<span className="hide-narrow"> / cap</span>
+                </th>
                 <th scope="col">Created</th>
                 <th scope="col" className="num hide-narrow">Duration</th>
               </tr>
@@ -159,7 +161,7 @@ export function RunsPage() {
                     <td className="hide-narrow mono">{ref?.version || '—'}</td>
                     <td className="num mono">
                       {formatUsd(run.costUsd)}
-                      <span className="muted"> / {formatUsd(run.maxCostUsd)}</span>
+                      <span className="muted hide-narrow"> / {formatUsd(run.maxCostUsd)}</span>
                     </td>
                     <td>
                       <time dateTime={run.createdAt} title={run.createdAt}>
