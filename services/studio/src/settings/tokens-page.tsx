@@ -144,9 +144,9 @@ function TokenTable({ tokens, currentId, onRevoke }: { tokens: TokenSummaryBody[
             <thead>
               <tr>
                 <th scope="col">Name</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Scopes</th>
+                <th scope="col" className="hide-narrow">Kind</th>
+                <th scope="col" className="hide-narrow">Prefix</th>
+                <th scope="col" className="hide-narrow">Scopes</th>
                 <th scope="col" className="hide-narrow">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Expires</th>
@@ -164,11 +164,13 @@ function TokenTable({ tokens, currentId, onRevoke }: { tokens: TokenSummaryBody[
                       <span className="token-name">{t.name}</span>
                       {current && <span className="badge info token-current">this session</span>}
                     </td>
-                    <td title={KIND_HINT[t.kind]}>{KIND_TEXT[t.kind]}</td>
-                    <td>
+                    <td title={KIND_HINT[t.kind]} className="hide-narrow">
+                      {KIND_TEXT[t.kind]}
+                    </td>
+                    <td className="hide-narrow">
                       <code>{t.prefix}…</code>
                     </td>
-                    <td>
+                    <td className="hide-narrow">
                       {t.scopes.map((s) => (
                         <span key={s} className="badge token-scope">
                           {s}
@@ -347,14 +349,14 @@ export function TokenCreatedDialog({ token, onClose }: { token: TokenCreatedBody
   return (
     // Only the explicit button closes it: a stray click or Esc must not lose the one showing.
     <Modal title={`Token “${token.name}” created`} onClose={onClose} dismiss={null} alert>
-      <div className="stack">
+      <div className="stack token-created">
         <p className="token-warning" role="note">
           Copy it now: this is the only time the full token is shown. Store it somewhere safe, such as your CI’s secret store.
         </p>
         <label className="field">
           <span>Token</span>
           <div className="token-value-row">
-            <textarea ref={field} readOnly value={token.token} rows={2} className="mono token-value" onFocus={(e) => e.currentTarget.select()} spellCheck={false} />
+            <textarea ref={field} readOnly value={token.token} rows={1} className="mono token-value" onFocus={(e) => e.currentTarget.select()} spellCheck={false} />
             <button type="button" className="button primary" onClick={() => void onCopy()} data-autofocus>
               {copied === 'yes' ? 'Copied ✓' : 'Copy'}
             </button>

@@ -177,9 +177,12 @@ export function NewWorkflowDialog({ onClose, onCreated }: { onClose(): void; onC
   return (
     <Modal title="New workflow" onClose={onClose} dismiss={busy ? null : onClose}>
       <form className="stack" onSubmit={(e) => void onSubmit(e)} noValidate>
-        <label className="field">
-          <span>Name</span>
+        <div className="field">
+          <label className="field" htmlFor="new-workflow-name">
+            <span>Name</span>
+          </label>
           <input
+            id="new-workflow-name"
             type="text"
             value={name}
             maxLength={200}
@@ -192,7 +195,7 @@ export function NewWorkflowDialog({ onClose, onCreated }: { onClose(): void; onC
           <span className="hint" id="new-workflow-hint">
             Shown in the studio; you can rename it any time. The address is chosen when you first publish.
           </span>
-        </label>
+        </div>
         {problem && (
           <p className="error-text" role="alert">
             {problem}
