@@ -2,7 +2,7 @@ import dagre from '@dagrejs/dagre';
 import type { Workflow } from '../../../contract';
 import { edgesOf, type Catalog, type Layout, portsOf } from './model';
 
-export const NODE_WIDTH = 240;
+export const NODE_WIDTH = 210;
 
 /** The drawn height of a node, roughly: its header and one row per port. */
 export function nodeHeight(ports: number): number {
@@ -17,7 +17,7 @@ export function autoLayout(definition: Workflow, layout: Layout, catalog: Catalo
   const missing = definition.nodes.filter((n) => !layout.nodes[n.id]);
   if (onlyMissing && missing.length === 0) return layout;
   const g = new dagre.graphlib.Graph();
-  g.setGraph({ rankdir: 'LR', nodesep: 40, ranksep: 90, marginx: 20, marginy: 20 });
+  g.setGraph({ rankdir: 'LR', nodesep: 40, ranksep: 70, marginx: 20, marginy: 20 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of definition.nodes) {
     const ports = portsOf(node, catalog);

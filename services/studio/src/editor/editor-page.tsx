@@ -162,6 +162,14 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
         setSave({ kind: 'unsaved' });
       }
     } catch (err) {
+      // A server that refuses invalid drafts names what is wrong: show it on the nodes.
+      const issues = (err as { issues?: unknown }).issues;
+      const refused = Array.isArray(issues)
+        ? (issues as { path?: unknown; message?: unknown }[])
+            .filter((i) => typeof i.path === 'string' && i.path.startsWith('definition.') && typeof i.message === 'string')
+            .map((i) => ({ path: (i.path as string).slice('definition.'.length), message: i.message as string }))
+        : [];
+      if (refused.length > 0) setServerProblems(mapProblems(g.definition, refused));
       setSave({ kind: 'error', message: errorText(err) });
     } finally {
       inFlight.current = false;
@@ -204,7 +212,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     if (!rect) return { x: 0, y: 0 };
     const p = flow.screenToFlowPosition({ x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 });
     const jitter = (store.getState().graph.definition.nodes.length % 5) * 24;
-    return { x: Math.round(p.x - 120 + jitter), y: Math.round(p.y - 50 + jitter) };
+    return { x: Math.round(p.x - 105 + jitter), y: Math.round(p.y - 50 + jitter) };
   }, [flow, store]);
 
   const add = useCallback((spec: NewNode, at?: Position) => {
@@ -223,7 +231,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     if (!raw) return;
     e.preventDefault();
     const p = flow.screenToFlowPosition({ x: e.clientX, y: e.clientY });
-    add(JSON.parse(raw) as NewNode, { x: Math.round(p.x - 120), y: Math.round(p.y - 20) });
+    add(JSON.parse(raw) as NewNode, { x: Math.round(p.x - 105), y: Math.round(p.y - 20) });
   }, [add, flow]);
 
   const onDragOver = useCallback((e: DragEvent) => {
@@ -404,7 +412,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   const focusNode = useCallback((nodeId: string) => {
     select([nodeId]);
     const p = store.getState().graph.layout.nodes[nodeId];
-    if (p) void flow.setCenter(p.x + 120, p.y + 60, { zoom: Math.max(flow.getZoom(), 0.9), duration: 300 });
+    if (p) void flow.setCenter(p.x + 105, p.y + 60, { zoom: Math.max(flow.getZoom(), 0.9), duration: 300 });
   }, [flow, select, store]);
 
   // --- Name
@@ -528,6 +536,14 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
           </button>
         </div>
       </div>
+      {save.kind === 'error' && (
+        <div className="banner error editor-save-error" role="alert">
+          <span>
+            <strong>Not saved on the server</strong> (your changes are kept in this browser): {save.message}
+          </span>
+          <button type="button" className="button small" onClick={() => void doSave()}>Retry</button>
+        </div>
+      )}
       <div className={`editor-body${panel === 'run' ? ' with-run' : ''}`}>
         <Palette specs={specs} loading={catalogLoading} error={catalogError} workflowId={workflow.id} onAdd={(n) => add(n)} />
         <div className="editor-canvas" ref={canvasRef} onDrop={onDrop} onDragOver={onDragOver}>
@@ -618,7 +634,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
       )}
       {dialog === 'import' && importErrors && (
         <div className="dialog-backdrop" onClick={() => setDialog(null)}>
-          <div className="dialog" role="dialog" aria-modal="true" aria-labelledby="import-title" onClick={(e) => e.stopPropagation()}>
+          <div className="dialog" role="dialog" aria-modal="true" aria-labelledby="import-title" onClick={(e) => e.stopPropagation()} onKeyDown={(e) => e.key === 'Escape' && setDialog(null)}>
             <h2 id="import-title">This file is not a workflow</h2>
             <p className="muted">Nothing was changed. What is wrong:</p>
             <ul className="import-errors">{importErrors.map((m, i) => <li key={i}>{m}</li>)}</ul>
@@ -635,9 +651,9 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
 function SaveIndicator({ save, onRetry }: { save: SaveState; onRetry(): void }) {
   if (save.kind === 'error') {
     return (
-      <span className="save-state error" role="alert">
-        Not saved: {save.message} <button type="button" className="button small" onClick={onRetry}>Retry</button>
-      </span>
+      <button type="button" className="save-state error" onClick={onRetry} title="Save again" data-testid="save-state">
+        Not saved · Retry
+      </button>
     );
   }
   const text = save.kind === 'saved' ? 'Saved' : save.kind === 'saving' ? 'Saving…' : 'Unsaved changes';
