@@ -16,7 +16,6 @@ import { McpCancellations } from './mcp/mcp-cancellations';
 import { createMcpRouter } from './mcp/mcp-route';
 import { createBrowserSessions } from './auth/browser-sessions';
 import { createBlobRouter } from './routes/blob-route';
-import { createDevicePageRouter } from './routes/device-page-routes';
 import { createDeviceRouter } from './routes/device-routes';
 import { createMcpOAuthRouters } from './routes/mcp-oauth';
 import { createSessionRouter } from './routes/session-routes';
@@ -120,10 +119,9 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
       userCodeFailures: accounts.userCodeFailures,
     }),
     createSessionRouter({ browserSessions, users, memberships, sessions: accounts.tokenRows, tokens, tokenLimit }),
-    createDevicePageRouter({ invoke, tokens, browserSessions, users, memberships, organizations, sessionTokenTtlDays: config.sessionTokenTtlDays, log }),
     // The hosted MCP server: its 401 names the protected resource metadata the OAuth routers serve.
     createMcpRouter({ invoke, tokens, log, cancellations, bodyLimitBytes: config.bodyLimitBytes, resourceMetadataUrl: `${config.publicBaseUrl.replace(/\/+$/, '')}/.well-known/oauth-protected-resource` }),
-    ...createMcpOAuthRouters({ config, oauth: new OAuthRepository(resources.database.prisma), tokens, browserSessions, users, memberships, organizations, limiter: accounts.deviceLimiter, log }),
+    ...createMcpOAuthRouters({ config, oauth: new OAuthRepository(resources.database.prisma), tokens, memberships, organizations, limiter: accounts.deviceLimiter, log, studioDir: config.studioDir }),
   ];
 }
 
@@ -180,7 +178,8 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
     extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations),
-    siteRoutes: [createStudioRouter({ dir: resources.config.studioDir })],
+    // `/device`: the studio's device approval page, the verification URL `svc login` opens.
+    siteRoutes: [createStudioRouter({ dir: resources.config.studioDir, extraPages: ['/device'] })],
   });
   metrics.observeQueue(async () => ({ ...(await resources.queue.counts()) }));
   return {

@@ -21,12 +21,12 @@ describe('svc login, whoami and logout', () => {
     await service?.close();
   });
 
-  /** The approval page as a signed-in person's browser posts it. */
+  /** The decision as the studio's approval page sends it for a signed-in person (device.approve, device.deny). */
   function decide(userCode: string, action: 'approve' | 'deny'): Promise<Response> {
-    return fetch(`${service.url}/device`, {
+    return fetch(`${service.url}/api/oauth/device/${action}`, {
       method: 'POST',
-      headers: { Cookie: cookie, Origin: service.url, 'Sec-Fetch-Site': 'same-origin', 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ action, user_code: userCode }).toString(),
+      headers: { Cookie: cookie, Origin: service.url, 'Sec-Fetch-Site': 'same-origin', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ user_code: userCode }),
     });
   }
 
@@ -43,9 +43,12 @@ describe('svc login, whoami and logout', () => {
     try {
       const { page, userCode, done } = await startLogin(home);
       expect(page).toBe(`${service.url}/device?user_code=${userCode}`);
-      // The person opens the link (signed in already) and sees the CLI's request, then approves it.
+      // The person opens the link (signed in already): the studio's page, which looks the CLI's request up; then approves it.
       const shown = await fetch(page, { headers: { Cookie: cookie, Accept: 'text/html' } });
-      expect(await shown.text()).toContain('svc-cli');
+      expect(shown.status).toBe(200);
+      expect(await shown.text()).toContain('<div id="root">');
+      const looked = await fetch(`${service.url}/api/oauth/device/lookup?user_code=${new URL(page).searchParams.get('user_code')!}`, { headers: { Cookie: cookie, Origin: service.url, 'Sec-Fetch-Site': 'same-origin' } });
+      expect(await looked.json()).toMatchObject({ user_code: userCode, client_id: 'svc-cli' });
       expect((await decide(userCode, 'approve')).status).toBe(200);
 
       const login = await done;

@@ -3,7 +3,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { createPasswordUser } from '../support/browser-session';
-import { FormBrowser, formFields } from '../support/form-browser';
+import { FormBrowser } from '../support/form-browser';
 import { toolJson } from '../support/mcp-client';
 import { bearer, startTestService, type TestService } from '../support/service';
 
@@ -77,10 +77,12 @@ describe("the MCP SDK client's own OAuth support against the hosted MCP server",
     // The person, in a browser: signs in, allows.
     const user = await createPasswordUser(service.prisma, service.account.orgId);
     const browser = new FormBrowser(service.url);
-    const signIn = await browser.get(asked.href);
-    const consent = await browser.post('/oauth/mcp/authorize', { ...formFields(signIn.html), action: 'sign-in', email: user.email, password: user.password });
-    expect(consent.html).toContain('Allow SDK test client?');
-    const approved = await browser.post('/oauth/mcp/authorize', { ...formFields(consent.html), action: 'approve' });
+    await browser.signIn(user.email, user.password);
+    const consent = await browser.get(asked.href);
+    expect(consent.status).toBe(200);
+    const described = await browser.get(`/oauth/mcp/authorize/request${asked.search}`);
+    expect(JSON.parse(described.html)).toMatchObject({ client: { name: 'SDK test client' } });
+    const approved = await browser.post('/oauth/mcp/authorize', { ...Object.fromEntries(asked.searchParams), action: 'approve' });
     const code = new URL(approved.location!).searchParams.get('code')!;
 
     await first.finishAuth(code);

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createBrowserSession, createPasswordUser } from '../support/browser-session';
-import { FormBrowser, formFields } from '../support/form-browser';
+import { FormBrowser } from '../support/form-browser';
 import { toolJson, TWO_ADDS } from '../support/mcp-client';
 import { bearer, startTestService, type TestService } from '../support/service';
 
@@ -49,28 +49,35 @@ describe('OAuth for MCP clients (/oauth/mcp, the well-known metadata)', () => {
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 
-  function authorizeUrl(params: Record<string, string>): string {
-    return `${AUTHORIZE}?${new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge_method: 'S256', state: 'st-1', ...params }).toString()}`;
+  /** The authorization request's parameters: the query of the authorization URL and the consent form's hidden fields. */
+  function requestFields(params: Record<string, string>): Record<string, string> {
+    return { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge_method: 'S256', state: 'st-1', ...params };
   }
 
-  /** A new member of the seeded organization, signed in through the authorization page, on its consent screen. */
-  async function consentScreen(params: Record<string, string>): Promise<{ browser: FormBrowser; html: string; headers: Headers }> {
+  function authorizeUrl(params: Record<string, string>): string {
+    return `${AUTHORIZE}?${new URLSearchParams(requestFields(params)).toString()}`;
+  }
+
+  /**
+   * A new member of the seeded organization, signed in as the studio signs in, at the consent page
+   * (the studio's index.html, which the endpoint serves once it has checked the request); `fields`
+   * are what the page's form posts back.
+   */
+  async function consentScreen(params: Record<string, string>): Promise<{ browser: FormBrowser; html: string; headers: Headers; fields: Record<string, string> }> {
     const user = await createPasswordUser(service.prisma, service.account.orgId);
     const browser = new FormBrowser(service.url);
-    const signIn = await browser.get(authorizeUrl(params));
-    expect(signIn.status).toBe(200);
-    expect(signIn.html).toContain('Sign in to connect Test MCP client');
-    const consent = await browser.post(AUTHORIZE, { ...formFields(signIn.html), action: 'sign-in', email: user.email, password: user.password });
-    expect(browser.signedIn).toBe(true);
-    expect(consent.status).toBe(200);
-    return { browser, html: consent.html, headers: consent.headers };
+    await browser.signIn(user.email, user.password);
+    const page = await browser.get(authorizeUrl(params));
+    expect(page.status).toBe(200);
+    expect(page.html).toContain('<div id="root">');
+    return { browser, html: page.html, headers: page.headers, fields: requestFields(params) };
   }
 
   /** The whole authorization: consent approved, the code exchanged. */
   async function authorize(scope = 'read run'): Promise<Tokens> {
     const { verifier, challenge } = pkce();
-    const { browser, html } = await consentScreen({ code_challenge: challenge, scope });
-    const approved = await browser.post(AUTHORIZE, { ...formFields(html), action: 'approve' });
+    const { browser, fields } = await consentScreen({ code_challenge: challenge, scope });
+    const approved = await browser.post(AUTHORIZE, { ...fields, action: 'approve' });
     const code = new URL(approved.location!).searchParams.get('code')!;
     const exchanged = await post('/oauth/mcp/token', { grant_type: 'authorization_code', client_id: clientId, code, code_verifier: verifier, redirect_uri: REDIRECT });
     expect(exchanged.status).toBe(200);
@@ -139,15 +146,26 @@ describe('OAuth for MCP clients (/oauth/mcp, the well-known metadata)', () => {
 
   it('signs in, shows the consent screen, approves, and exchanges the code once, with the right verifier and redirect URI', async () => {
     const { verifier, challenge } = pkce();
-    const { browser, html, headers } = await consentScreen({ code_challenge: challenge, scope: 'read run' });
-    expect(html).toContain('Allow Test MCP client?');
-    expect(html).toContain('127.0.0.1:9');
-    expect(html).toMatch(/<code>read<\/code>/);
-    expect(html).toMatch(/<code>run<\/code>/);
-    expect(html).toContain("spend the organization's credit");
+    const { browser, headers, fields } = await consentScreen({ code_challenge: challenge, scope: 'read run' });
+    expect(headers.get('content-type')?.toLowerCase()).toBe('text/html; charset=utf-8');
+    expect(headers.get('cache-control')).toBe('no-store');
+    expect(headers.get('x-frame-options')).toBe('DENY');
     expect(headers.get('content-security-policy')).toContain("form-action 'self' http://127.0.0.1:9;");
+    expect(headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+    const described = await browser.get(`${AUTHORIZE}/request?${new URLSearchParams(fields).toString()}`);
+    expect(described.status).toBe(200);
+    expect(described.headers.get('cache-control')).toBe('no-store');
+    expect(JSON.parse(described.html)).toEqual({
+      client: { id: clientId, name: 'Test MCP client' },
+      redirectUri: REDIRECT,
+      redirectHost: '127.0.0.1:9',
+      scopes: ['read', 'run'],
+      fields,
+      accessMinutes: 60,
+      refreshDays: 30,
+    });
 
-    const approved = await browser.post(AUTHORIZE, { ...formFields(html), action: 'approve' });
+    const approved = await browser.post(AUTHORIZE, { ...fields, action: 'approve' });
     expect(approved.status).toBe(303);
     const back = new URL(approved.location!);
     expect(back.searchParams.get('state')).toBe('st-1');
@@ -185,31 +203,51 @@ describe('OAuth for MCP clients (/oauth/mcp, the well-known metadata)', () => {
 
   it('denies: the client is told access_denied, with its state', async () => {
     const { challenge } = pkce();
-    const { browser, html } = await consentScreen({ code_challenge: challenge });
-    const denied = await browser.post(AUTHORIZE, { ...formFields(html), action: 'deny' });
+    const { browser, fields } = await consentScreen({ code_challenge: challenge });
+    const denied = await browser.post(AUTHORIZE, { ...fields, action: 'deny' });
     const back = new URL(denied.location!);
     expect(Object.fromEntries(back.searchParams)).toEqual({ error: 'access_denied', error_description: expect.any(String), state: 'st-1' });
   });
 
-  it('signs out from the consent screen back to the sign-in form of the same request, and shows a hostile client name as text', async () => {
+  it('describes a request it cannot use as the JSON error the consent page shows, and a hostile client name as data', async () => {
     const { challenge } = pkce();
-    const { browser, html } = await consentScreen({ code_challenge: challenge });
-    const signOut = /<form method="post" action="([^"]+)"><input type="hidden" name="action" value="sign-out">/.exec(html)![1]!.replace(/&amp;/g, '&');
-    const back = await browser.post(signOut.slice(new URL(service.url).pathname.replace(/\/$/, '').length), { action: 'sign-out' });
-    expect(browser.signedIn).toBe(false);
-    expect(back.status).toBe(200);
-    expect(back.html).toContain('Sign in to connect Test MCP client');
+    const browser = new FormBrowser(service.url);
+    const unregistered = await browser.get(`${AUTHORIZE}/request?${new URLSearchParams(requestFields({ code_challenge: challenge, redirect_uri: 'http://127.0.0.1:10/callback' })).toString()}`);
+    expect(unregistered.status).toBe(400);
+    expect(JSON.parse(unregistered.html)).toMatchObject({ code: 'validation_failed', error: expect.stringContaining('is not one the application registered') });
 
     const hostile = await register({ client_name: '<script>alert(1)</script>', redirect_uris: [REDIRECT] });
-    const page = await new FormBrowser(service.url).get(`${AUTHORIZE}?${new URLSearchParams({ response_type: 'code', client_id: hostile.body.client_id as string, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' }).toString()}`);
-    expect(page.html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
-    expect(page.html).not.toContain('<script>');
+    const query = new URLSearchParams({ response_type: 'code', client_id: hostile.body.client_id as string, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256' }).toString();
+    const described = await browser.get(`${AUTHORIZE}/request?${query}`);
+    expect(JSON.parse(described.html)).toMatchObject({ client: { name: '<script>alert(1)</script>' } });
+    // The endpoint's own answer is the studio's page, which React renders the name into as text.
+    const page = await browser.get(`${AUTHORIZE}?${query}`);
+    expect(page.status).toBe(200);
+    expect(page.html).not.toContain('alert(1)');
+  });
+
+  it("refuses a decision without a session, and one for an organization not the person's, sending nothing to the client", async () => {
+    const { challenge } = pkce();
+    const { browser, fields } = await consentScreen({ code_challenge: challenge });
+    const stranger = await browser.post(AUTHORIZE, { ...fields, action: 'approve', org: 'someone-elses' });
+    expect(stranger.status).toBe(403);
+    expect(stranger.location).toBeUndefined();
+    expect(stranger.html).toContain('You are not a member of an organization &quot;someone-elses&quot;');
+
+    const signedOut = await new FormBrowser(service.url).post(AUTHORIZE, { ...fields, action: 'approve' });
+    expect(signedOut.status).toBe(401);
+    expect(signedOut.location).toBeUndefined();
+    expect(signedOut.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(signedOut.html).toContain('sign in and decide again');
+    const unknown = await browser.post(AUTHORIZE, { ...fields, action: 'sign-in' });
+    expect(unknown.status).toBe(400);
+    expect(unknown.html).toContain('no known action');
   });
 
   it('refuses cross-origin posts to the page with 403 before reading them', async () => {
     const { challenge } = pkce();
-    const { browser, html } = await consentScreen({ code_challenge: challenge });
-    const forged = await browser.post(AUTHORIZE, { ...formFields(html), action: 'approve' }, { Origin: 'https://evil.example', 'Sec-Fetch-Site': 'cross-site' });
+    const { browser, fields } = await consentScreen({ code_challenge: challenge });
+    const forged = await browser.post(AUTHORIZE, { ...fields, action: 'approve' }, { Origin: 'https://evil.example', 'Sec-Fetch-Site': 'cross-site' });
     expect(forged.status).toBe(403);
     expect(forged.location).toBeUndefined();
   });

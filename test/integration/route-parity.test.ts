@@ -1,5 +1,6 @@
 import type { Express } from 'express';
 import { OPERATIONS, ROUTES } from '../../services/contract';
+import { STUDIO_PAGES } from '../../services/api/routes/studio-routes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
@@ -19,8 +20,9 @@ const BESIDE_THE_REGISTRIES: Record<string, string> = {
   'POST /auth/sign-out': "the web editor's sign-out: clears the session cookie",
   'GET /auth/session': "the web editor's session probe: reads the cookie only",
   'POST /auth/switch': "the web editor's organization switch: rotates the HttpOnly session cookie",
-  'GET /device': "the device-login approval page: HTML for people, over device.lookup",
-  'POST /device': "the approval page's forms (sign-in, approve, deny, sign-out): form posts answered with HTML, over device.approve and device.deny",
+  // The studio's client-side pages: each answers the studio's index.html (services/api/routes/studio-routes.ts).
+  ...Object.fromEntries(STUDIO_PAGES.map((page) => [`GET ${page}`, "a page of the studio, the web editor: its index.html, whose router draws the page"])),
+  'GET /device': "the studio's device-login approval page (its index.html; the page calls device.lookup, device.approve and device.deny)",
   'GET /.well-known/oauth-protected-resource': 'RFC 9728 protected-resource metadata of the hosted MCP server, where MCP clients look',
   'OPTIONS /.well-known/oauth-protected-resource': "the CORS preflight of browser-based MCP clients (the MCP SDK's handler)",
   'GET /.well-known/oauth-protected-resource/mcp': 'RFC 9728 protected-resource metadata, path-suffixed form for /mcp',
@@ -29,8 +31,9 @@ const BESIDE_THE_REGISTRIES: Record<string, string> = {
   'OPTIONS /.well-known/oauth-authorization-server': "the CORS preflight of browser-based MCP clients (the MCP SDK's handler)",
   'GET /.well-known/oauth-authorization-server/oauth/mcp': 'RFC 8414 authorization-server metadata at the issuer-path-suffixed URL',
   'OPTIONS /.well-known/oauth-authorization-server/oauth/mcp': "the CORS preflight of browser-based MCP clients (the MCP SDK's handler)",
-  'GET /oauth/mcp/authorize': 'the MCP OAuth authorization page: HTML for people (sign-in, consent), redirects to the client',
-  'POST /oauth/mcp/authorize': "the authorization page's forms (sign-in, approve, deny, sign-out): form posts answered with HTML or a redirect",
+  'GET /oauth/mcp/authorize': "the MCP OAuth authorization endpoint: checks the request, then the studio's consent page (HTML for people), or redirects an error to the client",
+  'GET /oauth/mcp/authorize/request': "the consent page's description of a checked authorization request (client name, redirect host, scopes): OAuth's own parameters, not a declared route",
+  'POST /oauth/mcp/authorize': "the consent page's decision (approve, deny): a form post answered with a redirect to the client, or HTML when refused",
   'POST /oauth/mcp/register': "RFC 7591 dynamic client registration, in its own JSON and error format (the MCP SDK's handler)",
   'OPTIONS /oauth/mcp/register': "the CORS preflight of browser-based MCP clients (the MCP SDK's handler)",
   'POST /oauth/mcp/token': "RFC 6749 token endpoint (authorization code with PKCE, refresh), form-encoded (the MCP SDK's handler)",

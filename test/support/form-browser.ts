@@ -8,7 +8,7 @@ export interface BrowserPage {
 }
 
 /**
- * A browser as server-rendered pages see one: a cookie jar, `Origin` and `Sec-Fetch-Site` on
+ * A browser as the service's form posts see one (the MCP consent page's decision): a cookie jar, `Origin` and `Sec-Fetch-Site` on
  * posts, form encoding, and redirects followed by hand (each answer's `Set-Cookie` reaches the
  * jar); a redirect to another origin is not followed but returned as `location`.
  */
@@ -18,6 +18,11 @@ export class FormBrowser {
 
   constructor(private readonly base: string) {
     this.origin = new URL(base).origin;
+  }
+
+  /** The jar as a `Cookie` header value (null when empty). */
+  cookie(): string | null {
+    return this.jar.size === 0 ? null : [...this.jar].map(([k, v]) => `${k}=${v}`).join('; ');
   }
 
   get signedIn(): boolean {
@@ -53,6 +58,17 @@ export class FormBrowser {
     return this.follow(await fetch(url, { headers: { Accept: 'text/html', ...this.cookieHeader() }, redirect: 'manual' }));
   }
 
+  /** Signs in as the studio does (`POST /auth/sign-in`, JSON, same-origin); the cookie reaches the jar. */
+  async signIn(email: string, password: string): Promise<void> {
+    const res = await fetch(`${this.base}/auth/sign-in`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Origin: this.origin, 'Sec-Fetch-Site': 'same-origin' },
+      body: JSON.stringify({ email, password }),
+    });
+    if (res.status !== 200) throw new Error(`sign-in answered ${res.status}: ${await res.text()}`);
+    this.remember(res.headers);
+  }
+
   /** Posts a form to a path of the service; redirects are followed as a browser does. */
   async post(path: string, fields: Record<string, string>, headers: Record<string, string> = {}): Promise<BrowserPage> {
     const res = await fetch(`${this.base}${path}`, {
@@ -65,11 +81,3 @@ export class FormBrowser {
   }
 }
 
-/** The hidden and visible input values of the first form in a page, by name. */
-export function formFields(html: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const match of html.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/g)) {
-    fields[match[1]!] = match[2]!.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-  }
-  return fields;
-}

@@ -1,19 +1,20 @@
 import { randomBytes } from 'node:crypto';
 import type { Response } from 'express';
-import { html, SafeHtml, type HtmlValue } from './html';
+import { html, SafeHtml } from './html';
 
 const STYLE = `
 :root { color-scheme: light dark; --bg: #f5f6f8; --card: #fff; --text: #1b1f24; --muted: #5b6472; --line: #dde1e6;
-  --accent: #2454d6; --accent-text: #fff; --danger: #b42318; --ok: #067647; --notice-bg: #fef3f2; --ok-bg: #ecfdf3; }
+  --accent: #4f46e5; --accent-text: #fff; --danger: #b42318; --ok: #067647; --notice-bg: #fef3f2; --ok-bg: #ecfdf3; }
 @media (prefers-color-scheme: dark) {
   :root { --bg: #0f1115; --card: #181b21; --text: #e8eaed; --muted: #9aa3af; --line: #2b3038;
-    --accent: #6e8efb; --accent-text: #0f1115; --danger: #f97066; --ok: #47cd89; --notice-bg: #2a1614; --ok-bg: #0f2a1c; }
+    --accent: #8b85ff; --accent-text: #0f1115; --danger: #f97066; --ok: #47cd89; --notice-bg: #2a1614; --ok-bg: #0f2a1c; }
 }
 * { box-sizing: border-box; }
 body { margin: 0; min-height: 100vh; background: var(--bg); color: var(--text);
   font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; display: flex; flex-direction: column; align-items: center; }
 header.top { width: 100%; max-width: 30rem; padding: 2rem 1.25rem 0; display: flex; justify-content: space-between; align-items: baseline; }
 .brand { font-weight: 700; letter-spacing: .02em; }
+.mark { color: var(--accent); }
 .who { color: var(--muted); font-size: .875rem; display: flex; gap: .5rem; align-items: baseline; }
 .who form { display: inline; margin: 0; }
 .link { background: none; border: 0; padding: 0; color: var(--accent); font: inherit; cursor: pointer; text-decoration: underline; }
@@ -44,33 +45,22 @@ footer { color: var(--muted); font-size: .8125rem; margin-top: 1.25rem; text-ali
 // A constant of this file: trusted markup.
 const STYLESHEET = new SafeHtml(STYLE);
 
-/** Who the page shows as signed in, with the sign-out form's target. */
-export interface PageViewer {
-  email: string;
-  /** Where the sign-out form posts (the page's own path). */
-  action: string;
-}
-
 /** A whole page: its status, title and content. */
 export interface Page {
   status: number;
   title: string;
   body: SafeHtml;
-  viewer?: PageViewer | null;
   /**
    * Origins a form of the page may end up at beside the service's own: the MCP authorization
    * page's Approve redirects to the client's redirect URI, and browsers apply `form-action` to
    * the redirects after a form post too.
    */
   formTargets?: readonly string[];
-  /** The line under the card; default: the device-login warning. */
-  footer?: string;
+  /** The line under the card. */
+  footer: string;
 }
 
 function document(page: Page, nonce: string): SafeHtml {
-  const viewer: HtmlValue = page.viewer
-    ? html`<div class="who"><span>${page.viewer.email}</span><form method="post" action="${page.viewer.action}"><input type="hidden" name="action" value="sign-out"><button class="link" type="submit">Sign out</button></form></div>`
-    : null;
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -81,12 +71,12 @@ function document(page: Page, nonce: string): SafeHtml {
 <style nonce="${nonce}">${STYLESHEET}</style>
 </head>
 <body>
-<header class="top"><span class="brand">svc</span>${viewer}</header>
+<header class="top"><span class="brand"><span class="mark" aria-hidden="true">◆</span> Studio</span></header>
 <main>
 <div class="card">
 ${page.body}
 </div>
-<footer>${page.footer ?? 'Never approve a code you did not request yourself.'}</footer>
+<footer>${page.footer}</footer>
 </main>
 </body>
 </html>

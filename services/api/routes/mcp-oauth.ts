@@ -4,10 +4,11 @@ import type { Config } from '../../platform/config';
 import type { RateLimiter } from '../../queue';
 import type { OAuthRepository, TokenRepository } from '../../store';
 import type { TokenLookup } from '../auth/auth-context';
-import type { BrowserSessions, SessionMemberships, SessionOrganizations, SessionUsers } from '../auth/browser-sessions';
+import type { SessionMemberships, SessionOrganizations } from '../auth/browser-sessions';
 import { createMcpAuthorizePageRouter } from './mcp-authorize-page-routes';
 import { createMcpOAuthProvider } from './mcp-oauth-provider';
 import { createMcpOAuthRouter, mcpOAuthUrls } from './mcp-oauth-routes';
+import { sendStudioPage } from './studio-routes';
 
 export { mcpOAuthUrls, type McpOAuthUrls } from './mcp-oauth-routes';
 
@@ -16,12 +17,12 @@ export interface McpOAuthDeps {
   oauth: OAuthRepository;
   /** The service's token lookup (notes usage) and revocation. */
   tokens: TokenLookup & Pick<TokenRepository, 'revoke'>;
-  browserSessions: BrowserSessions;
-  users: Pick<SessionUsers, 'findById'>;
   memberships: SessionMemberships;
   organizations: Pick<SessionOrganizations, 'findById'>;
   limiter: Pick<RateLimiter, 'hit'>;
   log: Logger;
+  /** The built studio, whose page the authorization endpoint answers with (`Config.studioDir`). */
+  studioDir: string;
 }
 
 /**
@@ -44,11 +45,10 @@ export function createMcpOAuthRouters(deps: McpOAuthDeps): Router[] {
     createMcpOAuthRouter({ provider, urls, limiter: deps.limiter, registrationsPerIp: { limit: config.mcpClientRegistrationsPerIpPerHour, windowMs: 3_600_000 }, log: deps.log }),
     createMcpAuthorizePageRouter({
       tokens: deps.tokens,
-      browserSessions: deps.browserSessions,
-      users: deps.users,
       memberships: deps.memberships,
       organizations: deps.organizations,
       oauth: deps.oauth,
+      studioPage: (res, options) => sendStudioPage(res, deps.studioDir, options),
       resource: urls.resource,
       codeTtlSeconds: config.mcpAuthorizationCodeTtlSeconds,
       accessTokenTtlSeconds: config.mcpAccessTokenTtlSeconds,

@@ -11,18 +11,50 @@ export const STUDIO_PAGES = ['/', '/sign-in', '/workflows/:id', '/runs', '/runs/
  * attributes); run outputs may be images, audio and video from the blob store's signed URLs,
  * which an S3 deployment serves from another host. No framing (clickjacking of approvals).
  */
-const PAGE_POLICY = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  'img-src * data: blob:',
-  'media-src * data: blob:',
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+function pagePolicy(formTargets: readonly string[] = []): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self' 'unsafe-inline'",
+    'img-src * data: blob:',
+    'media-src * data: blob:',
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    `form-action ${["'self'", ...formTargets].join(' ')}`,
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+export interface StudioPageOptions {
+  /**
+   * Origins a form of the page may end up at beside the service's own: the MCP consent page's
+   * Allow posts here and is redirected to the client's redirect URI, and browsers apply
+   * `form-action` to the redirects after a form post too.
+   */
+  formTargets?: readonly string[];
+  /** `no-store` for pages about one request (the MCP consent page); default `no-cache`. */
+  cacheControl?: 'no-cache' | 'no-store';
+}
+
+/**
+ * Sends the studio's index.html with the headers of its pages (the studio's router draws the page
+ * the path names). A missing build is a 503 that says how to build it.
+ */
+export function sendStudioPage(res: Response, dir: string, options: StudioPageOptions = {}): void {
+  const indexFile = path.join(path.resolve(dir), 'index.html');
+  if (!fs.existsSync(indexFile)) {
+    throw new AppError({ code: 'unavailable', message: `the studio is not built (no ${indexFile}): run "make run", or "npm run build -w services/studio"` });
+  }
+  res.set({
+    'Cache-Control': options.cacheControl ?? 'no-cache',
+    'Content-Security-Policy': pagePolicy(options.formTargets),
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'same-origin',
+    'X-Frame-Options': 'DENY',
+  });
+  res.sendFile(indexFile);
+}
 
 export interface StudioRouteDeps {
   /** The built studio: index.html and studio-assets/. */
@@ -39,7 +71,6 @@ export interface StudioRouteDeps {
 export function createStudioRouter(deps: StudioRouteDeps): Router {
   const router = Router();
   const dir = path.resolve(deps.dir);
-  const indexFile = path.join(dir, 'index.html');
 
   router.use(
     '/studio-assets',
@@ -56,17 +87,7 @@ export function createStudioRouter(deps: StudioRouteDeps): Router {
 
   const page = (req: Request, res: Response) => {
     res.locals.route = req.route?.path ?? req.path;
-    if (!fs.existsSync(indexFile)) {
-      throw new AppError({ code: 'unavailable', message: `the studio is not built (no ${indexFile}): run "make run", or "npm run build -w services/studio"` });
-    }
-    res.set({
-      'Cache-Control': 'no-cache',
-      'Content-Security-Policy': PAGE_POLICY,
-      'X-Content-Type-Options': 'nosniff',
-      'Referrer-Policy': 'same-origin',
-      'X-Frame-Options': 'DENY',
-    });
-    res.sendFile(indexFile);
+    sendStudioPage(res, dir);
   };
   for (const pagePath of [...STUDIO_PAGES, ...(deps.extraPages ?? [])]) router.get(pagePath, page);
   return router;

@@ -16,6 +16,9 @@ export const router = createBrowserRouter([
     errorElement: <RouteError />,
     children: [{ index: true, lazy: async () => ({ Component: (await import('./auth/device-page')).DevicePage }) }],
   },
+  // The hosted MCP's OAuth consent page, at the authorization endpoint the server checked the request at.
+  // Not behind RequireSession: a request it cannot use is shown to anyone; the page sends a signed-out person to sign in.
+  { path: '/oauth/mcp/authorize', errorElement: <RouteError />, lazy: async () => ({ Component: (await import('./auth/consent-page')).ConsentPage }) },
   {
     path: '/',
     element: <RequireSession />,

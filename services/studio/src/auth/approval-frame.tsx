@@ -1,0 +1,67 @@
+import { useEffect, useRef, type ReactNode } from 'react';
+import { useSession } from '../lib/session';
+
+/**
+ * The frame of the approval pages (device login, MCP consent): the studio's brand, who is signed
+ * in and for which organization with a way out ("Not you?"), one card with the page's heading,
+ * and the warning under it. The heading takes focus when it changes, so a screen reader hears
+ * each step (code, confirmation, result).
+ */
+export function ApprovalFrame({ title, tone, footer, children }: { title: string; tone?: 'ok' | 'danger'; footer?: string; children: ReactNode }) {
+  const state = useSession((s) => s.state);
+  const signOut = useSession((s) => s.signOut);
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    heading.current?.focus();
+  }, [title]);
+  const session = state.status === 'signed-in' ? state.session : null;
+  return (
+    <div className="approval-screen">
+      <header className="approval-top">
+        <span className="brand">
+          <span className="brand-mark" aria-hidden>
+            ◆
+          </span>{' '}
+          Studio
+        </span>
+        {session && (
+          <span className="approval-who">
+            <span className="muted">
+              {session.user.email} · {session.organization.name}
+            </span>
+            <button type="button" className="button subtle small" onClick={() => void signOut()}>
+              Not you? Sign out
+            </button>
+          </span>
+        )}
+      </header>
+      <main className={`approval-card${tone ? ` ${tone}` : ''}`}>
+        <h1 ref={heading} tabIndex={-1}>
+          {tone === 'ok' && (
+            <span className="approval-icon ok" aria-hidden>
+              ✓
+            </span>
+          )}
+          {tone === 'danger' && (
+            <span className="approval-icon danger" aria-hidden>
+              ✕
+            </span>
+          )}
+          {title}
+        </h1>
+        {children}
+      </main>
+      <p className="approval-footer muted small">{footer ?? 'Never approve a code you did not request yourself.'}</p>
+    </div>
+  );
+}
+
+/** A refusal in the server's words, announced. */
+export function Refusal({ heading, message }: { heading?: string; message: string }) {
+  return (
+    <div className="approval-refusal" role="alert">
+      {heading && <strong>{heading}. </strong>}
+      {message}
+    </div>
+  );
+}
