@@ -385,6 +385,8 @@ function RollbackDialog({
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string | null>(null);
   const outcome = rollbackOutcome(versions, target);
+  const currentSeq = versions.find((v) => v.latest)?.sequence ?? 0;
+  const back = (versions.find((v) => v.version === target)?.sequence ?? 0) < currentSeq;
   const onConfirm = async () => {
     setBusy(true);
     setProblem(null);
@@ -397,7 +399,7 @@ function RollbackDialog({
   };
   const show = (v: string | null) => (v ? <span className="mono">{v}</span> : <span className="error-text">not found (404)</span>);
   return (
-    <Modal title={`Point @latest at ${target}?`} onClose={onClose} dismiss={busy ? null : onClose} alert className="rollback-dialog">
+    <Modal title={back ? `Roll @latest back to ${target}?` : `Move @latest forward to ${target}?`} onClose={onClose} dismiss={busy ? null : onClose} alert className="rollback-dialog">
       <p>Callers that use these refs will run a different version as soon as you confirm:</p>
       <table className="table rollback-table">
         <thead>
@@ -439,9 +441,9 @@ function RollbackDialog({
         </p>
       )}
       <p className="muted small">
-        A bare major resolves to the highest version of that major published no later than the one <code>@latest</code> names, so it follows the rollback.
-        Exact refs such as <code>{address}@{target}</code> always resolve. Nothing is deleted; you can move <code>@latest</code> forward again, and the next publish still
-        continues from the highest version ever published.
+        A bare major resolves to the highest version of that major published no later than the one <code>@latest</code> names, so it follows{' '}
+        <code>@latest</code> back and forward. Exact refs such as <code>{address}@{target}</code> always resolve. Nothing is deleted; you can move <code>@latest</code>{' '}
+        {back ? 'forward' : 'back'} again, and the next publish still continues from the highest version ever published.
       </p>
       {problem && (
         <p className="error-text" role="alert">
