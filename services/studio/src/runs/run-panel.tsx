@@ -74,6 +74,7 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
   onStepsRef.current = onSteps;
   const headingId = useId();
   const formId = `${headingId}-form`;
+  const formRef = useRef<HTMLFormElement>(null);
 
   useEffect(() => rememberValues(resumeKey, values), [resumeKey, values]);
 
@@ -174,6 +175,8 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
     const built = buildInputs(fields, values);
     if (!built.ok) {
       setFieldErrors(built.errors);
+      // Take the person to the first input to fix.
+      requestAnimationFrame(() => formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"]')?.focus());
       return;
     }
     setFieldErrors({});
@@ -262,7 +265,7 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
           </section>
         )}
 
-        <form id={formId} onSubmit={submit} className={`stack run-form${hasRun ? ' after-run' : ''}`} noValidate aria-label="Run inputs">
+        <form ref={formRef} id={formId} onSubmit={submit} className={`stack run-form${hasRun ? ' after-run' : ''}`} noValidate aria-label="Run inputs">
           {hasRun && <h3 className="run-section-title">Inputs</h3>}
           {fields.length === 0 ? (
             <p className="muted small">This workflow has no inputs: add an input node to ask for values at run time.</p>
@@ -412,6 +415,7 @@ function InputField({
               type="file"
               accept={accept}
               aria-label={`${field.label}: file`}
+              aria-invalid={!!error}
               aria-describedby={described}
               onChange={(e) => {
                 const file = e.target.files?.[0];
