@@ -46,7 +46,7 @@ export function Modal({ title, onClose, children, className, alert, dismiss }: M
     }
     if (event.key !== 'Tab' || !box.current) return;
     event.stopPropagation();
-    const items = [...box.current.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((e) => e.offsetParent !== null || e === document.activeElement || import.meta.env.MODE === 'test');
+    const items = [...box.current.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((e) => !e.closest('[hidden], details:not([open]) > :not(summary)'));
     if (items.length === 0) {
       event.preventDefault();
       return;
