@@ -40,7 +40,7 @@ function GraphViewInner({ definition, layout, steps, changes, height = 480 }: Gr
     return toFlow({ definition, layout: placed }, catalog, { steps, changes, editable: false });
   }, [definition, layout, catalog, steps, changes]);
   return (
-    <div className="graph-view" style={{ height }} role="img" aria-label={`Workflow graph with ${definition.nodes.length} node${definition.nodes.length === 1 ? '' : 's'}`}>
+    <div className="graph-view" style={{ height }} role="figure" aria-label={`Workflow graph with ${definition.nodes.length} node${definition.nodes.length === 1 ? '' : 's'}`}>
       <ReactFlow
         nodes={flow.nodes}
         edges={flow.edges}
