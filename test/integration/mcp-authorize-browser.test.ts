@@ -80,12 +80,12 @@ describe('the MCP consent page in Chromium', () => {
 
   const shot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
 
-  async function signIn(page: Page): Promise<void> {
+  async function signIn(page: Page, shotName: string): Promise<void> {
     const user = await createPasswordUser(service.prisma, service.account.orgId);
     await page.waitForURL(/\/sign-in\?next=%2Foauth%2Fmcp%2Fauthorize%3F/);
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
-    await shot(page, 'mcp-consent-sign-in');
+    await shot(page, shotName);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(/\/oauth\/mcp\/authorize\?/);
   }
@@ -93,7 +93,7 @@ describe('the MCP consent page in Chromium', () => {
   it('signed out: the studio sign-in, back to the consent page, and Allow lands on the redirect URI with the code and state', async () => {
     const { page, problems, close } = await open();
     await page.goto(authorizeUrl());
-    await signIn(page);
+    await signIn(page, 'mcp-consent-sign-in');
     await page.getByRole('heading', { name: 'Allow Claude Desktop?' }).waitFor();
     const card = (await page.locator('main').textContent())!;
     expect(card).toContain(new URL(redirect).host);
@@ -112,7 +112,7 @@ describe('the MCP consent page in Chromium', () => {
   it('Deny sends access_denied with the state; the page fits a phone', async () => {
     const { page, problems, close } = await open({ width: 390, height: 844 });
     await page.goto(authorizeUrl({ scope: 'read' }));
-    await signIn(page);
+    await signIn(page, 'mcp-consent-sign-in-phone');
     await page.getByRole('heading', { name: 'Allow Claude Desktop?' }).waitFor();
     expect(await page.getByRole('note').count()).toBe(0);
     await shot(page, 'mcp-consent-phone');
@@ -120,6 +120,19 @@ describe('the MCP consent page in Chromium', () => {
     expect(problems).toEqual([]);
     expect(landed).toHaveLength(1);
     expect(Object.fromEntries(landed[0]!.searchParams)).toMatchObject({ error: 'access_denied', state: 'xyz' });
+    await close();
+  });
+
+  it('reached from a sign-in page loaded on its own (a reload), loads itself from the endpoint, so Allow still lands', async () => {
+    const { page, problems, close } = await open();
+    const target = new URL(authorizeUrl());
+    await page.goto(`${service.url}/sign-in?next=${encodeURIComponent(`${target.pathname}${target.search}`)}`);
+    await signIn(page, 'mcp-consent-sign-in-reloaded');
+    await page.getByRole('heading', { name: 'Allow Claude Desktop?' }).waitFor();
+    await Promise.all([page.waitForURL((url) => url.href.startsWith(redirect)), page.getByRole('button', { name: 'Allow' }).click()]);
+    expect(problems).toEqual([]);
+    expect(landed).toHaveLength(1);
+    expect(landed[0]!.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
     await close();
   });
 
