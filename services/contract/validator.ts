@@ -22,7 +22,10 @@ export type ValidationResult<T> = { ok: true; value: T } | { ok: false; issues: 
  * name allowed fields and values.
  */
 function createAjv(allErrors: boolean): Ajv {
-  const ajv = new Ajv({ allErrors, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true });
+  // ajv logs a schema it cannot compile before throwing the same error; the throw is enough (a
+  // browser page whose CSP forbids generated code would show it as a console error on every call).
+  const logger = { log: console.log, warn: console.warn, error: () => undefined };
+  const ajv = new Ajv({ allErrors, verbose: true, strict: true, strictRequired: false, allowUnionTypes: true, logger });
   addFormats(ajv, ['uri', 'uuid', 'date-time', 'email']);
   // Annotation keyword: a schema's own wording for its failures (see messageOf).
   ajv.addVocabulary(['x-error', 'x-object-hint']);
