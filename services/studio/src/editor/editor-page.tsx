@@ -69,6 +69,26 @@ export function EditorPage() {
   );
 }
 
+const CLIPBOARD_KEY = 'studio.editor.clipboard';
+
+/** Copied nodes live in localStorage, so they paste into another workflow or tab too. */
+function writeClipboard(clip: Clipboard) {
+  try {
+    localStorage.setItem(CLIPBOARD_KEY, JSON.stringify(clip));
+  } catch {
+    // storage unavailable: nothing to paste later
+  }
+}
+
+function readClipboard(): Clipboard | null {
+  try {
+    const clip = JSON.parse(localStorage.getItem(CLIPBOARD_KEY) ?? 'null') as Clipboard | null;
+    return clip && Array.isArray(clip.nodes) && clip.nodes.length > 0 ? clip : null;
+  } catch {
+    return null;
+  }
+}
+
 function isTyping(target: EventTarget | null): boolean {
   if (!(target instanceof HTMLElement)) return false;
   return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
@@ -121,7 +141,6 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   const [steps, setSteps] = useState<StepViews | undefined>(undefined);
   const [dragPos, setDragPos] = useState<Record<string, Position>>({});
   const [selectedEdges, setSelectedEdges] = useState<string[]>([]);
-  const clipboard = useRef<Clipboard | null>(null);
   const measured = useRef(new Map<string, { width: number; height: number }>());
   const canvasRef = useRef<HTMLDivElement>(null);
 
@@ -306,11 +325,11 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
       } else if (mod && k === 'c') {
         const clip = copyNodes(store.getState().graph, store.getState().selected);
         if (clip) {
-          clipboard.current = clip;
+          writeClipboard(clip);
           showToast(`Copied ${clip.nodes.length} node${clip.nodes.length === 1 ? '' : 's'}.`, 'info');
         }
       } else if (mod && k === 'v') {
-        const clip = clipboard.current;
+        const clip = readClipboard();
         if (!clip) return;
         e.preventDefault();
         let ids: string[] = [];
@@ -388,14 +407,14 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     if (dims) forceRender((n) => n + 1);
   }, [select, store]);
 
+  const dragRef = useRef<Record<string, Position>>({});
+  dragRef.current = dragPos;
   const onNodeDragStop = useCallback(() => {
-    setDragPos((d) => {
-      if (Object.keys(d).length > 0) {
-        const rounded = Object.fromEntries(Object.entries(d).map(([id, p]) => [id, { x: Math.round(p.x), y: Math.round(p.y) }]));
-        queueMicrotask(() => apply((g) => moveNodes(g, rounded)));
-      }
-      return {};
-    });
+    const moved = dragRef.current;
+    if (Object.keys(moved).length === 0) return;
+    const rounded = Object.fromEntries(Object.entries(moved).map(([id, p]) => [id, { x: Math.round(p.x), y: Math.round(p.y) }]));
+    apply((g) => moveNodes(g, rounded));
+    setDragPos({});
   }, [apply]);
 
   const onEdgesChange = useCallback((changes: EdgeChange[]) => {
@@ -572,7 +591,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
           >
             <Background gap={20} />
             <Controls />
-            <MiniMap pannable zoomable ariaLabel="Overview" />
+            <MiniMap pannable zoomable ariaLabel="Overview" className="editor-minimap" nodeBorderRadius={6} maskColor="rgb(120 130 150 / 14%)" />
             <Panel position="top-left" className="legend-panel">
               <Legend />
             </Panel>
