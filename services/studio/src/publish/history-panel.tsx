@@ -145,9 +145,9 @@ export function HistoryPanel({ workflow, onChanged, onDeleted, onClose }: Histor
               <thead>
                 <tr>
                   <th scope="col">Version</th>
-                  <th scope="col" className="num">Seq.</th>
+                  <th scope="col" className="num hide-narrow">Seq.</th>
                   <th scope="col">Published</th>
-                  <th scope="col">By</th>
+                  <th scope="col" className="hide-narrow">By</th>
                   <th scope="col">Note</th>
                   <th scope="col">
                     <span className="visually-hidden">Actions</span>
@@ -161,11 +161,11 @@ export function HistoryPanel({ workflow, onChanged, onDeleted, onClose }: Histor
                       <span className="mono history-version">{v.version}</span>
                       {v.latest && <span className="badge ok history-latest">latest</span>}
                     </td>
-                    <td className="num">{v.sequence}</td>
+                    <td className="num hide-narrow">{v.sequence}</td>
                     <td>
                       <When iso={v.createdAt} />
                     </td>
-                    <td>{v.publishedBy ? v.publishedBy.name : <span className="muted">deleted account</span>}</td>
+                    <td className="hide-narrow">{v.publishedBy ? v.publishedBy.name : <span className="muted">deleted account</span>}</td>
                     <td className="history-note">{v.note ? v.note : <span className="muted">—</span>}</td>
                     <td className="history-actions">
                       <button type="button" className="button small" onClick={() => showView(v.version)} aria-label={`View ${v.version}`}>
@@ -179,7 +179,7 @@ export function HistoryPanel({ workflow, onChanged, onDeleted, onClose }: Histor
                         title={v.latest ? '@latest already points here' : undefined}
                         aria-label={`Point latest at ${v.version}`}
                       >
-                        {v.latest ? 'Current' : isOlder(list, v) ? 'Roll back here' : 'Make latest'}
+                        {v.latest ? 'Current' : isOlder(list, v) ? 'Roll back' : 'Make latest'}
                       </button>
                     </td>
                   </tr>
