@@ -176,6 +176,22 @@ describe('web editor sign-in and sign-out', () => {
     expect((await request(service.url).get('/auth/session').set('Cookie', setCookieOf(second).pair)).status).toBe(200);
   });
 
+  it('answers the studio\'s probe with 204 when nobody is signed in, clearing a dead cookie, and with the session otherwise', async () => {
+    const none = await request(service.url).get('/auth/session?probe=1');
+    expect(none.status).toBe(204);
+    expect(none.headers['cache-control']).toBe('no-store');
+    const expired = await createBrowserSession(service.prisma, service.account, { expiresAt: new Date(Date.now() - 1000) });
+    const dead = await request(service.url).get('/auth/session?probe=1').set('Cookie', expired.cookie);
+    expect(dead.status).toBe(204);
+    expect(setCookieOf(dead).pair).toBe('svc_session=');
+    const live = await createBrowserSession(service.prisma, service.account);
+    const signedIn = await request(service.url).get('/auth/session?probe=1').set('Cookie', live.cookie);
+    expect(signedIn.status).toBe(200);
+    expect(signedIn.body.organization.id).toBe(service.account.orgId);
+    // Without the probe, the documented 401.
+    expect((await request(service.url).get('/auth/session').set('Cookie', expired.cookie)).status).toBe(401);
+  });
+
   it('refuses an expired session with 401 and clears its cookie', async () => {
     const expired = await createBrowserSession(service.prisma, service.account, { expiresAt: new Date(Date.now() - 1000) });
     const res = await request(service.url).get('/v1/runs').set('Cookie', expired.cookie);

@@ -32,6 +32,20 @@ function route(path: string, methods: string[]) {
 }
 
 /**
+ * `GET /auth/session?probe=1`: the studio's question on load, "is anyone signed in?", whose usual
+ * answer for a new visitor is no. A 401 there would be an error in the browser's console on every
+ * first visit, so a probe is answered `204` when nobody is signed in.
+ */
+function isProbe(req: Request): boolean {
+  return req.query.probe === '1';
+}
+
+function signedOut(res: Response): void {
+  res.set('Cache-Control', 'no-store');
+  res.status(204).end();
+}
+
+/**
  * The web editor's cookie sessions (see docs/auth.md):
  *
  * - `POST /auth/sign-in` `{ email, password, org? }`: checks the password, stores a browser
@@ -74,8 +88,9 @@ export function createSessionRouter(deps: SessionRouteDeps): Router {
     res.status(200).json(body);
   });
 
-  router.get('/auth/session', route('/auth/session', ['GET']), (req: Request, _res: Response, next: NextFunction) => {
+  router.get('/auth/session', route('/auth/session', ['GET']), (req: Request, res: Response, next: NextFunction) => {
     if (readSessionCookie(req) === null && !req.get('authorization')) {
+      if (isProbe(req)) return signedOut(res);
       throw new AppError({ code: 'unauthorized', message: 'not signed in: the request carries no session cookie; sign in with POST /auth/sign-in' });
     }
     next();
@@ -92,6 +107,10 @@ export function createSessionRouter(deps: SessionRouteDeps): Router {
     if (!body) throw new AppError({ code: 'unauthorized', message: "you are no longer a member of this session's organization; sign in again" });
     res.set('Cache-Control', 'no-store');
     res.status(200).json(body);
+  }, (err: unknown, req: Request, res: Response, next: NextFunction) => {
+    // A probe's dead cookie (expired, revoked) is "signed out" too; its clearing Set-Cookie stays.
+    if (isProbe(req) && err instanceof AppError && err.code === 'unauthorized') return signedOut(res);
+    next(err);
   });
 
   // Other methods on these paths: 405 with Allow (answered by methodNotAllowed).

@@ -27,8 +27,9 @@ export const useSession = create<SessionStore>((set) => ({
   state: { status: 'loading', session: null },
   async refresh() {
     try {
-      const session = await sendJson<Session>(client.transport, 'GET', '/auth/session');
-      set({ state: { status: 'signed-in', session: session! } });
+      // A probe answers 204 when nobody is signed in (a 401 would be a console error on every first visit).
+      const session = await sendJson<Session>(client.transport, 'GET', '/auth/session?probe=1');
+      set({ state: session ? { status: 'signed-in', session } : { status: 'signed-out', session: null } });
     } catch (err) {
       if (isUnauthorized(err)) set({ state: { status: 'signed-out', session: null } });
       else throw err;
