@@ -175,25 +175,6 @@ describe('the studio: layouts, draft problems, pending changes, version details,
       expectValid(EditorWorkflowSchema, rolledBack.body);
       expect(rolledBack.body).toMatchObject({ draftPending: false, lastPublishedAt: versions[0].createdAt, latest: { version: '1.0.0' } });
     });
-
-    it('reads draftPending of workflows saved before the column existed from the newest version', async () => {
-      const same = (await create({ name: 'Legacy same', definition: adder(1, 1) })).body.id as string;
-      const changed = (await create({ name: 'Legacy changed', definition: adder(1, 1) })).body.id as string;
-      await publish(same, { slug: 'legacy-same' });
-      await publish(changed, { slug: 'legacy-changed' });
-      await call('PATCH', `/editor/workflows/${changed}`, { definition: adder(5, 5) });
-      // As the migration left them: it derives the time of the last draft change from the versions.
-      await service.prisma.workflow.updateMany({ where: { id: { in: [same, changed] } }, data: { draftChangedAt: null } });
-      await service.prisma.$executeRawUnsafe(`
-        UPDATE workflows w
-           SET draft_changed_at = CASE WHEN v.definition = w.draft THEN v.created_at
-                                       ELSE GREATEST(w.updated_at, v.created_at + interval '1 millisecond') END
-          FROM (SELECT DISTINCT ON (workflow_id) workflow_id, definition, created_at
-                  FROM workflow_versions ORDER BY workflow_id, sequence DESC) v
-         WHERE v.workflow_id = w.id AND w.draft IS NOT NULL AND w.draft_changed_at IS NULL`);
-      expect((await call('GET', `/editor/workflows/${same}`)).body.draftPending).toBe(false);
-      expect((await call('GET', `/editor/workflows/${changed}`)).body.draftPending).toBe(true);
-    });
   });
 
   describe('version notes and one version in full', () => {
