@@ -268,9 +268,19 @@ function DeleteHint({ onDelete }: { onDelete(): void }) {
   );
 }
 
+/** Brings a pane that opened below the table into view. */
+function useRevealed<T extends HTMLElement>(key: string) {
+  const ref = useRef<T>(null);
+  useEffect(() => {
+    ref.current?.scrollIntoView?.({ block: 'nearest', behavior: 'smooth' });
+  }, [key]);
+  return ref;
+}
+
 function VersionView({ detail, version, onClose }: { detail: Detail | undefined; version: string; onClose(): void }) {
+  const ref = useRevealed<HTMLElement>(`${version}:${detail?.status}`);
   return (
-    <section className="history-pane" aria-label={`Version ${version}`}>
+    <section className="history-pane" aria-label={`Version ${version}`} ref={ref}>
       <div className="row">
         <h3>
           Version <span className="mono">{version}</span> <span className="badge">read-only</span>
@@ -301,8 +311,9 @@ function DiffView({ a, b, from, to, onClose }: { a: Detail | undefined; b: Detai
   const graph = useMemo(() => (ready && diff ? diffGraph(ready.a, ready.b, diff) : null), [ready, diff]);
   const failed = [a, b].find((d) => d?.status === 'failed') as { status: 'failed'; message: string } | undefined;
   const usesOf = (id: string, side: VersionGraph | undefined) => side?.definition.nodes.find((n) => n.id === id)?.uses;
+  const ref = useRevealed<HTMLElement>(`${from}:${to}:${Boolean(diff)}`);
   return (
-    <section className="history-pane" aria-label={`Changes from ${from} to ${to}`}>
+    <section className="history-pane" aria-label={`Changes from ${from} to ${to}`} ref={ref}>
       <div className="row">
         <h3>
           Changes from <span className="mono">{from}</span> to <span className="mono">{to}</span>
