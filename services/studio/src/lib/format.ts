@@ -1,7 +1,13 @@
-/** Money as people read it: dollars with cents, and fractions of a cent where they matter. */
+/**
+ * Money as people read it: dollars with cents, and the fractions of a cent the service counts
+ * (micro-USD) where there are any, never rounded up ($9.99856 is not shown as $10.00).
+ */
 export function formatUsd(amount: number): string {
-  if (amount !== 0 && Math.abs(amount) < 0.01) return `$${amount.toFixed(6).replace(/0+$/, '')}`;
-  return `$${amount.toFixed(2)}`;
+  const sign = amount < 0 ? '-' : '';
+  const micros = Math.round(Math.abs(amount) * 1_000_000);
+  const dollars = Math.floor(micros / 1_000_000);
+  const fraction = String(micros % 1_000_000).padStart(6, '0').replace(/0+$/, '').padEnd(2, '0');
+  return `${sign}$${dollars.toLocaleString('en-US')}.${fraction}`;
 }
 
 /** A duration in milliseconds, short. */
