@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { forget, recall, recallValues, remember, rememberValues, storageKey } from './resume';
+import { forget, hasUnfinishedRun, recall, recallValues, remember, rememberValues, storageKey } from './resume';
 
 describe('resume bookkeeping', () => {
   beforeEach(() => localStorage.clear());
@@ -10,6 +10,14 @@ describe('resume bookkeeping', () => {
     expect(JSON.parse(localStorage.getItem('svc.run.wf-1')!)).toEqual({ runId: 'r1', lastSeq: 4, finished: false, maxCostUsd: 0.25 });
     expect(recall('wf-1')).toEqual({ runId: 'r1', lastSeq: 4, finished: false, maxCostUsd: 0.25 });
     expect(recall('wf-2')).toBeNull();
+  });
+
+  it('says whether an unfinished run is remembered', () => {
+    expect(hasUnfinishedRun('wf-1')).toBe(false);
+    remember('wf-1', { runId: 'r1', lastSeq: 1, finished: false, maxCostUsd: 0.5 });
+    expect(hasUnfinishedRun('wf-1')).toBe(true);
+    remember('wf-1', { runId: 'r1', lastSeq: 9, finished: true, maxCostUsd: 0.5 });
+    expect(hasUnfinishedRun('wf-1')).toBe(false);
   });
 
   it('clears it when forgotten', () => {

@@ -83,3 +83,12 @@ export function recallValues(resumeKey: string, fields: readonly FormField[]): R
     return {};
   }
 }
+
+/**
+ * Whether a run started from this key is remembered and not known to have finished: the editor
+ * opens the run panel on load when it is, so a reload mid-run reattaches at once.
+ */
+export function hasUnfinishedRun(resumeKey: string): boolean {
+  const run = recall(resumeKey);
+  return run !== null && !run.finished;
+}

@@ -224,7 +224,7 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
   const finished = isFinished(run.phase);
 
   return (
-    <aside className="run-panel" aria-labelledby={headingId}>
+    <section className="run-panel" aria-labelledby={headingId}>
       <header className="run-panel-head">
         <h2 id={headingId}>Run</h2>
         {hasRun && <StatusBadge phase={active && !finished ? (run.phase === 'starting' ? 'starting' : 'running') : run.phase} />}
@@ -332,7 +332,7 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
           </button>
         )}
       </footer>
-    </aside>
+    </section>
   );
 }
 
