@@ -2,7 +2,7 @@ import dagre from '@dagrejs/dagre';
 import type { Workflow } from '../../../contract';
 import { edgesOf, type Catalog, type Layout, portsOf } from './model';
 
-export const NODE_WIDTH = 210;
+export const NODE_WIDTH = 220;
 
 /** The drawn height of a node, roughly: its header and one row per port. */
 export function nodeHeight(ports: number): number {

@@ -25,7 +25,7 @@ const { GraphView } = await import('./graph-view');
 const definition: Workflow = {
   version: 2,
   nodes: [
-    { id: 'text', uses: 'input', outputType: 'TEXT' },
+    { id: 'text', uses: 'input', outputType: 'TEXT', inputs: { default: 'hello' } },
     { id: 'tts', uses: 'speech-espeak', inputs: { text: '${text.value}' } },
     { id: 'out', uses: 'output', inputs: { value: '${tts.audio}' } },
   ],
@@ -42,7 +42,7 @@ describe('GraphView', () => {
       />,
     );
     await waitFor(() => expect(screen.getByTestId('node-tts').textContent).toContain('Text to speech'));
-    expect(screen.getByTestId('node-text')).toBeTruthy();
+    expect(screen.getByTestId('node-text').textContent).toContain('default = "hello"');
     expect(screen.getByTestId('handle-tts-in-text').className).toContain('c-text');
     expect(screen.getByTestId('handle-tts-out-audio').className).toContain('c-audio');
     expect(screen.getByTestId('handle-out-in-value')).toBeTruthy();

@@ -1,6 +1,7 @@
 import { Handle, Position, type Node, type NodeProps } from '@xyflow/react';
 import { memo } from 'react';
 import type { GraphNode } from '../../../contract';
+import { parseReference } from '../../../engine/references';
 import { formatMs, formatUsd } from '../lib/format';
 import type { NodeChange } from './graph-view';
 import { showConnector, type NodePorts, type NodeProblem, type PortInfo } from './model';
@@ -25,7 +26,16 @@ export function connectorClass(id: string): string {
   return `c-${id.startsWith('CUSTOM:') ? 'custom' : id.toLowerCase()}`;
 }
 
-function PortRow({ nodeId, port, side, editable, connected, problem }: { nodeId: string; port: PortInfo; side: 'in' | 'out'; editable: boolean; connected: boolean; problem: boolean }) {
+/** A literal as a short preview on the card. */
+export function previewValue(value: unknown): string {
+  let text: string;
+  if (typeof value === 'string') text = JSON.stringify(value);
+  else if (value && typeof value === 'object' && typeof (value as { ref?: unknown }).ref === 'string') text = ((value as { ref: string }).ref.split('/').pop() ?? 'file');
+  else text = JSON.stringify(value) ?? String(value);
+  return text.length > 22 ? `${text.slice(0, 21)}…` : text;
+}
+
+function PortRow({ nodeId, port, side, editable, connected, problem, literal }: { nodeId: string; port: PortInfo; side: 'in' | 'out'; editable: boolean; connected: boolean; problem: boolean; literal?: { value: unknown } }) {
   const c = port.connector;
   const type = port.anyType ? 'any type' : showConnector(c);
   const classes = ['port', side, connectorClass(port.anyType ? 'ANY' : c.id), c.isArray ? 'list' : '', c.isOptional ? 'optional' : '', problem ? 'has-problem' : ''].filter(Boolean).join(' ');
@@ -41,7 +51,8 @@ function PortRow({ nodeId, port, side, editable, connected, problem }: { nodeId:
         className={`handle ${connectorClass(port.anyType ? 'ANY' : c.id)}${c.isArray ? ' list' : ''}${connected ? ' connected' : ''}`}
       />
       <span className="port-name">{port.name}{c.isArray ? ' [ ]' : ''}</span>
-      <span className="port-type">{port.anyType ? 'any' : c.id.replace('CUSTOM:', '')}</span>
+      {!literal && <span className="port-type">{port.anyType ? 'any' : c.id.replace('CUSTOM:', '')}</span>}
+      {literal && <span className="port-literal mono" title={JSON.stringify(literal.value)}>= {previewValue(literal.value)}</span>}
     </div>
   );
 }
@@ -73,7 +84,16 @@ function CardView({ data, selected }: NodeProps<CardNode>) {
       <div className="card-ports">
         <div className="ports-in">
           {ports.inputs.map((p) => (
-            <PortRow key={p.name} nodeId={node.id} port={p} side="in" editable={editable} connected={connected?.has(p.name) ?? false} problem={problemFields.has(p.name)} />
+            <PortRow
+              key={p.name}
+              nodeId={node.id}
+              port={p}
+              side="in"
+              editable={editable}
+              connected={connected?.has(p.name) ?? false}
+              problem={problemFields.has(p.name)}
+              literal={node.inputs && Object.hasOwn(node.inputs, p.name) && !connected?.has(p.name) && parseReference(node.inputs[p.name]) === null ? { value: node.inputs[p.name] } : undefined}
+            />
           ))}
         </div>
         <div className="ports-out">
@@ -82,6 +102,12 @@ function CardView({ data, selected }: NodeProps<CardNode>) {
           ))}
         </div>
       </div>
+      {ports.role === 'input' && (
+        <div className="card-note muted mono">{node.inputs && Object.hasOwn(node.inputs, 'default') ? `default = ${previewValue(node.inputs.default)}` : 'required'}</div>
+      )}
+      {ports.role === 'const' && node.inputs && Object.hasOwn(node.inputs, 'value') && (
+        <div className="card-note muted mono">= {previewValue(node.inputs.value)}</div>
+      )}
       {ports.unknown && <div className="card-note muted">{ports.role === 'mounted' ? 'Loading interface…' : 'Unknown node kind'}</div>}
       {status === 'running' && (
         <div className="card-progress" role="progressbar" aria-label="Progress" aria-valuemin={0} aria-valuemax={100} aria-valuenow={progress !== undefined ? Math.round(progress * 100) : undefined}>
