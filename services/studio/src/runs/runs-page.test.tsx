@@ -21,7 +21,7 @@ vi.mock('../editor/graph-view', () => ({
   ),
 }));
 
-const { RunsPage, splitRef, runDuration } = await import('./runs-page');
+const { RunsPage, splitRef, runDuration, workflowFilter } = await import('./runs-page');
 const { RunDetailPage, mergeLive } = await import('./run-detail-page');
 
 function summary(i: number, over: Partial<RunSummary> = {}): RunSummary {
@@ -97,6 +97,12 @@ describe('RunsPage', () => {
 });
 
 describe('helpers', () => {
+  it('reads a workflow filter', () => {
+    expect(workflowFilter(' acme/voice@1.2.0 ')).toEqual({ ok: true, value: 'acme/voice' });
+    expect(workflowFilter('')).toEqual({ ok: true, value: '' });
+    expect(workflowFilter('not a workflow!')).toEqual({ ok: false, message: 'Give a workflow address: org/workflow.' });
+    expect(workflowFilter('acme')).toMatchObject({ ok: false });
+  });
   it('splits a workflow ref', () => {
     expect(splitRef('acme/voice@1.2.0')).toEqual({ address: 'acme/voice', version: '1.2.0' });
     expect(splitRef(null)).toBeNull();

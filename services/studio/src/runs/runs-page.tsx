@@ -19,6 +19,14 @@ export function runDuration(run: Pick<RunSummary, 'createdAt' | 'finishedAt'>, n
   return Math.max(0, (run.finishedAt ? Date.parse(run.finishedAt) : now) - Date.parse(run.createdAt));
 }
 
+/** A typed workflow filter as the listing takes it: `org/workflow` (a version after `@` is dropped), or why not. */
+export function workflowFilter(text: string): { ok: true; value: string } | { ok: false; message: string } {
+  const value = text.trim().replace(/@.*$/, '');
+  if (value === '') return { ok: true, value: '' };
+  if (!/^[^\s/]+\/[^\s/]+$/.test(value)) return { ok: false, message: 'Give a workflow address: org/workflow.' };
+  return { ok: true, value };
+}
+
 type Load = { status: 'loading' } | { status: 'error'; message: string } | { status: 'ready'; runs: RunSummary[]; nextCursor: string | null };
 
 /** `/runs`: the organization's run history, newest first, filtered by status and workflow. */
@@ -28,6 +36,7 @@ export function RunsPage() {
   const workflow = params.get('workflow')?.trim() || undefined;
   const [workflowText, setWorkflowText] = useState(workflow ?? '');
   const [load, setLoad] = useState<Load>({ status: 'loading' });
+  const [filterError, setFilterError] = useState<string | null>(null);
   const [more, setMore] = useState<{ loading: boolean; error: string | null }>({ loading: false, error: null });
 
   useEffect(() => {
@@ -79,7 +88,9 @@ export function RunsPage() {
         aria-label="Filter runs"
         onSubmit={(e) => {
           e.preventDefault();
-          setFilter('workflow', workflowText.trim());
+          const filter = workflowFilter(workflowText);
+          setFilterError(filter.ok ? null : filter.message);
+          if (filter.ok) setFilter('workflow', filter.value);
         }}
       >
         <label className="field">
@@ -95,13 +106,37 @@ export function RunsPage() {
         </label>
         <label className="field grow">
           <span>Workflow</span>
-          <input type="search" placeholder="org/workflow" value={workflowText} onChange={(e) => setWorkflowText(e.target.value)} spellCheck={false} autoCapitalize="off" />
+          <input
+            type="search"
+            placeholder="org/workflow"
+            value={workflowText}
+            onChange={(e) => {
+              setWorkflowText(e.target.value);
+              setFilterError(null);
+            }}
+            spellCheck={false}
+            autoCapitalize="off"
+            aria-invalid={filterError !== null}
+            aria-describedby={filterError ? 'runs-workflow-error' : undefined}
+          />
+          {filterError && (
+            <span id="runs-workflow-error" className="error-text small">
+              {filterError}
+            </span>
+          )}
         </label>
         <button type="submit" className="button">
           Filter
         </button>
         {filtered && (
-          <button type="button" className="button subtle" onClick={() => setParams(new URLSearchParams(), { replace: true })}>
+          <button
+            type="button"
+            className="button subtle"
+            onClick={() => {
+              setFilterError(null);
+              setParams(new URLSearchParams(), { replace: true });
+            }}
+          >
             Clear
           </button>
         )}
