@@ -58,7 +58,8 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '(^|/)node_modules/' },
+    // The studio's build output (bundles that import each other) is not our source.
+    exclude: { path: '(^|/)node_modules/|^services/studio/dist' },
     tsConfig: { fileName: 'tsconfig.json' },
     tsPreCompilationDeps: true,
   },
