@@ -134,7 +134,7 @@ export function RunDetailPage() {
         {run.workflow && (
           <section aria-label="Graph">
             <h2>Graph</h2>
-            <GraphView definition={run.workflow} layout={null} steps={steps} height={360} />
+            <GraphView definition={run.workflow} layout={null} steps={steps} height="clamp(240px, 45vw, 420px)" />
           </section>
         )}
 

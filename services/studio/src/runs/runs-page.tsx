@@ -189,7 +189,7 @@ export function RunsPage() {
                     </td>
                     <td>
                       <Link to={`/runs/${run.id}`} className="run-link">
-                        {ref ? ref.address : 'inline'}
+                        {ref ? ref.address : <span className="inline-ref">inline</span>}
                         <span className="visually-hidden"> run {run.id.slice(0, 8)}</span>
                       </Link>
                     </td>
