@@ -115,6 +115,27 @@ describe('EditorPage', () => {
     expect(screen.getByTestId('node-input')).toBeTruthy();
   });
 
+  it('connects by keyboard from the inspector, offering only compatible outputs', async () => {
+    open();
+    const item = await screen.findByTestId('palette-input');
+    await act(async () => {
+      fireEvent.keyDown(item, { key: 'Enter' });
+    });
+    await screen.findByTestId('node-input');
+    fireEvent.click(within(screen.getByRole('region', { name: /Problems/ })).getByRole('button', { name: /tts\.text/ }));
+    const select = (await screen.findByLabelText('Connect text from')) as HTMLSelectElement;
+    expect([...select.options].map((o) => o.textContent)).toEqual(['or connect from…', 'input.value (TEXT)']);
+    // speed (INT) cannot take TEXT: nothing to offer
+    expect(screen.queryByLabelText('Connect speed from')).toBeNull();
+    await act(async () => {
+      fireEvent.change(select, { target: { value: select.options[1]!.value } });
+    });
+    expect(await screen.findByText('input.value')).toBeTruthy();
+    await waitFor(() => expect(api.update).toHaveBeenCalled(), { timeout: 3000 });
+    const sent = api.update.mock.calls.at(-1)![0] as { definition: Workflow };
+    expect(sent.definition.nodes[0]!.inputs).toEqual({ speed: 100, text: '${input.value}' });
+  });
+
   it('reopens unsaved work from the browser when the server never got it', async () => {
     const mine: Workflow = { version: 2, nodes: [{ id: 'kept', uses: 'output', inputs: { value: 1 } }] };
     localStorage.setItem('studio.editor.draft.w1', JSON.stringify({ definition: mine, layout: { nodes: { kept: { x: 0, y: 0 } } }, at: Date.parse('2026-02-01T00:00:00Z') }));

@@ -1,6 +1,6 @@
 import {
   Background, Controls, MiniMap, Panel, ReactFlow, ReactFlowProvider, useReactFlow,
-  type Connection as FlowConnection, type EdgeChange, type FinalConnectionState, type IsValidConnection, type NodeChange as FlowNodeChange,
+  type Connection as FlowConnection, type Edge as FlowEdge, type EdgeChange, type FinalConnectionState, type IsValidConnection, type NodeChange as FlowNodeChange,
 } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
@@ -275,6 +275,32 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     }
     apply((g) => connect(g, conn));
   }, [apply, catalog, showToast, store]);
+
+  // Dragging an edge's end: onto another input moves the connection, into empty space removes it.
+  const reconnected = useRef(true);
+  const onReconnectStart = useCallback(() => {
+    reconnected.current = false;
+  }, []);
+  const onReconnect = useCallback((old: FlowEdge, c: FlowConnection) => {
+    reconnected.current = true;
+    const conn = toConnection(c);
+    const oldPort = parseHandle(old.targetHandle, 'in');
+    if (!conn || !oldPort) return;
+    const without = disconnect(store.getState().graph, old.target, oldPort);
+    const problem = connectionProblem(without, catalog, conn);
+    if (problem) {
+      showToast(problem);
+      return;
+    }
+    apply((g) => connect(disconnect(g, old.target, oldPort), conn));
+  }, [apply, catalog, showToast, store]);
+  const onReconnectEnd = useCallback((_: MouseEvent | TouchEvent, old: FlowEdge) => {
+    if (!reconnected.current) {
+      const oldPort = parseHandle(old.targetHandle, 'in');
+      if (oldPort) apply((g) => disconnect(g, old.target, oldPort));
+    }
+    reconnected.current = true;
+  }, [apply]);
 
   const onConnectEnd = useCallback((_: MouseEvent | TouchEvent, state: FinalConnectionState) => {
     if (state.isValid || !state.fromHandle || !state.toHandle) return;
@@ -575,6 +601,10 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
             onNodeDragStop={onNodeDragStop}
             onConnect={onConnect}
             onConnectEnd={onConnectEnd}
+            edgesReconnectable
+            onReconnectStart={onReconnectStart}
+            onReconnect={onReconnect}
+            onReconnectEnd={onReconnectEnd}
             isValidConnection={isValidConnection}
             onPaneClick={() => {
               select([]);
@@ -622,6 +652,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
                   node={selectedNode}
                   problems={problemMap.get(selectedNode.id) ?? []}
                   onSetInput={(k, v, coalesce) => apply((g) => setInput(g, selectedNode.id, k, v), coalesce)}
+                  onConnect={(source, sourcePort, targetPort) => onConnect({ source, sourceHandle: `out:${sourcePort}`, target: selectedNode.id, targetHandle: `in:${targetPort}` })}
                   onSetFields={(fields) => apply((g) => setNodeFields(g, selectedNode.id, fields), `fields:${selectedNode.id}:${Object.keys(fields).join()}`)}
                   onRename={(to) => {
                     apply((g) => renameNode(g, selectedNode.id, to));

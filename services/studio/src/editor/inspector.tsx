@@ -2,7 +2,7 @@ import { useEffect, useId, useState } from 'react';
 import type { BuiltinConnectorId, GraphNode } from '../../../contract';
 import { parseReference } from '../../../engine/references';
 import {
-  CONNECTOR_IDS, literalConnector, literalKey, portsOf, renameProblem, type Catalog, type Graph, type NodeProblem,
+  CONNECTOR_IDS, connectionProblem, literalConnector, literalKey, outputPortsWithReferences, portsOf, renameProblem, type Catalog, type Graph, type NodeProblem,
 } from './model';
 import { ValueField } from './fields';
 
@@ -12,6 +12,8 @@ export interface InspectorProps {
   node: GraphNode;
   problems: readonly NodeProblem[];
   onSetInput(key: string, value: unknown, coalesce?: string): void;
+  /** Connects an output of another node into an input of this one. */
+  onConnect(sourceId: string, sourcePort: string, targetPort: string): void;
   onSetFields(fields: { label?: string; outputType?: BuiltinConnectorId }): void;
   onRename(to: string): void;
   onDelete(): void;
@@ -20,7 +22,7 @@ export interface InspectorProps {
 }
 
 /** The selected node's settings: id, label, type, and each input by its connector (or where it is connected from). */
-export function Inspector({ graph, catalog, node, problems, onSetInput, onSetFields, onRename, onDelete, onSelect, upload }: InspectorProps) {
+export function Inspector({ graph, catalog, node, problems, onSetInput, onConnect, onSetFields, onRename, onDelete, onSelect, upload }: InspectorProps) {
   const ports = portsOf(node, catalog);
   const inputs = node.inputs ?? {};
   const fieldProblems = (field: string) => problems.filter((p) => p.field === field).map((p) => p.message);
@@ -52,14 +54,15 @@ export function Inspector({ graph, catalog, node, problems, onSetInput, onSetFie
       return (
         <div key={port.name} className={`field port-field${fieldProblems(port.name).length > 0 ? ' invalid' : ''}`} data-testid={`field-${port.name}`}>
           <span className="label">value</span>
-          <p className="muted small">Connect the output port of the node whose result this is to the handle on the left of this node.</p>
+          <p className="muted small">Drag from an output port (right side of a node) to this node, or choose one:</p>
+          <ConnectFrom graph={graph} catalog={catalog} node={node} port={port.name} onConnect={onConnect} />
           {fieldProblems(port.name).length > 0 && <ul className="field-problems">{fieldProblems(port.name).map((m, i) => <li key={i}>{m}</li>)}</ul>}
         </div>
       );
     }
     return (
+      <div key={port.name} className="port-field-wrap">
       <ValueField
-        key={port.name}
         testId={`field-${port.name}`}
         label={port.name}
         connector={port.connector}
@@ -70,6 +73,8 @@ export function Inspector({ graph, catalog, node, problems, onSetInput, onSetFie
         problems={fieldProblems(port.name)}
         upload={upload}
       />
+      <ConnectFrom graph={graph} catalog={catalog} node={node} port={port.name} onConnect={onConnect} compact />
+      </div>
     );
   });
 
@@ -144,6 +149,37 @@ export function Inspector({ graph, catalog, node, problems, onSetInput, onSetFie
         <button type="button" className="button danger small" onClick={onDelete}>Delete node</button>
       </div>
     </section>
+  );
+}
+
+/** A keyboard way to connect: the outputs of other nodes that this input accepts. */
+function ConnectFrom({ graph, catalog, node, port, onConnect, compact }: { graph: Graph; catalog: Catalog; node: GraphNode; port: string; onConnect: InspectorProps['onConnect']; compact?: boolean }) {
+  const options: { value: string; label: string }[] = [];
+  for (const other of graph.definition.nodes) {
+    if (other.id === node.id) continue;
+    for (const out of outputPortsWithReferences(graph, other, catalog)) {
+      if (connectionProblem(graph, catalog, { source: other.id, sourcePort: out.name, target: node.id, targetPort: port }) === null) {
+        options.push({ value: `${other.id}\u0000${out.name}`, label: `${other.id}.${out.name}${out.anyType ? '' : ` (${out.connector.id})`}` });
+      }
+    }
+  }
+  const id = useId();
+  if (options.length === 0) return compact ? null : <p className="muted small">No node has a compatible output yet.</p>;
+  return (
+    <div className={`connect-from${compact ? ' compact' : ''}`}>
+      <label htmlFor={id} className={compact ? 'visually-hidden' : undefined}>Connect {port} from</label>
+      <select
+        id={id}
+        value=""
+        onChange={(e) => {
+          const [source, sourcePort] = e.target.value.split('\u0000');
+          if (source && sourcePort) onConnect(source, sourcePort, port);
+        }}
+      >
+        <option value="">{compact ? 'or connect from…' : 'Connect from…'}</option>
+        {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
+      </select>
+    </div>
   );
 }
 
