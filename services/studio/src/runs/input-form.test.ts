@@ -108,8 +108,13 @@ describe('issuesByField', () => {
       { path: 'inputs.photo.ref', message: 'not a URL' },
       { path: 'workflow.nodes[8]', message: 'bad template' },
       { path: 'request', message: 'whole request' },
+      { path: 'workflow.nodes[4].inputs.speed', message: 'nodes[4] "speak": input "speed" (from run input "scale") must be an INT between 80 and 450, got 20' },
     ]);
-    expect(r.byField).toEqual({ steps: ['must be at least 1'], photo: ['not a URL'] });
+    expect(r.byField).toEqual({
+      steps: ['must be at least 1'],
+      photo: ['not a URL'],
+      scale: ['nodes[4] "speak": input "speed" (from run input "scale") must be an INT between 80 and 450, got 20'],
+    });
     expect(r.other).toEqual(['workflow.nodes[8]: bad template', 'whole request']);
   });
 });

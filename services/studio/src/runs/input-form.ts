@@ -149,7 +149,11 @@ export function issuesByField(fields: readonly FormField[], issues: readonly { p
   const byField: Record<string, string[]> = {};
   const other: string[] = [];
   for (const issue of issues) {
-    const field = fields.find((f) => issue.path === `inputs.${f.id}` || issue.path.startsWith(`inputs.${f.id}.`) || issue.path.startsWith(`inputs.${f.id}[`));
+    // A value problem found where a run input reaches a port names it: `(from run input "speed")`.
+    const named = /\brun input "([^"]+)"/.exec(issue.message)?.[1];
+    const field = fields.find(
+      (f) => issue.path === `inputs.${f.id}` || issue.path.startsWith(`inputs.${f.id}.`) || issue.path.startsWith(`inputs.${f.id}[`) || named === f.id,
+    );
     if (field) (byField[field.id] ??= []).push(issue.message);
     else other.push(issue.path && issue.path !== 'request' ? `${issue.path}: ${issue.message}` : issue.message);
   }

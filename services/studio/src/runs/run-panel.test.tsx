@@ -140,9 +140,24 @@ describe('RunPanel', () => {
     await act(async () => {
       fake.fail(new InvalidInputError('inputs are invalid', { status: 400, code: 'validation_failed', issues: [{ path: 'inputs.text', message: 'too short for speech' }] }));
     });
-    await waitFor(() => expect(screen.getByText('inputs are invalid')).toBeTruthy());
-    expect(screen.getByText('too short for speech')).toBeTruthy();
+    await waitFor(() => expect(screen.getByText('too short for speech')).toBeTruthy());
+    expect(screen.getByText('The service refused an input: see above.')).toBeTruthy();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'a longer text' } });
+    expect(screen.queryByText('too short for speech')).toBeNull();
     expect(localStorage.getItem('svc.run.wf-1')).toBeNull();
+  });
+
+  it("keeps the service's message when an issue names no input", async () => {
+    const fake = fakeHandle();
+    startRun.mockReturnValue(fake.handle);
+    renderPanel();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'x' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    await act(async () => {
+      fake.fail(new InvalidInputError('nodes[1] "speak": unknown node', { status: 400, code: 'validation_failed', issues: [{ path: 'workflow.nodes[1].uses', message: 'unknown node' }] }));
+    });
+    await waitFor(() => expect(screen.getByText('nodes[1] "speak": unknown node')).toBeTruthy());
+    expect(screen.getByText('workflow.nodes[1].uses: unknown node')).toBeTruthy();
   });
 
   it('shows insufficient credit with the balance', async () => {

@@ -46,7 +46,10 @@ interface Refusal {
 function refusalOf(err: unknown, fields: readonly FormField[]): Refusal {
   if (err instanceof InvalidInputError) {
     const { byField, other } = issuesByField(fields, err.issues);
-    return { message: err.message, byField, other };
+    const placed = Object.keys(byField).length;
+    // Every issue is shown beside its input (in the service's words): the summary only points there.
+    const message = placed > 0 && other.length === 0 ? `The service refused ${placed === 1 ? 'an input' : `${placed} inputs`}: see above.` : err.message;
+    return { message, byField, other };
   }
   if (err instanceof InsufficientCreditError) {
     return { message: err.message, detail: err.balanceUsd !== undefined ? `Balance: ${formatUsd(err.balanceUsd)}` : undefined, byField: {}, other: [] };
@@ -157,6 +160,11 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
 
   const setValue = (id: string, value: FieldValue) => {
     setValues((prev) => ({ ...prev, [id]: value }));
+    setRefusal((prev) => {
+      if (!prev?.byField[id]) return prev;
+      const { [id]: _gone, ...byField } = prev.byField;
+      return { ...prev, byField };
+    });
     setFieldErrors((prev) => {
       if (!prev[id]) return prev;
       const { [id]: _removed, ...rest } = prev;
