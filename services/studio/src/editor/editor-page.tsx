@@ -22,7 +22,7 @@ import { Inspector } from './inspector';
 import { exportWorkflow, importWorkflow, type Format } from './io';
 import {
   addNode, CONNECTOR_IDS, connect, connectionProblem, copyNodes, deleteNodes, disconnect, mapProblems, moveNodes, pasteNodes,
-  problemsByNode, renameNode, setInput, setNodeFields, type Clipboard, type Connection, type Graph, type NewNode, type NodeProblem, type Position,
+  problemsByNode, renameNode, setInput, setNodeFields, setOutputType, type Clipboard, type Connection, type Graph, type NewNode, type NodeProblem, type Position,
 } from './model';
 import { nodeTypes, connectorClass } from './node-card';
 import { NODE_DRAG_TYPE, Palette } from './palette';
@@ -653,7 +653,11 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
                   problems={problemMap.get(selectedNode.id) ?? []}
                   onSetInput={(k, v, coalesce) => apply((g) => setInput(g, selectedNode.id, k, v), coalesce)}
                   onConnect={(source, sourcePort, targetPort) => onConnect({ source, sourceHandle: `out:${sourcePort}`, target: selectedNode.id, targetHandle: `in:${targetPort}` })}
-                  onSetFields={(fields) => apply((g) => setNodeFields(g, selectedNode.id, fields), `fields:${selectedNode.id}:${Object.keys(fields).join()}`)}
+                  onSetFields={(fields) =>
+                    apply(
+                      (g) => (fields.outputType ? setOutputType(g, selectedNode.id, fields.outputType) : setNodeFields(g, selectedNode.id, fields)),
+                      fields.outputType ? undefined : `fields:${selectedNode.id}:label`,
+                    )}
                   onRename={(to) => {
                     apply((g) => renameNode(g, selectedNode.id, to));
                     select([to]);

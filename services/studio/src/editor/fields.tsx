@@ -209,6 +209,7 @@ function FileInput({ connector, value, onChange, upload, ...common }: Common & {
         </label>
       )}
       {error && <span className="error-text small" role="alert">{error}</span>}
+      {kind === 'image' && ref.startsWith('http') && <img className="file-preview" src={ref} alt="" loading="lazy" />}
     </div>
   );
 }

@@ -4,7 +4,7 @@ import { autoLayout } from './auto-layout';
 import { exportWorkflow, importWorkflow } from './io';
 import {
   addNode, connect, connectionProblem, copyNodes, deleteNodes, disconnect, edgesOf, mapProblems, mountedInterface,
-  pasteNodes, portsOf, renameNode, renameProblem, setInput, type Catalog, type Graph,
+  pasteNodes, portsOf, renameNode, renameProblem, setInput, setOutputType, type Catalog, type Graph,
 } from './model';
 import { createEditorStore } from './store';
 
@@ -91,6 +91,17 @@ describe('graph model', () => {
     expect(connectionProblem(g3, catalog, { source: 'math_add_2', sourcePort: 'sum', target: 'math_add', targetPort: 'b' })).toBe(
       'Connecting math_add_2 after math_add would make a cycle.',
     );
+  });
+
+  it('changing the type of an interface node drops a literal that no longer fits', () => {
+    let g = addNode(build(), { uses: 'const', outputType: 'TEXT' }, { x: 0, y: 0 }).graph;
+    g = setOutputType(g, 'const', 'INT');
+    expect(g.definition.nodes.at(-1)).toEqual({ id: 'const', uses: 'const', outputType: 'INT', inputs: { value: 0 } });
+    g = setOutputType(g, 'const', 'FLOAT'); // 0 is a FLOAT too: kept
+    expect(g.definition.nodes.at(-1)!.inputs).toEqual({ value: 0 });
+    g = setInput(g, 'input', 'default', 'hello');
+    g = setOutputType(g, 'input', 'BOOLEAN');
+    expect(g.definition.nodes[0]).toEqual({ id: 'input', uses: 'input', outputType: 'BOOLEAN' });
   });
 
   it('renaming rewrites every reference and the layout', () => {

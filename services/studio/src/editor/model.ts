@@ -313,6 +313,25 @@ export function setNodeFields(graph: Graph, nodeId: string, fields: { label?: st
   });
 }
 
+/**
+ * Changes the type of an input or const node. A literal that no longer fits is replaced: a
+ * const's value by the new type's starting value, an input's default removed.
+ */
+export function setOutputType(graph: Graph, nodeId: string, outputType: BuiltinConnectorId): Graph {
+  return replaceNode(graph, nodeId, (node) => {
+    const next: GraphNode = { ...node, outputType };
+    const key = literalKey(node);
+    if (key && node.inputs && Object.hasOwn(node.inputs, key) && literalProblem(scalar(outputType), node.inputs[key]) !== null) {
+      const inputs = { ...node.inputs };
+      if (key === 'value') inputs.value = defaultLiteral(outputType);
+      else delete inputs.default;
+      next.inputs = inputs;
+      if (Object.keys(inputs).length === 0) delete next.inputs;
+    }
+    return next;
+  });
+}
+
 /** Why a new id cannot be used, or null. */
 export function renameProblem(graph: Graph, from: string, to: string): string | null {
   if (to === from) return null;
