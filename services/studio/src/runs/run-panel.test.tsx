@@ -110,6 +110,11 @@ describe('RunPanel', () => {
 
     await act(async () => {
       fake.push({ seq: 1, type: 'run.started', runId: RUN_ID });
+    });
+    // Steps still to come are listed as pending (the canvas is told only what the events say).
+    await waitFor(() => expect(screen.getByText('pending', { selector: '.step-item .badge' })).toBeTruthy());
+    expect(onSteps).toHaveBeenLastCalledWith({});
+    await act(async () => {
       fake.push({ seq: 2, type: 'step.started', nodeId: 'speak' });
     });
     await waitFor(() => expect(onSteps).toHaveBeenLastCalledWith({ speak: { status: 'running' } } satisfies StepViews));

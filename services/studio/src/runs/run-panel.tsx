@@ -229,6 +229,13 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
   const labels = useMemo(() => Object.fromEntries(definition.nodes.map((n) => [n.id, n.label?.trim() || n.id])), [definition]);
   const uses = useMemo(() => Object.fromEntries(definition.nodes.map((n) => [n.id, n.uses])), [definition]);
   const hasRun = run.runId !== null || run.lastSeq > 0 || active;
+  // While the run goes, the steps still to come are listed as pending after those under way.
+  const timeline = useMemo(() => {
+    if (!active || isFinished(run.phase) || run.runId === null) return { steps: run.steps, order: run.order };
+    const upcoming = definition.nodes.filter((n) => !['input', 'output', 'const'].includes(n.uses) && !run.steps[n.id]).map((n) => n.id);
+    const steps: StepViews = { ...run.steps, ...Object.fromEntries(upcoming.map((id) => [id, { status: 'pending' as const }])) };
+    return { steps, order: [...run.order, ...upcoming] };
+  }, [active, run, definition]);
   const finished = isFinished(run.phase);
 
   return (
@@ -247,7 +254,7 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
             <CostBar spentUsd={fromMicros(run.costMicros)} capUsd={capUsd} />
             <Elapsed state={run} active={active && !finished} />
             {run.order.length === 0 && active && <p className="muted small">Starting…</p>}
-            <StepList steps={run.steps} order={run.order} labels={labels} uses={uses} compact />
+            <StepList steps={timeline.steps} order={timeline.order} labels={labels} uses={uses} compact />
             {run.phase === 'failed' && run.error && !Object.values(run.steps).some((v) => v.error?.message === run.error!.message) && (
               <div className="run-error" role="alert">
                 <strong>{run.error.code}</strong>
