@@ -359,11 +359,12 @@ function Elapsed({ state, active }: { state: RunState; active: boolean }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     if (!active) return;
-    const timer = setInterval(() => setNow(Date.now()), 500);
+    setNow(Date.now());
+    const timer = setInterval(() => setNow(Date.now()), 250);
     return () => clearInterval(timer);
   }, [active]);
   if (state.startedAtMs === null) return null;
-  const end = state.finishedAtMs ?? (active ? now : null);
+  const end = state.finishedAtMs ?? (active ? Math.max(now, state.startedAtMs) : null);
   if (end === null) return null;
   return <p className="muted small run-elapsed">{active ? 'Running for' : 'Took'} {formatMs(Math.max(0, end - state.startedAtMs))}</p>;
 }
