@@ -89,6 +89,11 @@ function readClipboard(): Clipboard | null {
   }
 }
 
+/** Whether a key press belongs to the canvas: focus on the page itself or inside the canvas. */
+function onCanvasOrPage(target: EventTarget | null): boolean {
+  return !(target instanceof HTMLElement) || target === document.body || target.closest('.react-flow') !== null;
+}
+
 function isTyping(target: EventTarget | null): boolean {
   if (!(target instanceof HTMLElement)) return false;
   return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
@@ -368,7 +373,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
       } else if (mod && k === 'a') {
         e.preventDefault();
         select(store.getState().graph.definition.nodes.map((n) => n.id));
-      } else if (e.key === 'Delete' || e.key === 'Backspace') {
+      } else if ((e.key === 'Delete' || e.key === 'Backspace') && onCanvasOrPage(e.target)) {
         e.preventDefault();
         deleteSelection();
       } else if (e.key === 'Escape') {
