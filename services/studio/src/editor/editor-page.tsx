@@ -22,7 +22,7 @@ import { Inspector } from './inspector';
 import { exportWorkflow, importWorkflow, type Format } from './io';
 import {
   addNode, CONNECTOR_IDS, connect, connectionProblem, copyNodes, deleteNodes, disconnect, mapProblems, moveNodes, pasteNodes,
-  problemsByNode, renameNode, setInput, setNodeFields, setOutputType, type Clipboard, type Connection, type Graph, type NewNode, type NodeProblem, type Position,
+  problemsByNode, renameNode, setInput, setMountVersion, setNodeFields, setOutputType, type Clipboard, type Connection, type Graph, type NewNode, type NodeProblem, type Position,
 } from './model';
 import { nodeTypes, connectorClass } from './node-card';
 import { NODE_DRAG_TYPE, Palette } from './palette';
@@ -667,6 +667,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
                     apply((g) => renameNode(g, selectedNode.id, to));
                     select([to]);
                   }}
+                  onSetMountVersion={(selector) => apply((g) => setMountVersion(g, selectedNode.id, selector))}
                   onDelete={() => apply((g) => deleteNodes(g, [selectedNode.id]))}
                   onSelect={focusNode}
                   upload={upload}

@@ -16,13 +16,15 @@ export interface InspectorProps {
   onConnect(sourceId: string, sourcePort: string, targetPort: string): void;
   onSetFields(fields: { label?: string; outputType?: BuiltinConnectorId }): void;
   onRename(to: string): void;
+  /** Changes a mounted workflow's version selector. */
+  onSetMountVersion(selector: string): void;
   onDelete(): void;
   onSelect(id: string): void;
   upload(file: File): Promise<unknown>;
 }
 
 /** The selected node's settings: id, label, type, and each input by its connector (or where it is connected from). */
-export function Inspector({ graph, catalog, node, problems, onSetInput, onConnect, onSetFields, onRename, onDelete, onSelect, upload }: InspectorProps) {
+export function Inspector({ graph, catalog, node, problems, onSetInput, onConnect, onSetFields, onRename, onSetMountVersion, onDelete, onSelect, upload }: InspectorProps) {
   const ports = portsOf(node, catalog);
   const inputs = node.inputs ?? {};
   const fieldProblems = (field: string) => problems.filter((p) => p.field === field).map((p) => p.message);
@@ -84,6 +86,7 @@ export function Inspector({ graph, catalog, node, problems, onSetInput, onConnec
   shownFields.add('outputType');
   shownFields.add('id');
   shownFields.add('label');
+  if (ports.role === 'mounted') shownFields.add('uses');
   const nodeProblems = problems.filter((p) => !shownFields.has(p.field) || extra.includes(p.field ?? ''));
 
   return (
@@ -103,6 +106,9 @@ export function Inspector({ graph, catalog, node, problems, onSetInput, onConnec
         <label htmlFor={`${headingId}-label`}>Label</label>
         <input id={`${headingId}-label`} type="text" maxLength={500} value={node.label ?? ''} placeholder={ports.role === 'platform' ? 'Shown instead of the node title' : 'Shown to people running it'} onChange={(e) => onSetFields({ label: e.target.value })} />
       </div>
+      {ports.role === 'mounted' && (
+        <MountVersionField key={node.uses} uses={node.uses} problems={fieldProblems('uses')} onCommit={onSetMountVersion} />
+      )}
       {(ports.role === 'input' || ports.role === 'const') && (
         <div className={`field${fieldProblems('outputType').length > 0 ? ' invalid' : ''}`}>
           <label htmlFor={`${headingId}-type`}>Type</label>
@@ -179,6 +185,33 @@ function ConnectFrom({ graph, catalog, node, port, onConnect, compact }: { graph
         <option value="">{compact ? 'or connect from…' : 'Connect from…'}</option>
         {options.map((o) => <option key={o.value} value={o.value}>{o.label}</option>)}
       </select>
+    </div>
+  );
+}
+
+function MountVersionField({ uses, problems, onCommit }: { uses: string; problems: string[]; onCommit(selector: string): void }) {
+  const current = uses.includes('@') ? uses.slice(uses.indexOf('@') + 1) : '';
+  const [text, setText] = useState(current);
+  const id = useId();
+  const commit = () => {
+    if (text.trim() !== current) onCommit(text);
+  };
+  return (
+    <div className={`field${problems.length > 0 ? ' invalid' : ''}`}>
+      <label htmlFor={id}>Version</label>
+      <input
+        id={id}
+        className="mono"
+        type="text"
+        value={text}
+        placeholder="latest"
+        onChange={(e) => setText(e.target.value)}
+        onBlur={commit}
+        onKeyDown={(e) => e.key === 'Enter' && commit()}
+        aria-describedby={`${id}-hint`}
+      />
+      <span className="hint" id={`${id}-hint`}>A major (1) follows its newest 1.x; a full version (1.2.0) pins it.</span>
+      {problems.length > 0 && <ul className="field-problems">{problems.map((m, i) => <li key={i}>{m}</li>)}</ul>}
     </div>
   );
 }

@@ -4,7 +4,7 @@ import { autoLayout } from './auto-layout';
 import { exportWorkflow, importWorkflow } from './io';
 import {
   addNode, connect, connectionProblem, copyNodes, deleteNodes, disconnect, edgesOf, mapProblems, mountedInterface,
-  pasteNodes, portsOf, renameNode, renameProblem, setInput, setOutputType, type Catalog, type Graph,
+  pasteNodes, portsOf, renameNode, renameProblem, setInput, setMountVersion, setOutputType, type Catalog, type Graph,
 } from './model';
 import { createEditorStore } from './store';
 
@@ -102,6 +102,15 @@ describe('graph model', () => {
     g = setInput(g, 'input', 'default', 'hello');
     g = setOutputType(g, 'input', 'BOOLEAN');
     expect(g.definition.nodes[0]).toEqual({ id: 'input', uses: 'input', outputType: 'BOOLEAN' });
+  });
+
+  it('a mounted workflow node changes its version selector, keeping its address', () => {
+    let g = addNode(build(), { uses: 'acme/tts@1' }, { x: 0, y: 0 }).graph;
+    g = setMountVersion(g, 'tts', '1.2.0');
+    expect(g.definition.nodes.at(-1)!.uses).toBe('acme/tts@1.2.0');
+    g = setMountVersion(g, 'tts', '');
+    expect(g.definition.nodes.at(-1)!.uses).toBe('acme/tts');
+    expect(setMountVersion(g, 'input', '2')).toBe(g);
   });
 
   it('renaming rewrites every reference and the layout', () => {

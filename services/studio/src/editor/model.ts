@@ -167,13 +167,14 @@ export function edgesOf(definition: Workflow): Edge[] {
 // Operations
 
 function replaceNode(graph: Graph, id: string, change: (node: GraphNode) => GraphNode): Graph {
-  let found = false;
+  let changed = false;
   const nodes = graph.definition.nodes.map((n) => {
     if (n.id !== id) return n;
-    found = true;
-    return change(n);
+    const next = change(n);
+    if (next !== n) changed = true;
+    return next;
   });
-  return found ? { ...graph, definition: { ...graph.definition, nodes } } : graph;
+  return changed ? { ...graph, definition: { ...graph.definition, nodes } } : graph;
 }
 
 /** A readable id base for a new node of this kind: `speech-espeak` → `speech_espeak`, `acme/resize@1` → `resize`. */
@@ -329,6 +330,16 @@ export function setOutputType(graph: Graph, nodeId: string, outputType: BuiltinC
       if (Object.keys(inputs).length === 0) delete next.inputs;
     }
     return next;
+  });
+}
+
+/** Points a mounted-workflow node at another version selector: `<address>@<major | exact version>`. */
+export function setMountVersion(graph: Graph, nodeId: string, selector: string): Graph {
+  return replaceNode(graph, nodeId, (node) => {
+    if (roleOf(node.uses) !== 'mounted') return node;
+    const address = node.uses.split('@')[0]!;
+    const uses = selector.trim() === '' ? address : `${address}@${selector.trim()}`;
+    return uses === node.uses ? node : { ...node, uses };
   });
 }
 
