@@ -37,6 +37,8 @@ vi.mock('../lib/api', () => ({
   },
   errorText: (e: unknown) => (e instanceof Error ? e.message : String(e)),
 }));
+// The dotted background and the minimap measure the canvas, which jsdom does not lay out.
+vi.mock('@xyflow/react', async (original) => ({ ...(await original<Record<string, unknown>>()), Background: () => null, MiniMap: () => null }));
 vi.mock('../runs/run-panel', () => ({ RunPanel: () => <aside>run panel</aside> }));
 vi.mock('../publish/publish-dialog', () => ({ PublishDialog: () => <div role="dialog">publish</div> }));
 vi.mock('../publish/history-panel', () => ({ HistoryPanel: () => <div role="dialog">history</div> }));
