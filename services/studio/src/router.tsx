@@ -8,19 +8,24 @@ import { RouteError } from './shell/route-error';
  * navigation); the graph editor and the run detail are loaded on demand, so the first screen does
  * not wait for the canvas library. `/device` is the verification page `svc login` opens.
  */
+const loading = <div className="page-loading" role="status">Loading…</div>;
+
 export const router = createBrowserRouter([
-  { path: '/sign-in', lazy: async () => ({ Component: (await import('./auth/sign-in-page')).SignInPage }) },
+  // What shows while the first page's code loads (its route is lazy).
+  { path: '/sign-in', hydrateFallbackElement: loading, lazy: async () => ({ Component: (await import('./auth/sign-in-page')).SignInPage }) },
   {
     path: '/device',
+    hydrateFallbackElement: loading,
     element: <RequireSession />,
     errorElement: <RouteError />,
     children: [{ index: true, lazy: async () => ({ Component: (await import('./auth/device-page')).DevicePage }) }],
   },
   // The hosted MCP's OAuth consent page, at the authorization endpoint the server checked the request at.
   // Not behind RequireSession: a request it cannot use is shown to anyone; the page sends a signed-out person to sign in.
-  { path: '/oauth/mcp/authorize', errorElement: <RouteError />, lazy: async () => ({ Component: (await import('./auth/consent-page')).ConsentPage }) },
+  { path: '/oauth/mcp/authorize', hydrateFallbackElement: loading, errorElement: <RouteError />, lazy: async () => ({ Component: (await import('./auth/consent-page')).ConsentPage }) },
   {
     path: '/',
+    hydrateFallbackElement: loading,
     element: <RequireSession />,
     errorElement: <RouteError />,
     children: [

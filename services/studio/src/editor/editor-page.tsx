@@ -11,6 +11,7 @@ import type { EditorWorkflow, PublishedWorkflow } from '../../../contract';
 import { client, errorText } from '../lib/api';
 import { HistoryPanel } from '../publish/history-panel';
 import { PublishDialog } from '../publish/publish-dialog';
+import { hasUnfinishedRun } from '../runs/resume';
 import { RunPanel } from '../runs/run-panel';
 import type { StepViews } from '../runs/step-views';
 import { autoLayout } from './auto-layout';
@@ -141,7 +142,8 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   );
   const [save, setSave] = useState<SaveState>(start.unsaved ? { kind: 'unsaved' } : { kind: 'saved' });
   const [toast, setToast] = useState<{ text: string; tone: 'error' | 'info' } | null>(null);
-  const [panel, setPanel] = useState<'run' | null>(null);
+  // A run still going when the page was left (a reload, a crash) is followed again at once.
+  const [panel, setPanel] = useState<'run' | null>(() => (hasUnfinishedRun(initial.id) ? 'run' : null));
   const [dialog, setDialog] = useState<'publish' | 'history' | 'import' | null>(null);
   const [steps, setSteps] = useState<StepViews | undefined>(undefined);
   const [dragPos, setDragPos] = useState<Record<string, Position>>({});

@@ -1,0 +1,293 @@
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { createPasswordUser } from '../support/browser-session';
+import { eventually } from '../support/eventually';
+import { CliHome, finished, stderrMatching } from '../support/cli-process';
+import { ensureCliBuilt } from '../support/cli-build';
+import { bearer, startTestService, type TestService } from '../support/service';
+import { dragBetween, launchChromium, screenshot, watchProblems } from '../support/studio-browser';
+import { pauseNode } from '../support/test-nodes';
+
+/**
+ * The studio's acceptance, end to end in Chromium against the real stack (API and worker,
+ * Postgres, Redis, blobs, the local espeak-ng and ffmpeg nodes): sign in; build a workflow from
+ * the palette by dragging and connecting; see a validation error on its node and fix it; run it
+ * and see an image and audio come out; publish 1.0.0 and 1.1.0; roll back to 1.0.0 and see the
+ * API answer 1.0.0; create a token and use it; approve the code of a real `svc login`; reload in
+ * the middle of a run and see it go on. Each main screen is saved under test/e2e/artifacts.
+ *
+ * The steps share one browser session and build on each other, as a person's visit would.
+ */
+jest.setTimeout(90_000);
+
+describe('the studio, end to end in Chromium', () => {
+  let service: TestService;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let user: { email: string; password: string };
+  const problems: string[] = [];
+  let workflowId = '';
+  let address = '';
+
+  beforeAll(async () => {
+    ensureCliBuilt();
+    service = await startTestService({ nodes: [pauseNode] });
+    user = await createPasswordUser(service.prisma, service.account.orgId, 'owner');
+    browser = await launchChromium();
+    context = await browser.newContext({ baseURL: service.url, viewport: { width: 1280, height: 800 } });
+    page = await context.newPage();
+    watchProblems(page, problems);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await service?.close();
+  });
+
+  const runCount = async () => ((await (await api('/v1/runs?limit=100')).json()) as { runs: unknown[] }).runs.length;
+  const api = (path: string, init: RequestInit = {}) => fetch(`${service.url}${path}`, { ...init, headers: { ...bearer(service.account.token), 'Content-Type': 'application/json', ...(init.headers ?? {}) } });
+
+  it('signs in and shows the organization with its balance', async () => {
+    await page.goto('/');
+    await page.waitForURL(/\/sign-in\?next=/);
+    await screenshot(page, 'studio-01-sign-in');
+    await page.getByLabel('Email').fill(user.email);
+    await page.getByLabel('Password').fill(user.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Workflows' }).waitFor();
+    await expectText(page.getByTestId('balance'), '$100.00');
+    await screenshot(page, 'studio-02-workflows-empty');
+  });
+
+  it('builds a workflow from the palette by dragging and connecting, with a validation error shown on its node and fixed', async () => {
+    await page.getByRole('button', { name: /New workflow/ }).first().click();
+    await page.getByLabel('Name').fill('Speak and draw');
+    await page.getByRole('button', { name: 'Create and open' }).click();
+    await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/);
+    workflowId = page.url().split('/').pop()!;
+    await page.getByTestId('palette-input').waitFor();
+
+    const pane = page.locator('.react-flow__pane');
+    // Each node is dropped on an empty corner of the canvas, then the graph is laid out again and
+    // fitted into view, so the handles to connect are where a person would see them.
+    const drop = async (paletteKey: string, nodeId: string) => {
+      await page.getByTestId(`palette-${paletteKey}`).dragTo(pane, { targetPosition: { x: 120, y: 520 } });
+      await page.getByTestId(`node-${nodeId}`).waitFor();
+      await page.getByRole('button', { name: 'Auto-layout' }).click();
+      await page.getByRole('button', { name: 'Fit view', exact: true }).click();
+    };
+    await drop('input', 'input');
+    await drop('speech-espeak', 'speech_espeak');
+    // A text-to-speech node without its text: the engine's check names the missing input on the node.
+    await expectAttribute(page.getByTestId('node-speech_espeak'), 'aria-label', /problem/);
+    await page.getByTestId('node-speech_espeak').click();
+    await screenshot(page, 'studio-03-editor-validation-error');
+    await dragBetween(page, 'handle-input-out-value', 'handle-speech_espeak-in-text');
+    // Fixed by the connection: the node no longer reports a problem.
+    await expectAttribute(page.getByTestId('node-speech_espeak'), 'aria-label', (label) => !/problem/.test(label));
+
+    await drop('audio-waveform', 'audio_waveform');
+    await dragBetween(page, 'handle-speech_espeak-out-audio', 'handle-audio_waveform-in-audio');
+    await drop('output', 'output');
+    await dragBetween(page, 'handle-speech_espeak-out-audio', 'handle-output-in-value');
+    await drop('output', 'output_2');
+    await dragBetween(page, 'handle-audio_waveform-out-image', 'handle-output_2-in-value');
+    await page.getByRole('button', { name: 'Auto-layout' }).click();
+    await page.getByRole('button', { name: 'Fit view', exact: true }).click();
+    await screenshot(page, 'studio-04-editor-connected');
+
+    // The draft is saved to the server, valid.
+    await eventually(async () => ((await (await api(`/editor/workflows/${workflowId}`)).json()) as { problems: unknown[] }).problems.length === 0, {
+      timeoutMs: 10_000,
+      what: 'the saved draft to have no problems',
+    });
+    await expectText(page.getByTestId('save-state'), 'Saved');
+
+    const saved = (await (await api(`/editor/workflows/${workflowId}`)).json()) as { draft: { nodes: { id: string; uses: string; inputs?: Record<string, unknown> }[] }; problems: unknown[]; layout: { nodes: Record<string, unknown> } };
+    expect(saved.problems).toEqual([]);
+    expect(Object.fromEntries(saved.draft.nodes.map((n) => [n.id, n.uses]))).toEqual({
+      input: 'input',
+      speech_espeak: 'speech-espeak',
+      audio_waveform: 'audio-waveform',
+      output: 'output',
+      output_2: 'output',
+    });
+    expect(saved.draft.nodes.find((n) => n.id === 'speech_espeak')!.inputs).toMatchObject({ text: '${input.value}' });
+    expect(saved.draft.nodes.find((n) => n.id === 'output_2')!.inputs).toMatchObject({ value: '${audio_waveform.image}' });
+    expect(Object.keys(saved.layout.nodes).sort()).toEqual(['audio_waveform', 'input', 'output', 'output_2', 'speech_espeak']);
+
+    // Nothing is lost on reload.
+    await page.reload();
+    await page.getByTestId('node-output_2').waitFor();
+    await screenshot(page, 'studio-04-editor');
+  });
+
+  it('runs the draft and shows its outputs as what they are: audio and an image', async () => {
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    const panel = page.locator('.run-panel');
+    await panel.waitFor();
+    await panel.locator('textarea, input[type="text"]').first().fill('hello from the studio');
+    await panel.locator('.run-panel-foot button[type="submit"]').click();
+    const image = panel.locator('img.output-media');
+    const audio = panel.locator('audio.output-audio');
+    await image.waitFor({ timeout: 60_000 });
+    await audio.waitFor();
+    await expectText(panel.locator('.badge').first(), 'completed');
+    // The image really loaded and the audio really is audio.
+    await eventually(() => image.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth > 0), { timeoutMs: 10_000, what: 'the output image to load' });
+    const audioRef = await audio.getAttribute('src');
+    const audioFile = await fetch(audioRef!);
+    expect(audioFile.status).toBe(200);
+    expect(audioFile.headers.get('content-type')).toMatch(/^audio\//);
+    // The canvas lit up: every step completed.
+    await expectAttribute(page.getByTestId('node-audio_waveform'), 'class', /completed/);
+    await screenshot(page, 'studio-05-run-outputs');
+    await panel.getByRole('button', { name: 'Close the run panel' }).click();
+  });
+
+  it('publishes 1.0.0 then 1.1.0, and rolls latest back to 1.0.0, which the API then answers', async () => {
+    await page.getByRole('button', { name: /^Publish/ }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.getByLabel('Slug').fill('speak-and-draw');
+    await expectText(dialog, /available/i);
+    await dialog.getByLabel(/note/i).fill('First version');
+    await screenshot(page, 'studio-06-publish-first');
+    await dialog.getByRole('button', { name: /^Publish .*1\.0\.0/ }).click();
+    await dialog.waitFor({ state: 'detached' });
+
+    await page.getByRole('button', { name: /^Publish/ }).click();
+    await page.getByRole('dialog').getByRole('radio', { name: /Minor/ }).check();
+    await page.getByRole('dialog').getByLabel(/note/i).fill('Second version');
+    await screenshot(page, 'studio-07-publish-minor');
+    await page.getByRole('dialog').getByRole('button', { name: /^Publish .*1\.1\.0/ }).click();
+    await page.getByRole('dialog').waitFor({ state: 'detached' });
+
+    const summary = (await (await api(`/editor/workflows/${workflowId}`)).json()) as { address: string; latest: { version: string } };
+    address = summary.address;
+    expect(summary.latest.version).toBe('1.1.0');
+
+    await page.getByRole('button', { name: 'History' }).click();
+    await page.getByRole('button', { name: 'Point latest at 1.0.0' }).click();
+    await screenshot(page, 'studio-08-rollback-confirm');
+    await page.getByRole('button', { name: 'Point @latest at 1.0.0' }).click();
+    await eventually(async () => ((await (await api(`/v1/workflows/${encodeURIComponent(address)}`)).json()) as { version: string }).version === '1.0.0', {
+      timeoutMs: 10_000,
+      what: `GET /v1/workflows/${address} to answer 1.0.0`,
+    });
+    await screenshot(page, 'studio-09-history');
+    await page.keyboard.press('Escape');
+  });
+
+  it('creates an API token that works against the API, shown once', async () => {
+    await page.goto('/settings/tokens');
+    await page.getByRole('button', { name: /New token/ }).first().click();
+    await page.getByRole('dialog').getByLabel('Name').fill('ci pipeline');
+    await page.getByRole('dialog').getByRole('button', { name: 'Create token' }).click();
+    const value = await page.locator('textarea.token-value').inputValue();
+    expect(value).toMatch(/^svc_/);
+    await screenshot(page, 'studio-10-token-created');
+    const me = await fetch(`${service.url}/v1/me`, { headers: bearer(value) });
+    expect(me.status).toBe(200);
+    expect(((await me.json()) as { token: { name: string } }).token.name).toBe('ci pipeline');
+    await page.getByRole('button', { name: 'I’ve saved it' }).click();
+    await expectText(page.locator('main'), 'ci pipeline');
+    await screenshot(page, 'studio-11-tokens');
+  });
+
+  it('approves the code of a real `svc login`, which then signs the CLI in', async () => {
+    const home = new CliHome({ SERVICE_URL: service.url });
+    try {
+      const child = home.spawn(['login', '--no-browser']);
+      const [, verificationPage] = await stderrMatching(child, /^\s+(http\S+)\s*\n\s*\n\s+code: ([A-Z]{4}-[A-Z]{4})$/m);
+      await page.goto(verificationPage!);
+      await page.getByRole('button', { name: 'Approve' }).waitFor();
+      await screenshot(page, 'studio-12-device-approve');
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await expectText(page.locator('main'), 'You can return to your terminal');
+      const login = await finished(child);
+      expect(login.code).toBe(0);
+      const whoami = await home.run(['whoami']);
+      expect(whoami.code).toBe(0);
+      expect(whoami.stdout + whoami.stderr).toContain(user.email);
+    } finally {
+      home.remove();
+    }
+  });
+
+  it('keeps following a run across a page reload', async () => {
+    const created = await api('/editor/workflows', {
+      method: 'POST',
+      body: JSON.stringify({
+        name: 'Slow chain',
+        definition: {
+          version: 2,
+          nodes: [
+            { id: 'first', uses: 'test-pause', inputs: { ms: 1500 } },
+            { id: 'second', uses: 'test-pause', inputs: { ms: 1500, n: '${first.n}' } },
+            { id: 'result', uses: 'output', inputs: { value: '${second.n}' } },
+          ],
+        },
+      }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    await page.goto(`/workflows/${id}`);
+    await page.getByTestId('node-second').waitFor();
+    const runsBefore = await runCount();
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('.run-panel-foot button[type="submit"]').click();
+    await expectAttribute(page.getByTestId('node-first'), 'class', /running/);
+    await page.reload();
+    // The run panel comes back by itself and follows the same run to its end.
+    const panel = page.locator('.run-panel');
+    await panel.waitFor({ timeout: 10_000 });
+    await expectText(panel.locator('.badge').first(), 'completed', 20_000);
+    await expectText(panel.locator('.output'), '2');
+    await expectAttribute(page.getByTestId('node-second'), 'class', /completed/);
+    await screenshot(page, 'studio-13-run-after-reload');
+    // One run, not a second one started by the reload.
+    expect(await runCount()).toBe(runsBefore + 1);
+  });
+
+  it('lists the runs and shows one run with its graph, steps and outputs, on a desktop and on a phone', async () => {
+    await page.goto('/runs');
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    await expectText(page.locator('table'), 'completed');
+    await screenshot(page, 'studio-14-runs');
+    await page.locator('table a[href^="/runs/"]').first().click();
+    await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
+    await page.locator('.react-flow__node').first().waitFor();
+    await screenshot(page, 'studio-15-run-detail');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await page.locator('.react-flow__node').first().waitFor();
+    await screenshot(page, 'studio-16-run-detail-phone');
+    await page.goto('/runs');
+    await expectText(page.locator('main'), 'completed');
+    await screenshot(page, 'studio-17-runs-phone');
+    const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
+    expect(width).toBeLessThanOrEqual(390);
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('said nothing wrong in the console along the way', () => {
+    expect(problems).toEqual([]);
+  });
+});
+
+/** Waits until the element's text contains (or matches) `expected`. */
+async function expectText(locator: Locator, expected: string | RegExp, timeoutMs = 15_000): Promise<void> {
+  let last = '';
+  await eventually(
+    async () => {
+      last = (await locator.allInnerTexts()).join('\n');
+      return typeof expected === 'string' ? last.includes(expected) : expected.test(last);
+    },
+    { timeoutMs, intervalMs: 100, what: `text ${String(expected)} (last seen: ${JSON.stringify(last.slice(0, 300))})` },
+  );
+}
+
+/** Waits until an attribute of the element matches. */
+async function expectAttribute(locator: Locator, name: string, expected: RegExp | ((value: string) => boolean), timeoutMs = 15_000): Promise<void> {
+  const ok = (value: string | null) => value !== null && (typeof expected === 'function' ? expected(value) : expected.test(value));
+  await eventually(async () => ok(await locator.getAttribute(name)), { timeoutMs, intervalMs: 100, what: `attribute ${name} to match ${String(expected)}` });
+}
