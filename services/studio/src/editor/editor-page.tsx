@@ -548,7 +548,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
           />
         </label>
         {workflow.address && (
-          <span className="muted small mono" title="Address">{workflow.address}{workflow.latest ? `@${workflow.latest.version}` : ''}</span>
+          <span className="muted small mono editor-address" title={`Address: ${workflow.address}${workflow.latest ? `, @latest → ${workflow.latest.version}` : ''}`}>{workflow.address}{workflow.latest ? `@${workflow.latest.version}` : ''}</span>
         )}
         <SaveIndicator save={save} onRetry={() => void doSave()} />
         {nameError && <span className="error-text small" role="alert">{nameError}</span>}
