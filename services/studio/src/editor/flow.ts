@@ -1,8 +1,7 @@
 import type { Edge as FlowEdge } from '@xyflow/react';
 import type { StepViews } from '../runs/step-views';
-import type { NodeChange } from './graph-view';
 import { connectorClass, type CardNode } from './node-card';
-import { edgesOf, outputPortsWithReferences, portsOf, type Catalog, type Graph, type NodeProblem } from './model';
+import { edgesOf, outputPortsWithReferences, portsOf, type Catalog, type Graph, type NodeChange, type NodeProblem } from './model';
 
 export interface Decorations {
   steps?: StepViews;

@@ -7,10 +7,10 @@ import { autoLayout } from './auto-layout';
 import { useCatalog } from './catalog';
 import './editor.css';
 import { toFlow } from './flow';
+import type { NodeChange } from './model';
 import { nodeTypes } from './node-card';
 
-/** How a node differs between two versions, for the history's diff. */
-export type NodeChange = 'added' | 'removed' | 'changed';
+export type { NodeChange } from './model';
 
 export interface GraphViewProps {
   definition: Workflow;

@@ -10,6 +10,9 @@ import { formatReference, NODE_ID_PATTERN, parseReference } from '../../../engin
  * `B.inputs.q = '${A.p}'`. Every operation returns a new graph and leaves its argument alone.
  */
 
+/** How a node differs between two versions, for the history's diff. */
+export type NodeChange = 'added' | 'removed' | 'changed';
+
 export interface Position {
   x: number;
   y: number;

@@ -3,8 +3,7 @@ import { memo } from 'react';
 import type { GraphNode } from '../../../contract';
 import { parseReference } from '../../../engine/references';
 import { formatMs, formatUsd } from '../lib/format';
-import type { NodeChange } from './graph-view';
-import { showConnector, type NodePorts, type NodeProblem, type PortInfo } from './model';
+import { showConnector, type NodeChange, type NodePorts, type NodeProblem, type PortInfo } from './model';
 import type { StepView } from '../runs/step-views';
 
 /** What one canvas node draws: the definition's node, its ports, and how to colour it. */
