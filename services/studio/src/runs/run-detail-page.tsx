@@ -9,6 +9,7 @@ import { applyEvent, initialRunState, type RunState } from './run-state';
 import { splitRef } from './runs-page';
 import { CostBar } from './step-list';
 import type { StepView, StepViews } from './step-views';
+import { Loading } from '../ui/load-states';
 import './runs.css';
 
 type Load = { status: 'loading' } | { status: 'error'; message: string; notFound: boolean } | { status: 'ready'; run: Run };
@@ -84,7 +85,7 @@ export function RunDetailPage() {
 
   const view = useMemo(() => (load.status === 'ready' ? mergeLive(load.run, live) : null), [load, live]);
 
-  if (load.status === 'loading') return <main className="page"><p className="page-loading" role="status">Loading the run…</p></main>;
+  if (load.status === 'loading') return <main className="page"><Loading>Loading the run…</Loading></main>;
   if (load.status === 'error') {
     return (
       <main className="page">

@@ -3,6 +3,7 @@ import { Link, useSearchParams } from 'react-router';
 import { RUN_STATUSES, type RunStatus, type RunSummary } from '../../../contract';
 import { client, errorText } from '../lib/api';
 import { formatMs, formatTime, formatUsd } from '../lib/format';
+import { Loading } from '../ui/load-states';
 import './runs.css';
 
 const PAGE = 25;
@@ -142,7 +143,7 @@ export function RunsPage() {
         )}
       </form>
 
-      {load.status === 'loading' && <p className="page-loading" role="status">Loading runs…</p>}
+      {load.status === 'loading' && <Loading>Loading runs…</Loading>}
       {load.status === 'error' && (
         <p className="error-text" role="alert">
           {load.message}

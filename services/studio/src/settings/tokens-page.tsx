@@ -5,6 +5,7 @@ import { formatTime } from '../lib/format';
 import { Modal } from '../publish/modal';
 import { When } from '../workflows/when';
 import { customDateBounds, EXPIRY_PRESETS, expiryDate, expiryDays, MAX_TOKEN_DAYS, type ExpiryChoice } from './token-expiry';
+import { LoadFailed, Loading } from '../ui/load-states';
 import './tokens.css';
 
 type Load = { status: 'loading' } | { status: 'failed'; message: string } | { status: 'ready'; tokens: TokenSummaryBody[] };
@@ -68,21 +69,8 @@ export function TokensPage() {
         list also shows your signed-in browsers, CLI sessions and MCP clients; revoke any you don’t recognise.
       </p>
 
-      {load.status === 'loading' && (
-        <div className="page-loading" role="status">
-          Loading tokens…
-        </div>
-      )}
-      {load.status === 'failed' && (
-        <div className="card stack" role="alert">
-          <p className="error-text">Could not load your tokens: {load.message}</p>
-          <div>
-            <button type="button" className="button" onClick={() => void fetchList()}>
-              Try again
-            </button>
-          </div>
-        </div>
-      )}
+      {load.status === 'loading' && <Loading>Loading tokens…</Loading>}
+      {load.status === 'failed' && <LoadFailed what="your tokens" message={load.message} onRetry={() => void fetchList()} />}
       {load.status === 'ready' && tokens.length === 0 && (
         <div className="empty">
           <p>No tokens yet. Create one to call the API from a script or CI.</p>

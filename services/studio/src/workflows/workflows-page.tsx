@@ -5,6 +5,7 @@ import { client, errorText } from '../lib/api';
 import { Modal } from '../publish/modal';
 import { When } from './when';
 import { filterWorkflows } from './workflow-filter';
+import { LoadFailed, Loading } from '../ui/load-states';
 import './workflows.css';
 
 type Load = { status: 'loading' } | { status: 'failed'; message: string } | { status: 'ready'; workflows: EditorWorkflowSummary[] };
@@ -57,21 +58,8 @@ export function WorkflowsPage() {
         </button>
       </div>
 
-      {load.status === 'loading' && (
-        <div className="page-loading" role="status">
-          Loading workflows…
-        </div>
-      )}
-      {load.status === 'failed' && (
-        <div className="card stack" role="alert">
-          <p className="error-text">Could not load the workflows: {load.message}</p>
-          <div>
-            <button type="button" className="button" onClick={() => void fetchList()}>
-              Try again
-            </button>
-          </div>
-        </div>
-      )}
+      {load.status === 'loading' && <Loading>Loading workflows…</Loading>}
+      {load.status === 'failed' && <LoadFailed what="the workflows" message={load.message} onRetry={() => void fetchList()} />}
       {load.status === 'ready' && all.length === 0 && (
         <div className="empty workflows-empty">
           <div className="workflows-empty-mark" aria-hidden>◆</div>
