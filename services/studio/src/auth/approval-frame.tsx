@@ -1,5 +1,6 @@
 import { useEffect, useRef, type ReactNode } from 'react';
 import { useSession } from '../lib/session';
+import { scopeMeaning, type OrgOption } from './approval';
 
 /**
  * The frame of the approval pages (device login, MCP consent): the studio's brand, who is signed
@@ -63,5 +64,52 @@ export function Refusal({ heading, message }: { heading?: string; message: strin
       {heading && <strong>{heading}. </strong>}
       {message}
     </div>
+  );
+}
+
+/** The "Access" row of an approval: each scope asked for, and what it allows. */
+export function ScopeFacts({ scopes }: { scopes: readonly string[] }) {
+  return (
+    <>
+      <dt>Access</dt>
+      <dd>
+        <ul className="approval-scopes">
+          {scopes.map((scope) => (
+            <li key={scope}>
+              <span className="badge info">{scope}</span> {scopeMeaning(scope)}
+            </li>
+          ))}
+        </ul>
+      </dd>
+    </>
+  );
+}
+
+/**
+ * The "Organization" row: a select when the person belongs to several, else the one. `name` makes
+ * it a form field (the consent page posts a real form; the one organization then goes hidden).
+ */
+export function OrganizationFact({ id, options, value, onChange, disabled, name }: { id: string; options: readonly OrgOption[]; value: string; onChange(slug: string): void; disabled?: boolean; name?: string }) {
+  const several = options.length > 1;
+  return (
+    <>
+      <dt>{several ? <label htmlFor={id}>Organization</label> : 'Organization'}</dt>
+      <dd>
+        {several ? (
+          <select id={id} name={name} value={value} onChange={(e) => onChange(e.target.value)} disabled={disabled}>
+            {options.map((o) => (
+              <option key={o.slug} value={o.slug}>
+                {o.name} ({o.slug})
+              </option>
+            ))}
+          </select>
+        ) : (
+          <>
+            {options[0]?.name} <span className="muted">({options[0]?.slug})</span>
+            {name && <input type="hidden" name={name} value={value} />}
+          </>
+        )}
+      </dd>
+    </>
   );
 }

@@ -2,8 +2,8 @@ import { useEffect, useId, useState } from 'react';
 import { Navigate, useLocation } from 'react-router';
 import { client, errorText, sendJson } from '../lib/api';
 import { useSession } from '../lib/session';
-import { orgOptions, scopeMeaning, spendsCredit } from './approval';
-import { ApprovalFrame, Refusal } from './approval-frame';
+import { orgOptions, spendsCredit } from './approval';
+import { ApprovalFrame, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
 import './approval.css';
 
 /** The authorization request as `GET /oauth/mcp/authorize/request` describes it (services/api/routes/mcp-authorize-page-routes.ts). */
@@ -129,33 +129,8 @@ export function ConsentPage() {
           <dd>
             <code title={request.redirectUri}>{request.redirectHost}</code>
           </dd>
-          <dt>Access</dt>
-          <dd>
-            <ul className="approval-scopes">
-              {request.scopes.map((scope) => (
-                <li key={scope}>
-                  <span className="badge info">{scope}</span> {scopeMeaning(scope)}
-                </li>
-              ))}
-            </ul>
-          </dd>
-          <dt>{orgs.options.length > 1 ? <label htmlFor={orgId}>Organization</label> : 'Organization'}</dt>
-          <dd>
-            {orgs.options.length > 1 ? (
-              <select id={orgId} name="org" value={chosen} onChange={(e) => setOrg(e.target.value)}>
-                {orgs.options.map((o) => (
-                  <option key={o.slug} value={o.slug}>
-                    {o.name} ({o.slug})
-                  </option>
-                ))}
-              </select>
-            ) : (
-              <>
-                {orgs.options[0]?.name} <span className="muted">({orgs.options[0]?.slug})</span>
-                <input type="hidden" name="org" value={chosen} />
-              </>
-            )}
-          </dd>
+          <ScopeFacts scopes={request.scopes} />
+          <OrganizationFact id={orgId} name="org" options={orgs.options} value={chosen} onChange={setOrg} />
           <dt>Lasts</dt>
           <dd>
             Access tokens for {request.accessMinutes} minutes, renewed for up to {request.refreshDays} days of inactivity. Revoke it any time under Settings, API tokens.

@@ -3,8 +3,8 @@ import { useSearchParams } from 'react-router';
 import { client, errorText } from '../lib/api';
 import { formatTime } from '../lib/format';
 import { useSession } from '../lib/session';
-import { expiresIn, normalizeUserCode, orgOptions, refusalHeading, scopeMeaning, spendsCredit, statusOf } from './approval';
-import { ApprovalFrame, Refusal } from './approval-frame';
+import { expiresIn, normalizeUserCode, orgOptions, refusalHeading, spendsCredit, statusOf } from './approval';
+import { ApprovalFrame, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
 import './approval.css';
 
 /** A pending login request as `device.lookup` answers it. */
@@ -186,32 +186,8 @@ export function DevicePage() {
         <dd>
           <code>{request.client_id}</code>
         </dd>
-        <dt>Access</dt>
-        <dd>
-          <ul className="approval-scopes">
-            {request.scopes.map((scope) => (
-              <li key={scope}>
-                <span className="badge info">{scope}</span> {scopeMeaning(scope)}
-              </li>
-            ))}
-          </ul>
-        </dd>
-        <dt>{orgs.options.length > 1 ? <label htmlFor={orgId}>Organization</label> : 'Organization'}</dt>
-        <dd>
-          {orgs.options.length > 1 ? (
-            <select id={orgId} value={org} onChange={(e) => setOrg(e.target.value)} disabled={busy}>
-              {orgs.options.map((o) => (
-                <option key={o.slug} value={o.slug}>
-                  {o.name} ({o.slug})
-                </option>
-              ))}
-            </select>
-          ) : (
-            <>
-              {orgs.options[0]?.name} <span className="muted">({orgs.options[0]?.slug})</span>
-            </>
-          )}
-        </dd>
+        <ScopeFacts scopes={request.scopes} />
+        <OrganizationFact id={orgId} options={orgs.options} value={org} onChange={setOrg} disabled={busy} />
         <dt>Code expires</dt>
         <dd>
           <time dateTime={request.expires_at}>{formatTime(request.expires_at)}</time> <span className="muted">({expiresIn(request.expires_at)})</span>
