@@ -4,7 +4,7 @@ import { GraphView } from '../editor/graph-view';
 import { client, errorText } from '../lib/api';
 import { useSession } from '../lib/session';
 import { When } from '../workflows/when';
-import { Modal } from './modal';
+import { DialogActions, Modal, useDialogAction } from './modal';
 import { diffGraph, diffWorkflows, rollbackOutcome, type NodeField } from './versioning';
 import './publish.css';
 
@@ -393,21 +393,11 @@ function RollbackDialog({
   onClose(): void;
   onDone(updated: EditorWorkflow): void;
 }) {
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const { busy, problem, run } = useDialogAction();
   const outcome = rollbackOutcome(versions, target);
   const currentSeq = versions.find((v) => v.latest)?.sequence ?? 0;
   const back = (versions.find((v) => v.version === target)?.sequence ?? 0) < currentSeq;
-  const onConfirm = async () => {
-    setBusy(true);
-    setProblem(null);
-    try {
-      onDone(await client.routes['editor.workflows.latest']({ id: workflow.id, version: target }));
-    } catch (err) {
-      setProblem(errorText(err));
-      setBusy(false);
-    }
-  };
+  const onConfirm = () => run(async () => onDone(await client.routes['editor.workflows.latest']({ id: workflow.id, version: target })));
   const show = (v: string | null) => (v ? <span className="mono">{v}</span> : <span className="error-text">not found (404)</span>);
   return (
     <Modal title={back ? `Roll @latest back to ${target}?` : `Move @latest forward to ${target}?`} onClose={onClose} dismiss={busy ? null : onClose} alert className="rollback-dialog">
@@ -456,40 +446,22 @@ function RollbackDialog({
         <code>@latest</code> back and forward. Exact refs such as <code>{address}@{target}</code> always resolve. Nothing is deleted; you can move <code>@latest</code>{' '}
         {back ? 'forward' : 'back'} again, and the next publish still continues from the highest version ever published.
       </p>
-      {problem && (
-        <p className="error-text" role="alert">
-          {problem}
-        </p>
-      )}
-      <div className="actions">
-        <button type="button" className="button" onClick={onClose} disabled={busy}>
-          Cancel
-        </button>
-        <button type="button" className="button primary" onClick={() => void onConfirm()} disabled={busy} data-autofocus>
-          {busy ? 'Moving…' : `Point @latest at ${target}`}
-        </button>
-      </div>
+      <DialogActions problem={problem} busy={busy} onCancel={onClose} label={`Point @latest at ${target}`} busyLabel="Moving…" onConfirm={() => void onConfirm()} focus="action" />
     </Modal>
   );
 }
 
 function DeleteDialog({ workflow, onClose, onDeleted }: { workflow: EditorWorkflow; onClose(): void; onDeleted(): void }) {
   const [typed, setTyped] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const { busy, problem, run } = useDialogAction();
   const matches = typed.trim() === workflow.name.trim();
   const onSubmit = async (event: FormEvent) => {
     event.preventDefault();
     if (!matches) return;
-    setBusy(true);
-    setProblem(null);
-    try {
+    await run(async () => {
       await client.routes['editor.workflows.delete']({ id: workflow.id });
       onDeleted();
-    } catch (err) {
-      setProblem(errorText(err));
-      setBusy(false);
-    }
+    });
   };
   return (
     <Modal title={`Delete “${workflow.name}”?`} onClose={onClose} dismiss={busy ? null : onClose} alert>
@@ -513,19 +485,7 @@ function DeleteDialog({ workflow, onClose, onDeleted }: { workflow: EditorWorkfl
           </span>
           <input type="text" value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" spellCheck={false} data-autofocus />
         </label>
-        {problem && (
-          <p className="error-text" role="alert">
-            {problem}
-          </p>
-        )}
-        <div className="actions">
-          <button type="button" className="button" onClick={onClose} disabled={busy}>
-            Cancel
-          </button>
-          <button type="submit" className="button danger solid" disabled={!matches || busy}>
-            {busy ? 'Deleting…' : 'Delete forever'}
-          </button>
-        </div>
+        <DialogActions problem={problem} busy={busy} onCancel={onClose} label="Delete forever" busyLabel="Deleting…" tone="danger" disabled={!matches} />
       </form>
     </Modal>
   );

@@ -1,4 +1,5 @@
-import { useEffect, useId, useRef, type ReactNode } from 'react';
+import { useCallback, useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { errorText } from '../lib/api';
 
 const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
@@ -82,5 +83,69 @@ export function Modal({ title, onClose, children, className, alert, dismiss }: M
         {children}
       </div>
     </div>
+  );
+}
+
+/**
+ * The one action of a dialog: whether it is under way, and why it failed in the service's words.
+ * `run` clears the last problem, then runs the work; a failure keeps the dialog open to try again
+ * (on success the dialog is closed by its owner, so it stays busy).
+ */
+export function useDialogAction(): { busy: boolean; problem: string | null; setProblem(problem: string | null): void; run(work: () => Promise<void>): Promise<void> } {
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<string | null>(null);
+  const run = useCallback(async (work: () => Promise<void>) => {
+    setBusy(true);
+    setProblem(null);
+    try {
+      await work();
+    } catch (err) {
+      setProblem(errorText(err));
+      setBusy(false);
+    }
+  }, []);
+  return { busy, problem, setProblem, run };
+}
+
+export interface DialogActionsProps {
+  problem: string | null;
+  busy: boolean;
+  onCancel(): void;
+  /** The action's label, and its label while under way ("Revoke", "Revoking…"). */
+  label: string;
+  busyLabel: string;
+  tone?: 'primary' | 'danger';
+  /** A button's action; without it the action submits the dialog's form. */
+  onConfirm?: () => void;
+  /** The action is not possible yet (a confirmation not typed). */
+  disabled?: boolean;
+  /** Which button takes focus when the dialog opens: the action, or Cancel for destructive ones. */
+  focus?: 'action' | 'cancel';
+}
+
+/** The foot of a dialog: what went wrong, Cancel, and the action. */
+export function DialogActions({ problem, busy, onCancel, label, busyLabel, tone = 'primary', onConfirm, disabled, focus }: DialogActionsProps) {
+  return (
+    <>
+      {problem && (
+        <p className="error-text" role="alert">
+          {problem}
+        </p>
+      )}
+      <div className="actions">
+        <button type="button" className="button" onClick={onCancel} disabled={busy} data-autofocus={focus === 'cancel' ? true : undefined}>
+          Cancel
+        </button>
+        <button
+          type={onConfirm ? 'button' : 'submit'}
+          className={tone === 'danger' ? 'button danger solid' : 'button primary'}
+          onClick={onConfirm}
+          disabled={busy || disabled}
+          data-autofocus={focus === 'action' ? true : undefined}
+        >
+          {busy ? busyLabel : label}
+        </button>
+      </div>
+    </>
   );
 }

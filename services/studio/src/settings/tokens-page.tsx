@@ -2,7 +2,7 @@ import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 
 import type { TokenCreatedBody, TokenSummaryBody } from '../../../contract';
 import { client, errorText } from '../lib/api';
 import { formatTime } from '../lib/format';
-import { Modal } from '../publish/modal';
+import { DialogActions, Modal, useDialogAction } from '../publish/modal';
 import { When } from '../workflows/when';
 import { customDateBounds, EXPIRY_PRESETS, expiryDate, expiryDays, MAX_TOKEN_DAYS, type ExpiryChoice } from './token-expiry';
 import { LoadFailed, Loading } from '../ui/load-states';
@@ -210,8 +210,7 @@ export function CreateTokenDialog({ onClose, onCreated, now = () => new Date() }
   const [scopes, setScopes] = useState<Record<Scope, boolean>>({ read: true, run: false });
   const [choice, setChoice] = useState<ExpiryChoice>('90');
   const [custom, setCustom] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const { busy, problem, run } = useDialogAction();
   const [tried, setTried] = useState(false);
   const ids = { expiry: useId(), custom: useId() };
   const today = now();
@@ -227,19 +226,15 @@ export function CreateTokenDialog({ onClose, onCreated, now = () => new Date() }
     event.preventDefault();
     setTried(true);
     if (nameProblem || scopeProblem || !expiry.ok) return;
-    setBusy(true);
-    setProblem(null);
-    try {
+    const { expiresInDays } = expiry;
+    await run(async () => {
       const token = await client.routes['tokens.create']({
         name: name.trim(),
         scopes: chosen,
-        ...(expiry.expiresInDays === undefined ? {} : { expiresInDays: expiry.expiresInDays }),
+        ...(expiresInDays === undefined ? {} : { expiresInDays }),
       });
       onCreated(token);
-    } catch (err) {
-      setProblem(errorText(err));
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -297,19 +292,7 @@ export function CreateTokenDialog({ onClose, onCreated, now = () => new Date() }
             )}
           </span>
         </div>
-        {problem && (
-          <p className="error-text" role="alert">
-            {problem}
-          </p>
-        )}
-        <div className="actions">
-          <button type="button" className="button" onClick={onClose} disabled={busy}>
-            Cancel
-          </button>
-          <button type="submit" className="button primary" disabled={busy}>
-            {busy ? 'Creating…' : 'Create token'}
-          </button>
-        </div>
+        <DialogActions problem={problem} busy={busy} onCancel={onClose} label="Create token" busyLabel="Creating…" />
       </form>
     </Modal>
   );
@@ -368,37 +351,18 @@ export function TokenCreatedDialog({ token, onClose }: { token: TokenCreatedBody
 }
 
 function RevokeDialog({ token, onClose, onRevoked }: { token: TokenSummaryBody; onClose(): void; onRevoked(): void }) {
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
-  const onConfirm = async () => {
-    setBusy(true);
-    setProblem(null);
-    try {
+  const { busy, problem, run } = useDialogAction();
+  const onConfirm = () =>
+    run(async () => {
       await client.routes['tokens.revoke']({ id: token.id });
       onRevoked();
-    } catch (err) {
-      setProblem(errorText(err));
-      setBusy(false);
-    }
-  };
+    });
   return (
     <Modal title={`Revoke “${token.name}”?`} onClose={onClose} dismiss={busy ? null : onClose} alert>
       <p>
         Anything using <code>{token.prefix}…</code> ({KIND_TEXT[token.kind].toLowerCase()}) is refused from its next request. This can’t be undone.
       </p>
-      {problem && (
-        <p className="error-text" role="alert">
-          {problem}
-        </p>
-      )}
-      <div className="actions">
-        <button type="button" className="button" onClick={onClose} disabled={busy} data-autofocus>
-          Cancel
-        </button>
-        <button type="button" className="button danger solid" onClick={() => void onConfirm()} disabled={busy}>
-          {busy ? 'Revoking…' : 'Revoke'}
-        </button>
-      </div>
+      <DialogActions problem={problem} busy={busy} onCancel={onClose} label="Revoke" busyLabel="Revoking…" tone="danger" onConfirm={() => void onConfirm()} focus="cancel" />
     </Modal>
   );
 }

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import type { EditorWorkflowSummary } from '../../../contract';
 import { client, errorText } from '../lib/api';
-import { Modal } from '../publish/modal';
+import { DialogActions, Modal, useDialogAction } from '../publish/modal';
 import { When } from './when';
 import { filterWorkflows } from './workflow-filter';
 import { LoadFailed, Loading } from '../ui/load-states';
@@ -141,8 +141,7 @@ function WorkflowTable({ workflows, onOpen }: { workflows: EditorWorkflowSummary
 /** Names a new workflow and creates it with an empty draft. */
 export function NewWorkflowDialog({ onClose, onCreated }: { onClose(): void; onCreated(id: string): void }) {
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const { busy, problem, setProblem, run } = useDialogAction();
 
   const onSubmit = async (event: FormEvent) => {
     event.preventDefault();
@@ -151,15 +150,10 @@ export function NewWorkflowDialog({ onClose, onCreated }: { onClose(): void; onC
       setProblem('Give the workflow a name.');
       return;
     }
-    setBusy(true);
-    setProblem(null);
-    try {
+    await run(async () => {
       const created = await client.routes['editor.workflows.create']({ name: trimmed, definition: { version: 2, nodes: [] } });
       onCreated(created.id);
-    } catch (err) {
-      setProblem(errorText(err));
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -184,19 +178,7 @@ export function NewWorkflowDialog({ onClose, onCreated }: { onClose(): void; onC
             Shown in the studio; you can rename it any time. The address is chosen when you first publish.
           </span>
         </div>
-        {problem && (
-          <p className="error-text" role="alert">
-            {problem}
-          </p>
-        )}
-        <div className="actions">
-          <button type="button" className="button" onClick={onClose} disabled={busy}>
-            Cancel
-          </button>
-          <button type="submit" className="button primary" disabled={busy}>
-            {busy ? 'Creating…' : 'Create and open'}
-          </button>
-        </div>
+        <DialogActions problem={problem} busy={busy} onCancel={onClose} label="Create and open" busyLabel="Creating…" />
       </form>
     </Modal>
   );
