@@ -112,11 +112,13 @@ export {
   type TokenSummaryBody,
 } from './schemas/token';
 export {
+  ConsentRequestBodySchema,
   ORG_ROLES,
   OrgRoleSchema,
   SessionBodySchema,
   SignInInputSchema,
   SwitchOrgInputSchema,
+  type ConsentRequestBody,
   type OrgRole,
   type SessionBody,
   type SignInInput,

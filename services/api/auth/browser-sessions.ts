@@ -117,6 +117,22 @@ export function createBrowserSessions(deps: BrowserSessionDeps): BrowserSessions
     return record && record.kind === 'browser' && record.revokedAt === null ? record : null;
   }
 
+  /** Stores a browser session (only its hash) and sets its cookie, which lives until `expiresAt`. */
+  async function startSession(req: Request, res: Response, session: { userId: string; orgId: string; expiresAt: Date }): Promise<void> {
+    const issued = issueToken('browser');
+    await deps.sessions.create({
+      ...session,
+      name: 'web editor sign-in',
+      hash: issued.hash,
+      displayPrefix: issued.displayPrefix,
+      scopes: BROWSER_SESSION_SCOPES,
+      kind: 'browser',
+    });
+    const secure = sitePolicyFor(req)?.secure ?? false;
+    const maxAgeSeconds = Math.max(1, Math.round((session.expiresAt.getTime() - now().getTime()) / 1000));
+    res.append('Set-Cookie', sessionCookie(issued.value, { secure, maxAgeSeconds }));
+  }
+
   return {
     async signIn(req, res, raw) {
       // A forged sign-in would put the victim in the attacker's account.
@@ -155,20 +171,8 @@ export function createBrowserSessions(deps: BrowserSessionDeps): BrowserSessions
       const previous = await cookieSession(req);
       if (previous) await deps.sessions.revoke(previous.id, { at: now() });
 
-      const issued = issueToken('browser');
       const expiresAt = new Date(now().getTime() + deps.sessionHours * 3_600_000);
-      await deps.sessions.create({
-        userId: user.id,
-        orgId: organization.id,
-        name: 'web editor sign-in',
-        hash: issued.hash,
-        displayPrefix: issued.displayPrefix,
-        scopes: BROWSER_SESSION_SCOPES,
-        kind: 'browser',
-        expiresAt,
-      });
-      const secure = sitePolicyFor(req)?.secure ?? false;
-      res.append('Set-Cookie', sessionCookie(issued.value, { secure, maxAgeSeconds: deps.sessionHours * 3600 }));
+      await startSession(req, res, { userId: user.id, orgId: organization.id, expiresAt });
       const body = sessionBody(user, await deps.memberships.listOrganizationsOfUser(user.id), organization.id, expiresAt);
       if (!body) throw new AppError({ code: 'forbidden', message: `you are no longer a member of "${organization.slug}"; sign in again` });
       return body;
@@ -190,21 +194,8 @@ export function createBrowserSessions(deps: BrowserSessionDeps): BrowserSessions
 
       // A switch does not lengthen the session: the new one ends when the old one would have.
       const expiresAt = session.expiresAt;
-      const issued = issueToken('browser');
-      await deps.sessions.create({
-        userId: user.id,
-        orgId: target.id,
-        name: 'web editor sign-in',
-        hash: issued.hash,
-        displayPrefix: issued.displayPrefix,
-        scopes: BROWSER_SESSION_SCOPES,
-        kind: 'browser',
-        expiresAt,
-      });
+      await startSession(req, res, { userId: user.id, orgId: target.id, expiresAt });
       await deps.sessions.revoke(session.id, { at: now() });
-      const secure = sitePolicyFor(req)?.secure ?? false;
-      const maxAgeSeconds = Math.max(1, Math.floor((expiresAt.getTime() - now().getTime()) / 1000));
-      res.append('Set-Cookie', sessionCookie(issued.value, { secure, maxAgeSeconds }));
       return sessionBody(user, organizations, target.id, expiresAt)!;
     },
 

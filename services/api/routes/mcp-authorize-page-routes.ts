@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
+import type { ConsentRequestBody } from '../../contract';
 import { hashToken } from '../../platform/access-token';
 import { AppError, toAppError } from '../../platform/app-error';
 import type { OAuthRepository } from '../../store';
@@ -31,19 +32,6 @@ export interface McpAuthorizePageDeps {
   refreshTokenTtlDays: number;
   log: Logger;
   clock?: () => Date;
-}
-
-/** What the studio's consent page shows of a checked request (`GET /oauth/mcp/authorize/request`). */
-export interface ConsentRequestBody {
-  client: { id: string; name: string };
-  redirectUri: string;
-  /** The redirect URI's host (and port): where the answer goes, as a person can judge it. */
-  redirectHost: string;
-  scopes: string[];
-  /** The request's parameters, posted back with the decision as hidden fields. */
-  fields: Record<string, string>;
-  accessMinutes: number;
-  refreshDays: number;
 }
 
 const PATH = `${ISSUER_PATH}/authorize`;

@@ -40,3 +40,20 @@ export const SessionBodySchema = Type.Object({
   expiresAt: Type.String({ format: 'date-time' }),
 });
 export type SessionBody = Static<typeof SessionBodySchema>;
+
+/**
+ * `GET /oauth/mcp/authorize/request`: what the studio's consent page shows of an MCP client's
+ * authorization request once the server has checked it (docs/mcp.md, The consent page).
+ */
+export const ConsentRequestBodySchema = Type.Object({
+  client: Type.Object({ id: Type.String(), name: Type.String() }),
+  redirectUri: Type.String(),
+  /** The redirect URI's host (and port): where the answer goes, as a person can judge it. */
+  redirectHost: Type.String(),
+  scopes: Type.Array(Type.String()),
+  /** The request's own parameters, posted back with the decision as hidden fields. */
+  fields: Type.Record(Type.String(), Type.String()),
+  accessMinutes: Type.Integer(),
+  refreshDays: Type.Integer(),
+});
+export type ConsentRequestBody = Static<typeof ConsentRequestBodySchema>;

@@ -1,22 +1,14 @@
 import { useEffect, useId, useState } from 'react';
 import { Navigate, useLocation } from 'react-router';
+import type { ConsentRequestBody } from '../../../contract';
 import { client, errorText, sendJson } from '../lib/api';
 import { useSession } from '../lib/session';
 import { orgOptions, spendsCredit } from './approval';
 import { ApprovalFrame, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
 import './approval.css';
 
-/** The authorization request as `GET /oauth/mcp/authorize/request` describes it (services/api/routes/mcp-authorize-page-routes.ts). */
-export interface ConsentRequest {
-  client: { id: string; name: string };
-  redirectUri: string;
-  redirectHost: string;
-  scopes: string[];
-  /** The request's own parameters, posted back with the decision. */
-  fields: Record<string, string>;
-  accessMinutes: number;
-  refreshDays: number;
-}
+/** The authorization request as `GET /oauth/mcp/authorize/request` describes it. */
+export type ConsentRequest = ConsentRequestBody;
 
 /** Where the decision is posted: the authorization endpoint itself, on this origin (not under /api). */
 export const AUTHORIZE_PATH = '/oauth/mcp/authorize';
