@@ -1,8 +1,10 @@
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import { MembershipRepository } from '../../services/store';
 import { createPasswordUser } from '../support/browser-session';
 import { eventually } from '../support/eventually';
 import { CliHome, finished, stderrMatching } from '../support/cli-process';
 import { ensureCliBuilt } from '../support/cli-build';
+import { seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { dragBetween, launchChromium, screenshot, watchProblems } from '../support/studio-browser';
 import { pauseNode } from '../support/test-nodes';
@@ -24,7 +26,7 @@ describe('the studio, end to end in Chromium', () => {
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  let user: { email: string; password: string };
+  let user: { id: string; email: string; password: string };
   const problems: string[] = [];
   let workflowId = '';
   let address = '';
@@ -267,6 +269,20 @@ describe('the studio, end to end in Chromium', () => {
     const width = await page.evaluate(() => (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document.documentElement.scrollWidth);
     expect(width).toBeLessThanOrEqual(390);
     await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it('switches organization from the header, with that organization\'s name, balance and workflows', async () => {
+    const other = await seedAccount(service.prisma, { slug: 'labs', scopes: ['read'], balanceMicros: 2_500_000 });
+    await new MembershipRepository(service.prisma).create({ orgId: other.orgId, userId: user.id, role: 'member' });
+    // The session lists organizations when it is read: a page load picks the new membership up.
+    await page.goto('/');
+    const switcher = page.getByRole('combobox', { name: 'Organization' });
+    await switcher.selectOption(other.orgSlug);
+    await expectText(page.getByTestId('balance'), '$2.50');
+    await expectText(page.locator('main'), 'Build your first workflow');
+    await screenshot(page, 'studio-18-switched-organization');
+    await switcher.selectOption(service.account.orgSlug);
+    await expectText(page.locator('main'), 'Speak and draw');
   });
 
   it('said nothing wrong in the console along the way', () => {

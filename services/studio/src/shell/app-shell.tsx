@@ -66,7 +66,8 @@ export function AppShell() {
           {problem}
         </div>
       )}
-      <Outlet />
+      {/* Keyed by organization: after a switch every page loads its data again, for the new one. */}
+      <Outlet key={organization.id} />
     </div>
   );
 }
