@@ -1,4 +1,4 @@
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Download, Locator, Page } from 'playwright-core';
 import { MembershipRepository } from '../../services/store';
 import { createPasswordUser } from '../support/browser-session';
 import { eventually } from '../support/eventually';
@@ -271,6 +271,42 @@ describe('the studio, end to end in Chromium', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  it('imports a YAML workflow file onto the canvas and exports the draft as JSON and YAML', async () => {
+    const created = await api('/editor/workflows', { method: 'POST', body: JSON.stringify({ name: 'Imported' }) });
+    const { id } = (await created.json()) as { id: string };
+    await page.goto(`/workflows/${id}`);
+    await page.getByTestId('palette-input').waitFor();
+    const yamlText = [
+      'version: 2',
+      'nodes:',
+      '  - id: a',
+      '    uses: input',
+      '    outputType: FLOAT',
+      '  - id: sum',
+      '    uses: math-add',
+      '    inputs: { a: "${a.value}", b: 2 }',
+      '  - id: result',
+      '    uses: output',
+      '    inputs: { value: "${sum.result}" }',
+      '',
+    ].join('\n');
+    await page.locator('input[type="file"][accept*="yaml"]').setInputFiles({ name: 'adder.yaml', mimeType: 'application/yaml', buffer: Buffer.from(yamlText) });
+    await page.getByTestId('node-sum').waitFor();
+    await eventually(async () => ((await (await api(`/editor/workflows/${id}`)).json()) as { draft: { nodes: unknown[] } | null }).draft?.nodes.length === 3, {
+      timeoutMs: 10_000,
+      what: 'the imported draft to be saved',
+    });
+
+    const [jsonFile] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export JSON' }).click()]);
+    const exported = JSON.parse(await readDownload(jsonFile)) as { version: number; nodes: { id: string; uses: string; inputs?: unknown }[] };
+    expect(exported.version).toBe(2);
+    expect(exported.nodes.map((n) => n.uses)).toEqual(['input', 'math-add', 'output']);
+    expect(exported.nodes[1]!.inputs).toEqual({ a: '${a.value}', b: 2 });
+    const [yamlFile] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export YAML' }).click()]);
+    expect(yamlFile.suggestedFilename()).toMatch(/\.yaml$/);
+    expect(await readDownload(yamlFile)).toContain('uses: math-add');
+  });
+
   it('switches organization from the header, with that organization\'s name, balance and workflows', async () => {
     const other = await seedAccount(service.prisma, { slug: 'labs', scopes: ['read'], balanceMicros: 2_500_000 });
     await new MembershipRepository(service.prisma).create({ orgId: other.orgId, userId: user.id, role: 'member' });
@@ -289,6 +325,14 @@ describe('the studio, end to end in Chromium', () => {
     expect(problems).toEqual([]);
   });
 });
+
+/** The text of a file the page downloaded. */
+async function readDownload(download: Download): Promise<string> {
+  const stream = await download.createReadStream();
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
 
 /** Waits until the element's text contains (or matches) `expected`. */
 async function expectText(locator: Locator, expected: string | RegExp, timeoutMs = 15_000): Promise<void> {
