@@ -3,14 +3,10 @@ import fs from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { createPasswordUser } from '../support/browser-session';
 import { startTestService, type TestService } from '../support/service';
-
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
-/** Screenshots of the pages (not committed): test/e2e/artifacts. */
-const ARTIFACTS = path.resolve(__dirname, '../e2e/artifacts');
+import { ARTIFACTS, launchChromium } from '../support/studio-browser';
 
 /**
  * The hosted MCP's consent page (the studio's, at the authorization endpoint) in a real browser:
@@ -30,7 +26,7 @@ describe('the MCP consent page in Chromium', () => {
 
   beforeAll(async () => {
     service = await startTestService();
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS });
+    browser = await launchChromium();
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     listener = createServer((req, res) => {
       // Only the redirect counts: the browser may also ask this origin for its /favicon.ico.
@@ -69,9 +65,6 @@ describe('the MCP consent page in Chromium', () => {
     const problems: string[] = [];
     page.on('console', (message) => {
       const text = message.text();
-      // The browser's line for the signed-out session probe (401), and ajv's when the CSP stops it
-      // compiling the SDK's validators (see device-page.test.ts) are not the page's errors.
-      if (/status of 401|^Error compiling schema, function code:/.test(text)) return;
       if (message.type() === 'error' || /Content Security Policy/i.test(text)) problems.push(text);
     });
     page.on('pageerror', (err) => problems.push(err.message));

@@ -1,0 +1,1 @@
+export { addFormats as default } from './ajv-stand-in';
