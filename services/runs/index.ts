@@ -7,7 +7,7 @@ export { StepExecutor, type RetryPolicy, type StepExecutorDeps, type StepObserve
 export { costOfFailure, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
 export { RunReaper, type ReaperReport, type RunReaperOptions, type StepRequeuer } from './run-reaper';
 export { presentEvent, presentingMountEvents } from './mount-events';
-export { RunLauncher, type RunCaller, type RunLauncherDeps, type WorkflowResolver } from './run-launcher';
+export { RunLauncher, type RunCaller, type RunLauncherDeps, type RunOrigin, type WorkflowResolver } from './run-launcher';
 export { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
 export { DEFAULT_RECORD_CHECK_MS, followRunEvents, isFinished, replayEvents, terminalEventOf, type RunEventSource, type StoredRun } from './run-event-stream';
 export { buildResources, type ResourceOptions, type ServiceResources } from './service-resources';

@@ -43,6 +43,11 @@ export interface RunLauncherDeps extends FollowDeps {
   starter: Pick<RunStarter, 'start' | 'startFailed'>;
 }
 
+/** The workflow an inline definition is recorded under (the editor's draft runs); no version. */
+export interface RunOrigin {
+  workflowId: string;
+}
+
 /** Most distinct workflows one run may mount, at any depth. */
 const MAX_MOUNTED_WORKFLOWS = 50;
 
@@ -55,12 +60,15 @@ const MAX_MOUNTED_WORKFLOWS = 50;
 export class RunLauncher {
   constructor(private readonly deps: RunLauncherDeps) {}
 
-  /** `runs.create`: the run and its events, from `run.started` to the terminal one. */
-  async create(input: OpInput<'runs.create'>, caller: RunCaller): Promise<FollowedRun> {
+  /**
+   * `runs.create`: the run and its events, from `run.started` to the terminal one. With `origin`,
+   * an inline definition is recorded under that workflow (`editor.workflows.run`).
+   */
+  async create(input: OpInput<'runs.create'>, caller: RunCaller, origin?: RunOrigin): Promise<FollowedRun> {
     const { definition, resolved } = await this.resolveDefinition(input, caller.orgId);
     // The stream replays the run's log from its first event, so nothing appended before the
     // subscription is missed; a caller that goes away ends the stream, never the run.
-    const followed = await startFollowed(this.deps, caller, (id) => this.start(caller, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id));
+    const followed = await startFollowed(this.deps, caller, (id) => this.start(caller, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id, origin));
     caller.log.info({ runId: followed.runId }, 'run started');
     return followed;
   }
@@ -122,6 +130,7 @@ export class RunLauncher {
     maxCostUsd: number | undefined,
     resolved: PublishedVersion | undefined,
     runId: string,
+    origin?: RunOrigin,
   ): Promise<string> {
     const request = {
       runId,
@@ -129,7 +138,7 @@ export class RunLauncher {
       userId: caller.userId,
       tokenId: caller.tokenId,
       capMicros: effectiveCapMicros(maxCostUsd),
-      workflowId: resolved?.workflowId ?? null,
+      workflowId: resolved?.workflowId ?? origin?.workflowId ?? null,
       workflowVersionId: resolved?.versionId ?? null,
       requireCredit: true,
     };

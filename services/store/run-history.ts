@@ -26,8 +26,11 @@ export interface RunListOptions {
   after?: RunListKey;
   /** Only runs with this status. */
   status?: RunStatus;
-  /** Only runs of any version of the workflow at this address (a deleted workflow's included). */
-  workflow?: { org: string; slug: string };
+  /**
+   * Only runs of the workflow (any version, and its editor draft runs): at this address (a
+   * deleted workflow's included), or with this id.
+   */
+  workflow?: { org: string; slug: string } | { id: string };
 }
 
 /** A run without its steps, definition, inputs and outputs. */
@@ -36,6 +39,10 @@ export interface RunSummaryRecord {
   status: RunStatus;
   /** `<org-slug>/<workflow-slug>@<version>` of the published version run; null for an inline definition. */
   workflowRef: string | null;
+  /** The workflow the run belongs to (a published version's, or the editor draft's); null for a plain inline definition. */
+  workflowId: string | null;
+  /** That workflow's name; null with `workflowId`. */
+  workflowName: string | null;
   error: RunError | null;
   capMicros: number;
   spentMicros: number;
@@ -61,7 +68,10 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
   if (!isUuid(orgId) || (after && !isUuid(after.id))) return { runs: [], next: null };
   let workflowId: string | undefined;
-  if (options.workflow) {
+  if (options.workflow && 'id' in options.workflow) {
+    if (!isUuid(options.workflow.id)) return { runs: [], next: null };
+    workflowId = options.workflow.id;
+  } else if (options.workflow) {
     // A slug is never reused in its organization, so the address names one workflow for good.
     const workflow = await db.workflow.findFirst({ where: { slug: options.workflow.slug, org: { slug: options.workflow.org } }, select: { id: true } });
     if (!workflow) return { runs: [], next: null };
@@ -89,6 +99,8 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
       createdAt: true,
       startedAt: true,
       finishedAt: true,
+      workflowId: true,
+      workflow: { select: { name: true } },
       workflowVersion: { select: { major: true, minor: true, patch: true, workflow: { select: { slug: true, org: { select: { slug: true } } } } } },
     },
   });
@@ -97,6 +109,8 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
       id: row.id,
       status: parseRunStatus(row.status, row.id),
       workflowRef: versionRef(row.workflowVersion),
+      workflowId: row.workflowId,
+      workflowName: row.workflow?.name ?? null,
       error: parseRunError(row.error),
       capMicros: microsFromDb(row.capMicros),
       spentMicros: microsFromDb(row.spentMicros),
@@ -117,6 +131,7 @@ interface RunRecordRow {
   workflow_id: string | null;
   workflow_version_id: string | null;
   workflow_ref: string | null;
+  workflow_name: string | null;
   status: string;
   definition: unknown;
   inputs: unknown;
@@ -154,6 +169,7 @@ SELECT r.id, r.org_id, r.user_id, r.token_id, r.workflow_id, r.workflow_version_
        (SELECT o.slug || '/' || w.slug || '@' || v.major || '.' || v.minor || '.' || v.patch
           FROM workflow_versions v JOIN workflows w ON w.id = v.workflow_id JOIN organizations o ON o.id = w.org_id
          WHERE v.id = r.workflow_version_id) AS workflow_ref,
+       (SELECT w.name FROM workflows w WHERE w.id = r.workflow_id) AS workflow_name,
        COALESCE((
          SELECT json_agg(json_build_object(
                   'nodeId', s.node_id, 'status', s.status, 'attempt', s.attempt, 'pendingDeps', s.pending_deps,
@@ -182,6 +198,7 @@ export async function readRunRecord(pool: SqlPool, runId: string, orgId?: string
     workflowId: row.workflow_id,
     workflowVersionId: row.workflow_version_id,
     workflowRef: row.workflow_ref,
+    workflowName: row.workflow_name,
     status: parseRunStatus(row.status, row.id),
     definition: row.definition,
     inputs: row.inputs,

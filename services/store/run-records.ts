@@ -34,6 +34,8 @@ export interface RunRecord {
   workflowVersionId: string | null;
   /** `<org-slug>/<workflow-slug>@<version>` of the published version run; null for an inline definition. */
   workflowRef: string | null;
+  /** The name of the workflow `workflowId` names; null without one. */
+  workflowName: string | null;
   status: RunStatus;
   /** The definition as run (inline, or a snapshot of the resolved version). */
   definition: unknown;

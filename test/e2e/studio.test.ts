@@ -145,6 +145,13 @@ describe('the studio, end to end in Chromium', () => {
     await expectAttribute(page.getByTestId('node-audio_waveform'), 'class', /completed/);
     await screenshot(page, 'studio-05-run-outputs');
     await panel.getByRole('button', { name: 'Close the run panel' }).click();
+    // The saved draft ran under the workflow: the run history names it, not "inline".
+    const [latest] = ((await (await api('/v1/runs?limit=1')).json()) as { runs: { workflowId: string | null; workflowName: string | null; workflowRef: string | null }[] }).runs;
+    expect(latest).toMatchObject({ workflowId, workflowName: 'Speak and draw', workflowRef: null });
+    await page.goto('/runs');
+    await expectText(page.locator('table tbody tr').first(), 'Speak and draw · draft');
+    await page.goto(`/workflows/${workflowId}`);
+    await page.getByTestId('node-output_2').waitFor();
   });
 
   it('publishes 1.0.0 then 1.1.0, and rolls latest back to 1.0.0, which the API then answers', async () => {

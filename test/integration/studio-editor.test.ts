@@ -325,7 +325,7 @@ describe('the studio: layouts, draft problems, pending changes, version details,
       const record = await call('GET', `/v1/runs/${versionRuns[2]}`);
       expect(record.status).toBe(200);
       expectValid(RunSchema, record.body);
-      expect(record.body).toMatchObject({ workflowRef: `${orgSlug}/counted@1.0.0`, workflow: adder(2, 3) });
+      expect(record.body).toMatchObject({ workflowRef: `${orgSlug}/counted@1.0.0`, workflowId: id, workflowName: 'Counted', workflow: adder(2, 3) });
       expect((await call('GET', `/v1/runs/${versionRuns[0]}`)).body).toMatchObject({ workflowRef: `${orgSlug}/counted@2.0.0`, workflow: adder(10, 10) });
       const inline = await call('GET', `/v1/runs/${inlineRun}`);
       expect(inline.body).toMatchObject({ workflowRef: null, workflow: adder(1, 1) });
@@ -354,9 +354,10 @@ describe('the studio: layouts, draft problems, pending changes, version details,
       expect((await call('GET', `/v1/runs?workflow=${orgSlug}/counted&status=failed`)).body.runs).toEqual([]);
     });
 
-    it('answers an empty page for an address that names no workflow, and 400 for one that is not an address', async () => {
+    it('answers an empty page for an address or UUID that names no workflow, and 400 for one that is neither', async () => {
       expect((await call('GET', `/v1/runs?workflow=${orgSlug}/no-such-workflow`)).body).toEqual({ runs: [], nextCursor: null });
-      for (const workflow of ['Not An Address', 'just-a-slug', `${orgSlug}/counted@1.0.0`, '00000000-0000-4000-8000-000000000000']) {
+      expect((await call('GET', '/v1/runs?workflow=00000000-0000-4000-8000-000000000000')).body).toEqual({ runs: [], nextCursor: null });
+      for (const workflow of ['Not An Address', 'just-a-slug', `${orgSlug}/counted@1.0.0`]) {
         const bad = await call('GET', `/v1/runs?workflow=${encodeURIComponent(workflow)}`);
         expect([workflow, bad.status, bad.body.code]).toEqual([workflow, 400, 'validation_failed']);
       }

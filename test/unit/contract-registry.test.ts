@@ -71,6 +71,6 @@ describe('the route registry beside the operations', () => {
 
   it('holds a stream slot for every call that keeps its answer open while a run goes on', () => {
     const holding = [...Object.values(OPERATIONS), ...Object.values(ROUTES)].filter((op) => op.holdsStream).map((op) => op.name);
-    expect(holding).toEqual(['runs.create', 'runs.node', 'runs.events']);
+    expect(holding).toEqual(['runs.create', 'runs.node', 'runs.events', 'editor.workflows.run']);
   });
 });

@@ -14,6 +14,8 @@ function stored(overrides: Partial<StoredRun> = {}): StoredRun {
     orgId: '5d3c0a7e-8f41-4b7e-a1c9-3e2d9f6b7a21',
     status: 'running',
     workflowRef: null,
+    workflowId: null,
+    workflowName: null,
     definition: { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] },
     error: null,
     capMicros: 500_000,
@@ -54,6 +56,8 @@ describe('run record and listing bodies', () => {
       startedAt: '2026-03-04T05:06:07.109Z',
       finishedAt: null,
       workflowRef: null,
+      workflowId: null,
+      workflowName: null,
       workflow: { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] },
     });
   });
@@ -85,7 +89,7 @@ describe('run record and listing bodies', () => {
   it('lists a run without steps and outputs, in a page the contract accepts', () => {
     const summary = runSummaryBody(stored({ status: 'completed', outputs, finishedAt: created }));
     expectValid(RunSummarySchema, summary);
-    expect(Object.keys(summary).sort()).toEqual(['costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'status', 'workflowRef']);
+    expect(Object.keys(summary).sort()).toEqual(['costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'status', 'workflowId', 'workflowName', 'workflowRef']);
     expectValid(RunListSchema, { runs: [summary], nextCursor: encodeRunCursor({ createdAt: created, id: summary.id }) });
     expectValid(RunListSchema, { runs: [], nextCursor: null });
   });

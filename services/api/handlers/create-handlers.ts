@@ -26,7 +26,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...catalogHandlers(deps.catalog),
     ...workflowHandlers(deps.workflows),
-    ...runHandlers(deps.runs),
+    ...runHandlers(deps.runs, deps.editor),
     ...runRecordHandlers(deps.runRecords),
     ...accountHandlers(deps.account),
     ...editorHandlers(deps.editor),

@@ -15,7 +15,7 @@ export interface RunReader {
   /** A page of `orgId`'s runs, newest first, starting after `after`; `next` is null on the last page. */
   listRuns(
     orgId: string,
-    options: { limit: number; after?: RunListKey; status?: RunStatus; workflow?: { org: string; slug: string } },
+    options: { limit: number; after?: RunListKey; status?: RunStatus; workflow?: { org: string; slug: string } | { id: string } },
   ): Promise<{ runs: RunSummaryRecord[]; next: RunListKey | null }>;
 }
 
@@ -78,13 +78,13 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { 'runs.list': Ha
       if (after === null) {
         throw invalid('cursor', 'cursor is not a cursor of this listing; pass the "nextCursor" of the previous page unchanged, or leave it out for the first page');
       }
-      let workflow: { org: string; slug: string } | undefined;
+      let workflow: { org: string; slug: string } | { id: string } | undefined;
       if (query.workflow !== undefined) {
         const id = parseWorkflowId(query.workflow);
-        if (!id.ok || id.value.kind !== 'address') {
-          throw invalid('workflow', `workflow must be a workflow address <org-slug>/<workflow-slug>, got ${JSON.stringify(query.workflow.slice(0, 200))}`);
+        if (!id.ok) {
+          throw invalid('workflow', `workflow must be a workflow address <org-slug>/<workflow-slug> or a workflow UUID, got ${JSON.stringify(query.workflow.slice(0, 200))}`);
         }
-        workflow = { org: id.value.org, slug: id.value.slug };
+        workflow = id.value.kind === 'address' ? { org: id.value.org, slug: id.value.slug } : { id: id.value.id };
       }
       const page = await deps.runs.listRuns(authOf(ctx).orgId, { limit: query.limit ?? RUN_LIST_DEFAULT_LIMIT, after, status: query.status, workflow });
       return { runs: page.runs.map(runSummaryBody), nextCursor: page.next ? encodeRunCursor(page.next) : null };

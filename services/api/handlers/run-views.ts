@@ -25,6 +25,8 @@ export function runSummaryBody(run: RunSummaryRecord): RunSummary {
     createdAt: run.createdAt.toISOString(),
     finishedAt: iso(run.finishedAt),
     workflowRef: run.workflowRef,
+    workflowId: run.workflowId,
+    workflowName: run.workflowName,
   };
 }
 
@@ -33,7 +35,7 @@ export function runSummaryBody(run: RunSummaryRecord): RunSummary {
  * completion (the map the `run.completed` event carried); any other status has none.
  */
 export function runBody(run: RunView): Run {
-  const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt, workflowRef } = runSummaryBody(run);
+  const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt, workflowRef, workflowId, workflowName } = runSummaryBody(run);
   return {
     id,
     status,
@@ -46,6 +48,8 @@ export function runBody(run: RunView): Run {
     startedAt: iso(run.startedAt),
     finishedAt,
     workflowRef,
+    workflowId,
+    workflowName,
     // Stored as it ran: the definition checked (and, for a workflowRef, resolved) at start.
     workflow: run.definition as Workflow,
   };

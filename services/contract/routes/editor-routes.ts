@@ -1,6 +1,7 @@
 import { Type, type TProperties } from '@sinclair/typebox';
 import { defineOperation } from '../operation';
-import { ArtifactSchema } from '../schemas/artifact';
+import { MAX_MAP_ENTRIES } from '../input-limits';
+import { ArtifactInputSchema, ArtifactSchema, OutputsSchema } from '../schemas/artifact';
 import {
   EditorLatestInputSchema,
   EditorPublishInputSchema,
@@ -12,6 +13,7 @@ import {
   WorkflowVersionDetailSchema,
   WorkflowVersionListSchema,
 } from '../schemas/editor-workflow';
+import { MaxCostUsdSchema } from '../schemas/max-cost';
 import { strictObject } from '../schemas/strict-object';
 import { PublishedWorkflowSchema } from '../schemas/workflow';
 
@@ -178,4 +180,29 @@ export const editorSlugsCheck = defineOperation({
   output: SlugCheckSchema,
   errors: READ_ERRORS,
   readOnly: true,
+});
+
+/**
+ * `editor.workflows.run`: runs the workflow's saved draft as `runs.create` runs an inline
+ * definition (same checks, cap, credit hold and stream), recorded under the workflow (no version).
+ */
+export const editorWorkflowsRun = defineOperation({
+  name: 'editor.workflows.run',
+  mcpTool: 'editor_workflows_run',
+  summary: "Run the workflow's saved draft; the response is a stream of run events",
+  http: { method: 'POST', path: '/editor/workflows/:id/runs', pathParams: ['id'] },
+  auth: 'required',
+  scope: 'run',
+  input: strictObject(
+    withId({
+      inputs: Type.Optional(Type.Record(Type.String(), ArtifactInputSchema, { maxProperties: MAX_MAP_ENTRIES, description: "Map from the draft's input names to artifacts" })),
+      maxCostUsd: Type.Optional(MaxCostUsdSchema),
+    }),
+  ),
+  output: strictObject({ outputs: OutputsSchema }),
+  response: 'sse',
+  holdsStream: true,
+  errors: ['validation_failed', 'bad_request', 'unauthorized', 'forbidden', 'insufficient_scope', 'insufficient_credit', 'not_found', 'conflict', 'rate_limited'],
+  spendsMoney: true,
+  readOnly: false,
 });

@@ -47,6 +47,10 @@ const runHead = {
   workflowRef: Type.Union([Type.String(), Type.Null()], {
     description: '`<org-slug>/<workflow-slug>@<version>` of the published version run; null for an inline definition',
   }),
+  workflowId: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], {
+    description: "The run's workflow: the published version's, or the one whose editor draft ran; null for a plain inline definition",
+  }),
+  workflowName: Type.Union([Type.String(), Type.Null()], { description: "That workflow's name; null when workflowId is" }),
 };
 
 /**
@@ -65,6 +69,8 @@ export const RunSchema = Type.Object({
   startedAt: timeOrNull('When it started running; null while pending'),
   finishedAt: runHead.finishedAt,
   workflowRef: runHead.workflowRef,
+  workflowId: runHead.workflowId,
+  workflowName: runHead.workflowName,
   workflow: WorkflowSchema,
 });
 export type Run = Static<typeof RunSchema>;
@@ -90,7 +96,7 @@ export const RunListQuerySchema = strictObject({
   cursor: Type.Optional(Type.String({ minLength: 1, description: "The previous page's nextCursor" })),
   status: Type.Optional(RunStatusSchema),
   workflow: Type.Optional(
-    Type.String({ minLength: 1, maxLength: 200, description: 'A workflow address `<org-slug>/<workflow-slug>`: only runs of any of its versions' }),
+    Type.String({ minLength: 1, maxLength: 200, description: 'A workflow address `<org-slug>/<workflow-slug>` or a workflow UUID: only runs of that workflow (any of its versions, and its editor draft runs)' }),
   ),
 });
 export type RunListQuery = Static<typeof RunListQuerySchema>;

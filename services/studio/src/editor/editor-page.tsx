@@ -206,6 +206,16 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     }
   }, [store, initial.id]);
 
+  /** Saves the canvas now (after a save in flight): a run starts from the server's draft, so it must be the canvas's. */
+  const saveNow = useCallback(async () => {
+    for (let tries = 0; tries < 3; tries++) {
+      while (inFlight.current) await new Promise((resolve) => setTimeout(resolve, 50));
+      if (store.getState().revision === savedRevision.current) return;
+      await doSave();
+    }
+    if (store.getState().revision !== savedRevision.current) throw new Error('The draft could not be saved, so it was not run; retry the save, then run again.');
+  }, [store, doSave]);
+
   useEffect(() => {
     if (revision === savedRevision.current) return;
     writeLocalDraft(initial.id, store.getState().graph);
@@ -648,7 +658,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
         </div>
         <aside className="editor-side" aria-label={panel === 'run' ? 'Run' : 'Inspector'}>
           {panel === 'run' ? (
-            <RunPanel definition={graph.definition} resumeKey={workflow.id} onSteps={runSteps} onClose={closeRun} />
+            <RunPanel definition={graph.definition} workflowId={workflow.id} prepare={saveNow} resumeKey={workflow.id} onSteps={runSteps} onClose={closeRun} />
           ) : (
             <>
               {selectedNode ? (

@@ -6,7 +6,7 @@ import { client, errorText } from '../lib/api';
 import { formatMs, formatTime, formatUsd } from '../lib/format';
 import { OutputsList } from './output-view';
 import { applyEvent, initialRunState, type RunState } from './run-state';
-import { splitRef } from './runs-page';
+import { draftRunName, splitRef } from './runs-page';
 import { CostBar } from './step-list';
 import type { StepView, StepViews } from './step-views';
 import { Loading } from '../ui/load-states';
@@ -97,6 +97,7 @@ export function RunDetailPage() {
   }
   const { run, steps } = view!;
   const ref = splitRef(run.workflowRef);
+  const draft = draftRunName(run);
   const labels = Object.fromEntries((run.workflow?.nodes ?? []).map((n) => [n.id, n.label?.trim() || n.id]));
   const uses = Object.fromEntries((run.workflow?.nodes ?? []).map((n) => [n.id, n.uses]));
   const going = run.status === 'running' || run.status === 'pending';
@@ -107,14 +108,14 @@ export function RunDetailPage() {
       <nav aria-label="Breadcrumb" className="small"><Link to="/runs">Runs</Link> /</nav>
       <div className="page-header">
         <h1>
-          {ref ? ref.address : 'Inline run'} <span className="muted mono small">{run.id.slice(0, 8)}</span>
+          {ref ? ref.address : (draft ?? 'Inline run')} <span className="muted mono small">{run.id.slice(0, 8)}</span>
         </h1>
         <span className={`badge ${run.status}`} aria-live="polite">{run.status}</span>
       </div>
       <div className="run-detail-grid">
         <section className="card stack" aria-label="Summary">
           <dl className="run-facts">
-            <div><dt>Workflow</dt><dd>{ref ? <>{ref.address} <span className="mono">@{ref.version}</span></> : 'inline definition'}</dd></div>
+            <div><dt>Workflow</dt><dd>{ref ? <>{ref.address} <span className="mono">@{ref.version}</span></> : draft && run.workflowId ? <Link to={`/workflows/${run.workflowId}`}>{draft}</Link> : 'inline definition'}</dd></div>
             <div><dt>Cost / cap</dt><dd className="mono">{formatUsd(run.costUsd)} / {formatUsd(run.maxCostUsd)}</dd></div>
             <div><dt>Created</dt><dd><time dateTime={run.createdAt} title={run.createdAt}>{formatTime(run.createdAt)}</time></dd></div>
             <div><dt>Finished</dt><dd>{run.finishedAt ? <time dateTime={run.finishedAt} title={run.finishedAt}>{formatTime(run.finishedAt)}</time> : <span className="muted">not yet</span>}</dd></div>

@@ -1,7 +1,7 @@
 import { act, fireEvent, render, screen, waitFor } from '@testing-library/react';
 import { MemoryRouter } from 'react-router';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Workflow } from '../../../contract';
+import { ROUTES, type Workflow } from '../../../contract';
 import type * as Sdk from '../../../sdk/src';
 import type * as Api from '../lib/api';
 import type { Run } from '../../../contract';
@@ -106,6 +106,7 @@ describe('RunPanel', () => {
     fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
     fireEvent.change(screen.getByRole('spinbutton', { name: /Spend cap/ }), { target: { value: '0.2' } });
     fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    await waitFor(() => expect(startRun).toHaveBeenCalled());
     expect(startRun.mock.calls[0]![1]).toEqual({ workflow: definition, inputs: { text: { kind: 'text', value: 'hello' } }, maxCostUsd: 0.2 });
 
     await act(async () => {
@@ -179,6 +180,51 @@ describe('RunPanel', () => {
   });
 });
 
+describe('RunPanel of a saved workflow', () => {
+  beforeEach(() => {
+    localStorage.clear();
+    startRun.mockReset();
+    follow.mockReset();
+  });
+
+  function renderForWorkflow(prepare: () => Promise<void>) {
+    render(
+      <MemoryRouter>
+        <RunPanel definition={definition} workflowId="wf-1" prepare={prepare} resumeKey="wf-1" onSteps={vi.fn()} onClose={() => undefined} />
+      </MemoryRouter>,
+    );
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+  }
+
+  it('saves first, then runs the saved draft through editor.workflows.run', async () => {
+    const fake = fakeHandle();
+    follow.mockReturnValue(fake.handle);
+    const order: string[] = [];
+    const prepare = vi.fn(async () => void order.push('saved'));
+    follow.mockImplementation(() => (order.push('run'), fake.handle));
+    renderForWorkflow(prepare);
+    await waitFor(() => expect(follow).toHaveBeenCalled());
+    expect(order).toEqual(['saved', 'run']);
+    expect(follow.mock.calls[0]![0]).toBe(ROUTES['editor.workflows.run']);
+    expect(follow.mock.calls[0]![1]).toEqual({ id: 'wf-1', inputs: { text: { kind: 'text', value: 'hello' } }, maxCostUsd: 0.5 });
+    expect(startRun).not.toHaveBeenCalled();
+    await act(async () => {
+      fake.push({ seq: 1, type: 'run.started', runId: RUN_ID });
+      fake.push({ seq: 2, type: 'run.completed', outputs: { out: { kind: 'text', value: 'spoken' } } });
+    });
+    await waitFor(() => expect(screen.getByText('spoken')).toBeTruthy());
+  });
+
+  it('does not run when the save fails, and says why', async () => {
+    renderForWorkflow(() => Promise.reject(new Error('The draft could not be saved, so it was not run.')));
+    await waitFor(() => expect(screen.getByText('The draft could not be saved, so it was not run.')).toBeTruthy());
+    expect(follow).not.toHaveBeenCalled();
+    expect(startRun).not.toHaveBeenCalled();
+    expect((screen.getByRole('button', { name: 'Run' }) as HTMLButtonElement).disabled).toBe(false);
+  });
+});
+
 describe('RunPanel after a reload', () => {
   const record = (over: Partial<Run>): Run => ({
     id: RUN_ID,
@@ -192,6 +238,8 @@ describe('RunPanel after a reload', () => {
     startedAt: '2026-11-25T01:00:00.000Z',
     finishedAt: null,
     workflowRef: null,
+    workflowId: null,
+    workflowName: null,
     workflow: definition,
     ...over,
   });

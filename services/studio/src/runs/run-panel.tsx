@@ -14,8 +14,15 @@ import { CostBar, StepList } from './step-list';
 import './runs.css';
 
 export interface RunPanelProps {
-  /** The definition to run (the editor's draft, run inline). */
+  /** The definition to run: the editor's draft (its form and steps are drawn from it). */
   definition: Workflow;
+  /**
+   * The workflow whose saved draft runs (`editor.workflows.run`), recorded under it; without
+   * one, `definition` runs inline.
+   */
+  workflowId?: string;
+  /** Called before a run starts (the editor saves the canvas, so the server's draft is the one shown); a throw refuses the run. */
+  prepare?: () => Promise<void>;
   /** Key under which an unfinished run is remembered, so a reload resumes it (the workflow id). */
   resumeKey: string;
   /** Every change of the steps' states, for the canvas to light nodes up. */
@@ -61,7 +68,7 @@ function refusalOf(err: unknown, fields: readonly FormField[]): Refusal {
 }
 
 /** The editor's run panel: the workflow's inputs as a form, the cap, the live run, its outputs. */
-export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelProps) {
+export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, onClose }: RunPanelProps) {
   const fields = useMemo(() => deriveFields(definition), [definition]);
   const [values, setValues] = useState<Record<string, FieldValue>>(() => ({ ...initialValues(fields), ...recallValues(resumeKey, fields) }));
   const [capText, setCapText] = useState(String(DEFAULT_CAP_USD.toFixed(2)));
@@ -197,9 +204,23 @@ export function RunPanel({ definition, resumeKey, onSteps, onClose }: RunPanelPr
     const controller = new AbortController();
     abortRef.current = controller;
     setActive(true);
-    const handle = startRun(client, { workflow: definition, inputs: built.inputs, maxCostUsd: effectiveCap }, { signal: controller.signal });
-    handle.runId.then((id) => remember(resumeKey, { runId: id, lastSeq: 0, finished: false, maxCostUsd: effectiveCap })).catch(() => undefined);
-    void follow(handle, effectiveCap);
+    void (async () => {
+      try {
+        await prepare?.();
+      } catch (err) {
+        if (controller.signal.aborted) return;
+        setRefusal({ message: errorText(err), byField: {}, other: [] });
+        setActive(false);
+        return;
+      }
+      if (controller.signal.aborted) return;
+      const options = { signal: controller.signal };
+      const handle = workflowId
+        ? client.follow(ROUTES['editor.workflows.run'], { id: workflowId, inputs: built.inputs, maxCostUsd: effectiveCap }, options)
+        : startRun(client, { workflow: definition, inputs: built.inputs, maxCostUsd: effectiveCap }, options);
+      handle.runId.then((id) => remember(resumeKey, { runId: id, lastSeq: 0, finished: false, maxCostUsd: effectiveCap })).catch(() => undefined);
+      await follow(handle, effectiveCap);
+    })();
   };
 
   const dismiss = () => {

@@ -108,6 +108,8 @@ describe('from a run record', () => {
     startedAt: '2026-11-25T01:00:00.500Z',
     finishedAt: '2026-11-25T01:00:02.000Z',
     workflowRef: null,
+    workflowId: null,
+    workflowName: null,
     workflow: { version: 2, nodes: [] },
   };
 

@@ -34,6 +34,8 @@ function summary(i: number, over: Partial<RunSummary> = {}): RunSummary {
     createdAt: '2026-11-25T01:00:00.000Z',
     finishedAt: '2026-11-25T01:00:01.500Z',
     workflowRef: null,
+    workflowId: null,
+    workflowName: null,
     ...over,
   };
 }
@@ -57,12 +59,16 @@ describe('RunsPage', () => {
   });
 
   it('lists runs with workflow, version, cost / cap and duration, and loads more', async () => {
-    runsList.mockResolvedValueOnce({ runs: [summary(1, { workflowRef: 'acme/voice@1.2.0' }), summary(2, { status: 'failed' })], nextCursor: 'c1' });
+    runsList.mockResolvedValueOnce({
+      runs: [summary(1, { workflowRef: 'acme/voice@1.2.0', workflowId: 'w1', workflowName: 'Voice' }), summary(2, { status: 'failed' }), summary(4, { workflowId: 'w2', workflowName: 'Speak and draw' })],
+      nextCursor: 'c1',
+    });
     runsList.mockResolvedValueOnce({ runs: [summary(3, { status: 'running', finishedAt: null })], nextCursor: null });
     at('/runs');
     const table = await screen.findByRole('table');
     const rows = within(table).getAllByRole('row');
-    expect(rows).toHaveLength(3);
+    expect(rows).toHaveLength(4);
+    expect(within(rows[3]!).getByText('Speak and draw · draft')).toBeTruthy();
     expect(within(rows[1]!).getByText('acme/voice')).toBeTruthy();
     expect(within(rows[1]!).getByText('1.2.0')).toBeTruthy();
     expect(within(rows[1]!).getByText('1.5 s')).toBeTruthy();
@@ -70,10 +76,10 @@ describe('RunsPage', () => {
     expect(within(rows[2]!).getByText('failed').className).toContain('badge failed');
     expect(within(rows[1]!).getByRole('link').getAttribute('href')).toBe('/runs/00000000-0000-4000-8000-000000000001');
     fireEvent.click(screen.getByRole('button', { name: 'Load more' }));
-    await waitFor(() => expect(within(table).getAllByRole('row')).toHaveLength(4));
+    await waitFor(() => expect(within(table).getAllByRole('row')).toHaveLength(5));
     expect(runsList).toHaveBeenLastCalledWith({ limit: 25, cursor: 'c1' });
     expect(screen.queryByRole('button', { name: 'Load more' })).toBeNull();
-    expect(screen.getByText('3 runs, all shown')).toBeTruthy();
+    expect(screen.getByText('4 runs, all shown')).toBeTruthy();
   });
 
   it('filters by status and workflow address (kept in the URL)', async () => {
@@ -100,7 +106,8 @@ describe('helpers', () => {
   it('reads a workflow filter', () => {
     expect(workflowFilter(' acme/voice@1.2.0 ')).toEqual({ ok: true, value: 'acme/voice' });
     expect(workflowFilter('')).toEqual({ ok: true, value: '' });
-    expect(workflowFilter('not a workflow!')).toEqual({ ok: false, message: 'Give a workflow address: org/workflow.' });
+    expect(workflowFilter('not a workflow!')).toEqual({ ok: false, message: 'Give a workflow address (org/workflow) or a workflow id.' });
+    expect(workflowFilter('0B8F7C62-1D1E-4F3A-9C55-2F6F0E4B8A10')).toEqual({ ok: true, value: '0B8F7C62-1D1E-4F3A-9C55-2F6F0E4B8A10' });
     expect(workflowFilter('acme')).toMatchObject({ ok: false });
   });
   it('splits a workflow ref', () => {
@@ -129,6 +136,8 @@ const record: Run = {
   startedAt: '2026-11-25T01:00:00.000Z',
   finishedAt: '2026-11-25T01:00:00.250Z',
   workflowRef: 'acme/voice@2.0.0',
+  workflowId: '00000000-0000-4000-8000-0000000000aa',
+  workflowName: 'Voice',
   workflow: { version: 2, nodes: [{ id: 'speak', uses: 'speech-espeak', label: 'Speak' }, { id: 'wave', uses: 'audio-waveform' }] },
 };
 
@@ -147,6 +156,13 @@ describe('RunDetailPage', () => {
     expect(screen.getAllByText(/the audio is empty/).length).toBeGreaterThan(0);
     expect(screen.getByText('No outputs: the run did not complete.')).toBeTruthy();
     expect(screen.getByTestId('graph').textContent).toBe('speak:completed wave:failed');
+  });
+
+  it('names an editor draft run by its workflow, linking to the editor', async () => {
+    runsGet.mockResolvedValue({ ...record, workflowRef: null, workflowName: 'Speak and draw' });
+    at(`/runs/${record.id}`);
+    await screen.findByRole('heading', { name: /Speak and draw · draft/ });
+    expect(screen.getByRole('link', { name: 'Speak and draw · draft' }).getAttribute('href')).toBe('/workflows/00000000-0000-4000-8000-0000000000aa');
   });
 
   it("shows the service's words for an unknown run", async () => {

@@ -20,11 +20,18 @@ export function runDuration(run: Pick<RunSummary, 'createdAt' | 'finishedAt'>, n
   return Math.max(0, (run.finishedAt ? Date.parse(run.finishedAt) : now) - Date.parse(run.createdAt));
 }
 
-/** A typed workflow filter as the listing takes it: `org/workflow` (a version after `@` is dropped), or why not. */
+/** The name an editor draft run is listed under (`Speak and draw · draft`); null unless the run is one. */
+export function draftRunName(run: Pick<RunSummary, 'workflowRef' | 'workflowName'>): string | null {
+  return run.workflowRef === null && run.workflowName !== null ? `${run.workflowName} · draft` : null;
+}
+
+/** A typed workflow filter as the listing takes it: `org/workflow` (a version after `@` is dropped) or a workflow id, or why not. */
 export function workflowFilter(text: string): { ok: true; value: string } | { ok: false; message: string } {
   const value = text.trim().replace(/@.*$/, '');
   if (value === '') return { ok: true, value: '' };
-  if (!/^[^\s/]+\/[^\s/]+$/.test(value)) return { ok: false, message: 'Give a workflow address: org/workflow.' };
+  if (!/^[^\s/]+\/[^\s/]+$/.test(value) && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value)) {
+    return { ok: false, message: 'Give a workflow address (org/workflow) or a workflow id.' };
+  }
   return { ok: true, value };
 }
 
@@ -183,6 +190,7 @@ export function RunsPage() {
             <tbody>
               {load.runs.map((run) => {
                 const ref = splitRef(run.workflowRef);
+                const draft = draftRunName(run);
                 return (
                   <tr key={run.id}>
                     <td>
@@ -190,7 +198,7 @@ export function RunsPage() {
                     </td>
                     <td>
                       <Link to={`/runs/${run.id}`} className="run-link">
-                        {ref ? ref.address : <span className="inline-ref">inline</span>}
+                        {ref ? ref.address : (draft ?? <span className="inline-ref">inline</span>)}
                         <span className="visually-hidden"> run {run.id.slice(0, 8)}</span>
                       </Link>
                     </td>
