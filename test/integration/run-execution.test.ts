@@ -175,7 +175,8 @@ describe('run execution over real Redis, Postgres and S3', () => {
       expect(run.reservedMicros).toBe(0);
       expect(run.steps.filter((s) => s.status === 'completed').length).toBeLessThanOrEqual(5);
       const charged = await service.prisma.ledgerEntry.aggregate({ where: { runId: run.id }, _sum: { amountMicros: true } });
-      expect(-Number(charged._sum.amountMicros ?? 0n)).toBe(run.spentMicros);
+      // 0 - x, not -x: a run charged nothing would give -0, which toBe tells apart from 0.
+      expect(0 - Number(charged._sum.amountMicros ?? 0n)).toBe(run.spentMicros);
     }
   });
 
