@@ -1,27 +1,9 @@
-import { RunListSchema, RunSchema, validate, type RunEvent } from '../../services/contract';
+import { RunListSchema, RunSchema, type RunEvent } from '../../services/contract';
 import { issueToken } from '../../services/platform/access-token';
 import { seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
+import { adder, expectValid, jsonCall } from '../support/json-api';
 import { readSse } from '../support/sse';
-
-/** A one-node workflow whose output `sum` is a + b. */
-const adder = (a: number, b: number) => ({
-  version: 2,
-  nodes: [
-    { id: 'add', uses: 'math-add', inputs: { a, b } },
-    { id: 'sum', uses: 'output', inputs: { value: '${add.result}' } },
-  ],
-});
-
-interface Answer {
-  status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-function expectValid(schema: Parameters<typeof validate>[0], value: unknown): void {
-  const checked = validate(schema, value);
-  expect(checked.ok ? 'valid' : checked.message).toBe('valid');
-}
 
 describe('POST /editor/workflows/:id/runs: the saved draft run under its workflow', () => {
   let service: TestService;
@@ -34,11 +16,7 @@ describe('POST /editor/workflows/:id/runs: the saved draft run under its workflo
     await service?.close();
   });
 
-  async function call(method: string, path: string, body?: unknown, token = service.account.token): Promise<Answer> {
-    const res = await fetch(`${service.url}${path}`, { method, headers: { ...bearer(token), 'Content-Type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-  }
+  const call = (method: string, path: string, body?: unknown, token = service.account.token) => jsonCall(service.url, method, path, body, token);
 
   async function createWorkflow(name: string, definition?: unknown): Promise<string> {
     const created = await call('POST', '/editor/workflows', { name, ...(definition === undefined ? {} : { definition }) });

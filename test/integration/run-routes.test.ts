@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { RunEventSchema, RunListSchema, RunSchema, validate, type Outputs, type RunEvent, type RunList } from '../../services/contract';
+import { RunEventSchema, RunListSchema, RunSchema, type Outputs, type RunEvent, type RunList } from '../../services/contract';
 import { createRedisConnection, RunEventBus, runEventKeys } from '../../services/queue';
 import { LedgerRepository, RunRepository, StepRepository, type PrismaClient } from '../../services/store';
 import { eventually, stillTrueFor } from '../support/eventually';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { sseMessages, readSse, type SseMessage } from '../support/sse';
 import { startTestService, type TestService } from '../support/service';
+import { expectValid } from '../support/json-api';
 import { stack } from '../support/stack';
 
 type RunState = 'pending' | 'running' | 'completed' | 'failed';
@@ -18,11 +19,6 @@ const outputs: Outputs = {
 const failure = { code: 'step_failed', message: 'gen failed: the provider answered 500' };
 const started = (runId: string): RunEvent => ({ type: 'run.started', runId });
 const progress = (message: string): RunEvent => ({ type: 'step.progress', nodeId: 'gen', message });
-
-function expectValid(schema: Parameters<typeof validate>[0], value: unknown): void {
-  const checked = validate(schema, value);
-  expect(checked.ok ? 'valid' : checked.message).toBe('valid');
-}
 
 describe('run history and replay over HTTP', () => {
   let service: TestService;

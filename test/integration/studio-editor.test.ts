@@ -6,21 +6,12 @@ import {
   SlugCheckSchema,
   WorkflowVersionDetailSchema,
   WorkflowVersionListSchema,
-  validate,
   type RunEvent,
 } from '../../services/contract';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
+import { adder, expectValid, jsonCall, type JsonAnswer } from '../support/json-api';
 import { readSse } from '../support/sse';
-
-/** A one-node workflow whose output `sum` is a + b. */
-const adder = (a: number, b: number) => ({
-  version: 2,
-  nodes: [
-    { id: 'add', uses: 'math-add', inputs: { a, b } },
-    { id: 'sum', uses: 'output', inputs: { value: '${add.result}' } },
-  ],
-});
 
 /** Schema-valid, but the engine refuses it: an unknown node and a reference to a node that is not there. */
 const unfinished = {
@@ -32,16 +23,6 @@ const unfinished = {
 };
 
 const layoutOf = (x: number) => ({ nodes: { add: { x, y: 10 }, sum: { x: x + 200, y: 10.5 } } });
-
-interface Answer {
-  status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-function expectValid(schema: Parameters<typeof validate>[0], value: unknown): void {
-  const checked = validate(schema, value);
-  expect(checked.ok ? 'valid' : checked.message).toBe('valid');
-}
 
 describe('the studio: layouts, draft problems, pending changes, version details, slug checks, runs by workflow', () => {
   let service: TestService;
@@ -58,17 +39,9 @@ describe('the studio: layouts, draft problems, pending changes, version details,
     await service?.close();
   });
 
-  async function call(method: string, path: string, body?: unknown, token: string | null = owner.token): Promise<Answer> {
-    const res = await fetch(`${service.url}${path}`, {
-      method,
-      headers: { ...(token === null ? {} : bearer(token)), 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-  }
+  const call = (method: string, path: string, body?: unknown, token: string | null = owner.token) => jsonCall(service.url, method, path, body, token);
 
-  async function create(body: Record<string, unknown>, token = owner.token): Promise<Answer> {
+  async function create(body: Record<string, unknown>, token = owner.token): Promise<JsonAnswer> {
     const created = await call('POST', '/editor/workflows', body, token);
     expect(created.status).toBe(201);
     expectValid(EditorWorkflowSchema, created.body);

@@ -10,21 +10,8 @@ import { issueToken } from '../../services/platform/access-token';
 import type { PrismaClient } from '../../services/store';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
+import { adder, jsonCall, type JsonAnswer } from '../support/json-api';
 import { readSse } from '../support/sse';
-
-/** A one-node workflow whose output `sum` is a + b. */
-const adder = (a: number, b: number) => ({
-  version: 2,
-  nodes: [
-    { id: 'add', uses: 'math-add', inputs: { a, b } },
-    { id: 'sum', uses: 'output', inputs: { value: '${add.result}' } },
-  ],
-});
-
-interface Answer {
-  status: number;
-  body: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
 
 /** Another user of `orgId` with `role` and a personal token; returns the token. */
 async function addMember(prisma: PrismaClient, orgId: string, role: 'owner' | 'admin' | 'member', scopes = ['read', 'run']): Promise<{ token: string; userId: string }> {
@@ -52,15 +39,7 @@ describe('published workflows: the editor endpoints, workflows.get and runs by w
     await service?.close();
   });
 
-  async function call(method: string, path: string, body?: unknown, token = owner.token): Promise<Answer> {
-    const res = await fetch(`${service.url}${path}`, {
-      method,
-      headers: { ...bearer(token), 'Content-Type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text === '' ? null : JSON.parse(text) };
-  }
+  const call = (method: string, path: string, body?: unknown, token = owner.token) => jsonCall(service.url, method, path, body, token);
 
   /** A new draft of `adder(a, b)`; returns its id. */
   async function draft(name: string, definition: unknown = adder(2, 3), token = owner.token): Promise<string> {
@@ -69,7 +48,7 @@ describe('published workflows: the editor endpoints, workflows.get and runs by w
     return created.body.id as string;
   }
 
-  async function publish(id: string, body: Record<string, unknown>, token = owner.token): Promise<Answer> {
+  async function publish(id: string, body: Record<string, unknown>, token = owner.token): Promise<JsonAnswer> {
     return call('POST', `/editor/workflows/${id}/publish`, body, token);
   }
 

@@ -1,6 +1,6 @@
 import {
   Background, Controls, MiniMap, Panel, ReactFlow, ReactFlowProvider, useReactFlow,
-  type Connection as FlowConnection, type Edge as FlowEdge, type EdgeChange, type FinalConnectionState, type IsValidConnection, type NodeChange as FlowNodeChange,
+  type EdgeChange, type NodeChange as FlowNodeChange,
 } from '@xyflow/react';
 import '@xyflow/react/dist/style.css';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
@@ -16,23 +16,24 @@ import { RunPanel } from '../runs/run-panel';
 import type { StepViews } from '../runs/step-views';
 import { autoLayout } from './auto-layout';
 import { useCatalog } from './catalog';
-import { clearLocalDraft, initialGraph, readLocalDraft, writeLocalDraft } from './drafts';
+import { initialGraph, readLocalDraft } from './drafts';
+import { useDraftSaving } from './draft-saving';
+import { useConnections } from './editor-connections';
+import { useEditorKeys } from './editor-keys';
+import { ImportErrorsDialog, Legend, ProblemsList, SaveIndicator, SelectionSummary } from './editor-panels';
 import './editor.css';
 import { toFlow } from './flow';
 import { Inspector } from './inspector';
-import { exportWorkflow, importWorkflow, type Format } from './io';
+import { downloadText, exportWorkflow, importWorkflow, type Format } from './io';
 import {
-  addNode, CONNECTOR_IDS, connect, connectionProblem, copyNodes, deleteNodes, disconnect, mapProblems, moveNodes, pasteNodes,
-  problemsByNode, renameNode, setInput, setMountVersion, setNodeFields, setOutputType, type Clipboard, type Connection, type Graph, type NewNode, type NodeProblem, type Position,
+  addNode, deleteNodes, disconnect, moveNodes,
+  renameNode, setInput, setMountVersion, setNodeFields, setOutputType, type Graph, type NewNode, type Position,
 } from './model';
-import { nodeTypes, connectorClass } from './node-card';
+import { mapProblems, problemsByNode, type NodeProblem } from './problems';
+import { nodeTypes } from './node-card';
 import { NODE_DRAG_TYPE, Palette } from './palette';
 import { createEditorStore, type EditorState } from './store';
 import type { StoreApi } from 'zustand/vanilla';
-
-type SaveState = { kind: 'saved' } | { kind: 'unsaved' } | { kind: 'saving' } | { kind: 'error'; message: string };
-
-const SAVE_DEBOUNCE_MS = 600;
 
 /** The graph editor of one workflow (`/workflows/:id`). */
 export function EditorPage() {
@@ -70,57 +71,6 @@ export function EditorPage() {
   );
 }
 
-const CLIPBOARD_KEY = 'studio.editor.clipboard';
-
-/** Copied nodes live in localStorage, so they paste into another workflow or tab too. */
-function writeClipboard(clip: Clipboard) {
-  try {
-    localStorage.setItem(CLIPBOARD_KEY, JSON.stringify(clip));
-  } catch {
-    // storage unavailable: nothing to paste later
-  }
-}
-
-function readClipboard(): Clipboard | null {
-  try {
-    const clip = JSON.parse(localStorage.getItem(CLIPBOARD_KEY) ?? 'null') as Clipboard | null;
-    return clip && Array.isArray(clip.nodes) && clip.nodes.length > 0 ? clip : null;
-  } catch {
-    return null;
-  }
-}
-
-/** Whether a key press belongs to the canvas: focus on the page itself or inside the canvas. */
-function onCanvasOrPage(target: EventTarget | null): boolean {
-  return !(target instanceof HTMLElement) || target === document.body || target.closest('.react-flow') !== null;
-}
-
-function isTyping(target: EventTarget | null): boolean {
-  if (!(target instanceof HTMLElement)) return false;
-  return target.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(target.tagName);
-}
-
-function download(name: string, text: string, type: string) {
-  const url = URL.createObjectURL(new Blob([text], { type }));
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = name;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(url), 1000);
-}
-
-function parseHandle(handle: string | null | undefined, side: 'in' | 'out'): string | null {
-  const prefix = `${side}:`;
-  return handle?.startsWith(prefix) ? handle.slice(prefix.length) : null;
-}
-
-function toConnection(c: FlowConnection | { source: string; target: string; sourceHandle?: string | null; targetHandle?: string | null }): Connection | null {
-  const sourcePort = parseHandle(c.sourceHandle, 'out');
-  const targetPort = parseHandle(c.targetHandle, 'in');
-  if (!c.source || !c.target || !sourcePort || !targetPort) return null;
-  return { source: c.source, sourcePort, target: c.target, targetPort };
-}
-
 function Editor({ initial }: { initial: EditorWorkflow }) {
   const navigate = useNavigate();
   const flow = useReactFlow();
@@ -131,7 +81,6 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   const store = storeRef.current;
   const graph = useStore(store, (s) => s.graph);
   const selected = useStore(store, (s) => s.selected);
-  const revision = useStore(store, (s) => s.revision);
   const canUndo = useStore(store, (s) => s.past.length > 0);
   const canRedo = useStore(store, (s) => s.future.length > 0);
   const { catalog, specs, loading: catalogLoading, error: catalogError } = useCatalog(graph.definition);
@@ -140,7 +89,6 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   const [serverProblems, setServerProblems] = useState<NodeProblem[] | null>(() =>
     Array.isArray(initial.problems) ? mapProblems(initial.draft ?? { version: 2, nodes: [] }, initial.problems) : null,
   );
-  const [save, setSave] = useState<SaveState>(start.unsaved ? { kind: 'unsaved' } : { kind: 'saved' });
   const [toast, setToast] = useState<{ text: string; tone: 'error' | 'info' } | null>(null);
   // A run still going when the page was left (a reload, a crash) is followed again at once.
   const [panel, setPanel] = useState<'run' | null>(() => (hasUnfinishedRun(initial.id) ? 'run' : null));
@@ -168,76 +116,16 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   }, []);
 
   // --- Saving: localStorage at once, the server after a pause; the answer's problems are shown.
-  const savedRevision = useRef(start.unsaved ? -1 : 0);
-  const inFlight = useRef(false);
-  const doSave = useCallback(async () => {
-    if (inFlight.current) return;
-    const { graph: g, revision: rev } = store.getState();
-    if (rev === savedRevision.current) return;
-    inFlight.current = true;
-    setSave({ kind: 'saving' });
-    try {
-      const answer = await client.routes['editor.workflows.update']({ id: initial.id, definition: g.definition, layout: g.layout });
-      savedRevision.current = rev;
+  const { save, doSave, saveNow } = useDraftSaving({
+    store,
+    workflowId: initial.id,
+    startUnsaved: start.unsaved,
+    onSaved: (answer, saved) => {
       setWorkflow(answer);
-      setServerProblems(Array.isArray(answer.problems) ? mapProblems(g.definition, answer.problems) : null);
-      if (store.getState().revision === rev) {
-        clearLocalDraft(initial.id);
-        setSave({ kind: 'saved' });
-      } else {
-        setSave({ kind: 'unsaved' });
-      }
-    } catch (err) {
-      // A server that refuses invalid drafts names what is wrong: show it on the nodes.
-      const issues = (err as { issues?: unknown }).issues;
-      const refused = Array.isArray(issues)
-        ? (issues as { path?: unknown; message?: unknown }[])
-            .filter((i) => typeof i.path === 'string' && i.path.startsWith('definition.') && typeof i.message === 'string')
-            .map((i) => ({ path: (i.path as string).slice('definition.'.length), message: i.message as string }))
-        : [];
-      if (refused.length > 0) setServerProblems(mapProblems(g.definition, refused));
-      setSave({ kind: 'error', message: errorText(err) });
-    } finally {
-      inFlight.current = false;
-    }
-    // A change made while the request was out gets its own save.
-    if (store.getState().revision !== savedRevision.current && store.getState().revision !== rev) {
-      setTimeout(() => void doSave(), SAVE_DEBOUNCE_MS);
-    }
-  }, [store, initial.id]);
-
-  /** Saves the canvas now (after a save in flight): a run starts from the server's draft, so it must be the canvas's. */
-  const saveNow = useCallback(async () => {
-    for (let tries = 0; tries < 3; tries++) {
-      while (inFlight.current) await new Promise((resolve) => setTimeout(resolve, 50));
-      if (store.getState().revision === savedRevision.current) return;
-      await doSave();
-    }
-    if (store.getState().revision !== savedRevision.current) throw new Error('The draft could not be saved, so it was not run; retry the save, then run again.');
-  }, [store, doSave]);
-
-  useEffect(() => {
-    if (revision === savedRevision.current) return;
-    writeLocalDraft(initial.id, store.getState().graph);
-    setSave((s) => (s.kind === 'saving' ? s : { kind: 'unsaved' }));
-    const t = setTimeout(() => void doSave(), SAVE_DEBOUNCE_MS);
-    return () => clearTimeout(t);
-  }, [revision, doSave, initial.id, store]);
-
-  // A local copy newer than the server's: save it now.
-  useEffect(() => {
-    if (start.unsaved) void doSave();
-  }, [start.unsaved, doSave]);
-
-  useEffect(() => {
-    if (save.kind === 'saved') return;
-    const warn = (e: BeforeUnloadEvent) => {
-      e.preventDefault();
-      e.returnValue = '';
-    };
-    window.addEventListener('beforeunload', warn);
-    return () => window.removeEventListener('beforeunload', warn);
-  }, [save.kind]);
+      setServerProblems(Array.isArray(answer.problems) ? mapProblems(saved, answer.problems) : null);
+    },
+    onRefused: (refused, definition) => setServerProblems(mapProblems(definition, refused)),
+  });
 
   // --- Operations
   const apply = useCallback((change: (g: Graph) => Graph, coalesce?: string) => store.getState().apply(change, coalesce), [store]);
@@ -277,62 +165,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     }
   }, []);
 
-  const isValidConnection = useCallback<IsValidConnection>((c) => {
-    const conn = toConnection(c);
-    return conn !== null && connectionProblem(store.getState().graph, catalog, conn) === null;
-  }, [catalog, store]);
-
-  const onConnect = useCallback((c: FlowConnection) => {
-    const conn = toConnection(c);
-    if (!conn) return;
-    const problem = connectionProblem(store.getState().graph, catalog, conn);
-    if (problem) {
-      showToast(problem);
-      return;
-    }
-    apply((g) => connect(g, conn));
-  }, [apply, catalog, showToast, store]);
-
-  // Dragging an edge's end: onto another input moves the connection, into empty space removes it.
-  const reconnected = useRef(true);
-  const onReconnectStart = useCallback(() => {
-    reconnected.current = false;
-  }, []);
-  const onReconnect = useCallback((old: FlowEdge, c: FlowConnection) => {
-    reconnected.current = true;
-    const conn = toConnection(c);
-    const oldPort = parseHandle(old.targetHandle, 'in');
-    if (!conn || !oldPort) return;
-    const without = disconnect(store.getState().graph, old.target, oldPort);
-    const problem = connectionProblem(without, catalog, conn);
-    if (problem) {
-      showToast(problem);
-      return;
-    }
-    apply((g) => connect(disconnect(g, old.target, oldPort), conn));
-  }, [apply, catalog, showToast, store]);
-  const onReconnectEnd = useCallback((_: MouseEvent | TouchEvent, old: FlowEdge) => {
-    if (!reconnected.current) {
-      const oldPort = parseHandle(old.targetHandle, 'in');
-      if (oldPort) apply((g) => disconnect(g, old.target, oldPort));
-    }
-    reconnected.current = true;
-  }, [apply]);
-
-  const onConnectEnd = useCallback((_: MouseEvent | TouchEvent, state: FinalConnectionState) => {
-    if (state.isValid || !state.fromHandle || !state.toHandle) return;
-    const from = state.fromHandle;
-    const to = state.toHandle;
-    const source = from.type === 'source' ? from : to;
-    const target = from.type === 'source' ? to : from;
-    if (source.type !== 'source' || target.type !== 'target') {
-      showToast(`Connect an output (right side) to an input (left side).`);
-      return;
-    }
-    const conn = toConnection({ source: source.nodeId, sourceHandle: source.id, target: target.nodeId, targetHandle: target.id });
-    const problem = conn ? connectionProblem(store.getState().graph, catalog, conn) : null;
-    if (problem) showToast(problem);
-  }, [catalog, showToast, store]);
+  const { isValidConnection, onConnect, onReconnectStart, onReconnect, onReconnectEnd, onConnectEnd } = useConnections({ store, catalog, apply, showToast });
 
   const deleteSelection = useCallback(() => {
     const nodes = store.getState().selected;
@@ -353,49 +186,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
     setTimeout(() => void flow.fitView({ padding: 0.2, duration: 250 }), 50);
   }, [apply, catalog, flow]);
 
-  // Keyboard: undo/redo, copy/paste, delete (not while typing in a field).
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (isTyping(e.target)) return;
-      const mod = e.ctrlKey || e.metaKey;
-      const k = e.key.toLowerCase();
-      if (mod && k === 'z' && !e.shiftKey) {
-        e.preventDefault();
-        store.getState().undo();
-      } else if (mod && ((k === 'z' && e.shiftKey) || k === 'y')) {
-        e.preventDefault();
-        store.getState().redo();
-      } else if (mod && k === 'c') {
-        const clip = copyNodes(store.getState().graph, store.getState().selected);
-        if (clip) {
-          writeClipboard(clip);
-          showToast(`Copied ${clip.nodes.length} node${clip.nodes.length === 1 ? '' : 's'}.`, 'info');
-        }
-      } else if (mod && k === 'v') {
-        const clip = readClipboard();
-        if (!clip) return;
-        e.preventDefault();
-        let ids: string[] = [];
-        apply((g) => {
-          const r = pasteNodes(g, clip);
-          ids = r.ids;
-          return r.graph;
-        });
-        select(ids);
-      } else if (mod && k === 'a') {
-        e.preventDefault();
-        select(store.getState().graph.definition.nodes.map((n) => n.id));
-      } else if ((e.key === 'Delete' || e.key === 'Backspace') && onCanvasOrPage(e.target)) {
-        e.preventDefault();
-        deleteSelection();
-      } else if (e.key === 'Escape') {
-        select([]);
-        setSelectedEdges([]);
-      }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [apply, deleteSelection, select, showToast, store]);
+  useEditorKeys({ store, apply, select, deleteSelection, showToast, clearEdgeSelection: () => setSelectedEdges([]) });
 
   // --- Problems: the engine's own check runs here as you edit (same rules and words as the
   // server's); once a save is confirmed, the server's answer is the authority.
@@ -513,7 +304,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
   }, [apply, catalog, flow, select, showToast]);
   const onExport = useCallback((format: Format) => {
     const base = (workflow.address?.split('/')[1] ?? workflow.name).replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-|-$/g, '') || 'workflow';
-    download(`${base}.${format === 'json' ? 'json' : 'yaml'}`, exportWorkflow(store.getState().graph.definition, format), format === 'json' ? 'application/json' : 'application/yaml');
+    downloadText(`${base}.${format === 'json' ? 'json' : 'yaml'}`, exportWorkflow(store.getState().graph.definition, format), format === 'json' ? 'application/json' : 'application/yaml');
   }, [store, workflow]);
 
   const upload = useCallback(
@@ -685,15 +476,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
                   upload={upload}
                 />
               ) : (
-                <div className="inspector inspector-empty">
-                  <h2>{selected.length > 1 ? `${selected.length} nodes selected` : 'Nothing selected'}</h2>
-                  <p className="muted small">
-                    {selected.length > 1
-                      ? 'Copy with Ctrl+C, paste with Ctrl+V, delete with Delete.'
-                      : 'Select a node to edit its inputs. Shift-click or Shift-drag selects several.'}
-                  </p>
-                  {selected.length > 1 && <button type="button" className="button danger small" onClick={deleteSelection}>Delete {selected.length} nodes</button>}
-                </div>
+                <SelectionSummary count={selected.length} onDelete={deleteSelection} />
               )}
               <ProblemsList problems={liveProblems} onSelect={focusNode} />
             </>
@@ -704,72 +487,7 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
       {dialog === 'history' && (
         <HistoryPanel workflow={workflow} onChanged={(w) => setWorkflow(w)} onDeleted={() => navigate('/')} onClose={() => setDialog(null)} />
       )}
-      {dialog === 'import' && importErrors && (
-        <div className="dialog-backdrop" onClick={() => setDialog(null)}>
-          <div className="dialog" role="dialog" aria-modal="true" aria-labelledby="import-title" onClick={(e) => e.stopPropagation()} onKeyDown={(e) => e.key === 'Escape' && setDialog(null)}>
-            <h2 id="import-title">This file is not a workflow</h2>
-            <p className="muted">Nothing was changed. What is wrong:</p>
-            <ul className="import-errors">{importErrors.map((m, i) => <li key={i}>{m}</li>)}</ul>
-            <div className="actions">
-              <button type="button" className="button primary" autoFocus onClick={() => setDialog(null)}>Close</button>
-            </div>
-          </div>
-        </div>
-      )}
+      {dialog === 'import' && importErrors && <ImportErrorsDialog errors={importErrors} onClose={() => setDialog(null)} />}
     </div>
-  );
-}
-
-function SaveIndicator({ save, onRetry }: { save: SaveState; onRetry(): void }) {
-  if (save.kind === 'error') {
-    return (
-      <button type="button" className="save-state error" onClick={onRetry} title="Save again" data-testid="save-state">
-        Not saved · Retry
-      </button>
-    );
-  }
-  const text = save.kind === 'saved' ? 'Saved' : save.kind === 'saving' ? 'Saving…' : 'Unsaved changes';
-  return <span className={`save-state ${save.kind}`} role="status" data-testid="save-state">{text}</span>;
-}
-
-function ProblemsList({ problems, onSelect }: { problems: readonly NodeProblem[]; onSelect(id: string): void }) {
-  return (
-    <section className="problems-panel" aria-labelledby="problems-title">
-      <h2 id="problems-title">
-        Problems <span className={`badge ${problems.length > 0 ? 'failed' : 'completed'}`}>{problems.length}</span>
-      </h2>
-      {problems.length === 0 ? (
-        <p className="muted small">None: the draft can be published.</p>
-      ) : (
-        <ul>
-          {problems.map((p, i) => (
-            <li key={i}>
-              {p.nodeId ? (
-                <button type="button" className="problem-item" onClick={() => onSelect(p.nodeId!)}>
-                  <span className="mono">{p.nodeId}{p.field ? `.${p.field}` : ''}</span>
-                  <span>{p.message}</span>
-                </button>
-              ) : (
-                <div className="problem-item"><span>{p.message}</span></div>
-              )}
-            </li>
-          ))}
-        </ul>
-      )}
-    </section>
-  );
-}
-
-function Legend() {
-  return (
-    <details className="legend">
-      <summary>Port types</summary>
-      <ul>
-        {CONNECTOR_IDS.map((c) => <li key={c} className={connectorClass(c)}><span className="swatch" />{c}</li>)}
-        <li className={connectorClass('CUSTOM:x')}><span className="swatch" />CUSTOM</li>
-        <li className="c-any"><span className="swatch hollow" />optional: dimmer name</li>
-        <li className="c-any"><span className="swatch ring" />list: [ ] and double ring</li>
-      </ul>
-    </details>
   );
 }

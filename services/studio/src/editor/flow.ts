@@ -1,7 +1,8 @@
-import type { Edge as FlowEdge } from '@xyflow/react';
+import type { Connection as FlowConnection, Edge as FlowEdge } from '@xyflow/react';
 import type { StepViews } from '../runs/step-views';
 import { connectorClass, type CardNode } from './node-card';
-import { edgesOf, outputPortsWithReferences, portsOf, type Catalog, type Graph, type NodeChange, type NodeProblem } from './model';
+import { edgesOf, outputPortsWithReferences, portsOf, type Catalog, type Connection, type Graph, type NodeChange } from './model';
+import type { NodeProblem } from './problems';
 
 export interface Decorations {
   steps?: StepViews;
@@ -52,4 +53,17 @@ export function toFlow(graph: Graph, catalog: Catalog, deco: Decorations): { nod
     };
   });
   return { nodes, edges: flowEdges };
+}
+
+/** The port a handle id names (`in:text`, `out:audio`), on the given side. */
+export function parseHandle(handle: string | null | undefined, side: 'in' | 'out'): string | null {
+  const prefix = `${side}:`;
+  return handle?.startsWith(prefix) ? handle.slice(prefix.length) : null;
+}
+
+export function toConnection(c: FlowConnection | { source: string; target: string; sourceHandle?: string | null; targetHandle?: string | null }): Connection | null {
+  const sourcePort = parseHandle(c.sourceHandle, 'out');
+  const targetPort = parseHandle(c.targetHandle, 'in');
+  if (!c.source || !c.target || !sourcePort || !targetPort) return null;
+  return { source: c.source, sourcePort, target: c.target, targetPort };
 }

@@ -2,8 +2,9 @@ import { useEffect, useId, useState } from 'react';
 import type { BuiltinConnectorId, GraphNode } from '../../../contract';
 import { parseReference } from '../../../engine/references';
 import {
-  CONNECTOR_IDS, connectionProblem, literalConnector, literalKey, outputPortsWithReferences, portsOf, renameProblem, type Catalog, type Graph, type NodeProblem,
+  CONNECTOR_IDS, connectionProblem, literalConnector, literalKey, outputPortsWithReferences, portsOf, renameProblem, type Catalog, type Graph,
 } from './model';
+import type { NodeProblem } from './problems';
 import { ValueField } from './fields';
 
 export interface InspectorProps {

@@ -63,3 +63,13 @@ export function workflowShapeErrors(value: unknown): string[] {
   });
   return errors;
 }
+
+/** Hands the text to the browser as a file download. */
+export function downloadText(name: string, text: string, type: string) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}

@@ -2,10 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { NodeSpec, Workflow } from '../../../contract';
 import { autoLayout } from './auto-layout';
 import { exportWorkflow, importWorkflow } from './io';
+import { copyNodes, pasteNodes } from './clipboard';
 import {
-  addNode, connect, connectionProblem, copyNodes, deleteNodes, disconnect, edgesOf, mapProblems, mountedInterface,
-  pasteNodes, portsOf, renameNode, renameProblem, setInput, setMountVersion, setOutputType, type Catalog, type Graph,
+  addNode, connect, connectionProblem, deleteNodes, disconnect, edgesOf, mountedInterface,
+  portsOf, renameNode, renameProblem, setInput, setMountVersion, setOutputType, type Catalog, type Graph,
 } from './model';
+import { mapProblems } from './problems';
 import { createEditorStore } from './store';
 
 const port = (name: string, id: string, extra: Partial<{ isOptional: boolean; isArray: boolean }> = {}) => ({

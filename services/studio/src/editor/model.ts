@@ -369,9 +369,10 @@ export function renameNode(graph: Graph, from: string, to: string): Graph {
   return { definition: { ...graph.definition, nodes }, layout: { nodes: layoutNodes } };
 }
 
-type RefMap = (ref: { nodeId: string; port: string }) => { nodeId: string; port: string } | null;
+export type RefMap = (ref: { nodeId: string; port: string }) => { nodeId: string; port: string } | null;
 
-function rewriteReferences(node: GraphNode, map: RefMap): GraphNode {
+/** The node with each reference mapped to another (`null` drops that input). */
+export function rewriteReferences(node: GraphNode, map: RefMap): GraphNode {
   if (!node.inputs) return node;
   let changed = false;
   const inputs: Record<string, unknown> = {};
@@ -417,56 +418,6 @@ export function moveNodes(graph: Graph, positions: Record<string, Position>): Gr
 }
 
 // ---------------------------------------------------------------------------------------------
-// Copy and paste
-
-export interface Clipboard {
-  nodes: GraphNode[];
-  positions: Record<string, Position>;
-}
-
-export function copyNodes(graph: Graph, ids: Iterable<string>): Clipboard | null {
-  const wanted = new Set(ids);
-  const nodes = graph.definition.nodes.filter((n) => wanted.has(n.id));
-  if (nodes.length === 0) return null;
-  const positions: Record<string, Position> = {};
-  for (const n of nodes) if (graph.layout.nodes[n.id]) positions[n.id] = graph.layout.nodes[n.id]!;
-  return { nodes: structuredClone(nodes), positions };
-}
-
-/**
- * Pastes copies with fresh ids: references between pasted nodes follow the copies, references to
- * nodes outside the copy stay when that node still exists, others are dropped.
- */
-export function pasteNodes(graph: Graph, clip: Clipboard, offset: Position = { x: 40, y: 40 }): { graph: Graph; ids: string[] } {
-  const taken = new Set(graph.definition.nodes.map((n) => n.id));
-  const renames = new Map<string, string>();
-  for (const node of clip.nodes) {
-    const id = freshId(node.id.replace(/_\d+$/, '') || idBase(node.uses), taken);
-    taken.add(id);
-    renames.set(node.id, id);
-  }
-  const existing = new Set(graph.definition.nodes.map((n) => n.id));
-  const pasted = clip.nodes.map((node) =>
-    rewriteReferences({ ...structuredClone(node), id: renames.get(node.id)! }, (ref) => {
-      const inside = renames.get(ref.nodeId);
-      if (inside) return { nodeId: inside, port: ref.port };
-      return existing.has(ref.nodeId) ? ref : null;
-    }),
-  );
-  const layoutNodes = { ...graph.layout.nodes };
-  let i = 0;
-  for (const node of clip.nodes) {
-    const at = clip.positions[node.id] ?? { x: 0, y: i * 120 };
-    layoutNodes[renames.get(node.id)!] = { x: at.x + offset.x, y: at.y + offset.y };
-    i++;
-  }
-  return {
-    ids: [...renames.values()],
-    graph: { definition: { ...graph.definition, nodes: [...graph.definition.nodes, ...pasted] }, layout: { nodes: layoutNodes } },
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
 // Literals
 
 /** The problem with a literal for a connector, in the engine's words; null when fine. */
@@ -478,38 +429,6 @@ export function literalProblem(connector: Connector, value: unknown): string | n
     // The engine checks artifacts with a compiled schema, which a strict CSP may not allow.
     return null;
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Problems from the server
-
-export interface NodeProblem {
-  nodeId: string | null;
-  /** The field inside the node: an input name, `outputType`, `uses`, `id`, or null for the node as a whole. */
-  field: string | null;
-  path: string;
-  message: string;
-}
-
-/**
- * Maps the server's problems (`nodes[2].inputs.width`) onto node ids of the definition that was
- * saved (indexes refer to it, not to later edits).
- */
-export function mapProblems(definition: Workflow, problems: readonly { path: string; message: string }[]): NodeProblem[] {
-  return problems.map((p) => {
-    const m = /^nodes\[(\d+)\](?:\.(.*))?$/.exec(p.path);
-    if (!m) return { nodeId: null, field: null, path: p.path, message: p.message };
-    const node = definition.nodes[Number(m[1])];
-    const rest = m[2] ?? '';
-    const field = rest.startsWith('inputs.') ? rest.slice('inputs.'.length).split(/[.[]/)[0]! : rest === '' ? null : rest.split(/[.[]/)[0]!;
-    return { nodeId: node?.id ?? null, field, path: p.path, message: p.message };
-  });
-}
-
-export function problemsByNode(problems: readonly NodeProblem[]): Map<string, NodeProblem[]> {
-  const map = new Map<string, NodeProblem[]>();
-  for (const p of problems) if (p.nodeId) map.set(p.nodeId, [...(map.get(p.nodeId) ?? []), p]);
-  return map;
 }
 
 // ---------------------------------------------------------------------------------------------

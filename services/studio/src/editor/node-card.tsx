@@ -3,7 +3,8 @@ import { memo } from 'react';
 import type { GraphNode } from '../../../contract';
 import { parseReference } from '../../../engine/references';
 import { formatMs, formatUsd } from '../lib/format';
-import { showConnector, type NodeChange, type NodePorts, type NodeProblem, type PortInfo } from './model';
+import { showConnector, type NodeChange, type NodePorts, type PortInfo } from './model';
+import type { NodeProblem } from './problems';
 import type { StepView } from '../runs/step-views';
 
 /** What one canvas node draws: the definition's node, its ports, and how to colour it. */

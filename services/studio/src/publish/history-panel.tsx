@@ -192,27 +192,9 @@ export function HistoryPanel({ workflow, onChanged, onDeleted, onClose }: Histor
         {list.length >= 2 && (
           <div className="row history-diff-pick">
             <span className="history-diff-label">Compare</span>
-            <label>
-              <span className="visually-hidden">From version</span>
-              <select value={diffA} onChange={(e) => setDiffA(e.target.value)}>
-                {list.map((v) => (
-                  <option key={v.version} value={v.version}>
-                    {v.version}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <VersionPick label="From version" versions={list} value={diffA} onChange={setDiffA} />
             <span aria-hidden>→</span>
-            <label>
-              <span className="visually-hidden">To version</span>
-              <select value={diffB} onChange={(e) => setDiffB(e.target.value)}>
-                {list.map((v) => (
-                  <option key={v.version} value={v.version}>
-                    {v.version}
-                  </option>
-                ))}
-              </select>
-            </label>
+            <VersionPick label="To version" versions={list} value={diffB} onChange={setDiffB} />
             <button type="button" className="button small" onClick={showDiff} disabled={diffA === diffB}>
               Show changes
             </button>
@@ -488,5 +470,21 @@ function DeleteDialog({ workflow, onClose, onDeleted }: { workflow: EditorWorkfl
         <DialogActions problem={problem} busy={busy} onCancel={onClose} label="Delete forever" busyLabel="Deleting…" tone="danger" disabled={!matches} />
       </form>
     </Modal>
+  );
+}
+
+/** One side of a comparison: a select of the published versions. */
+function VersionPick({ label, versions, value, onChange }: { label: string; versions: readonly { version: string }[]; value: string; onChange(version: string): void }) {
+  return (
+    <label>
+      <span className="visually-hidden">{label}</span>
+      <select value={value} onChange={(e) => onChange(e.target.value)}>
+        {versions.map((v) => (
+          <option key={v.version} value={v.version}>
+            {v.version}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
