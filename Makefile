@@ -11,7 +11,7 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run admin test lint typecheck migrate bench install system-deps stop clean-data studio
+.PHONY: help run admin test test-faults lint typecheck migrate bench install system-deps stop clean-data studio
 
 # make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
 # alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
@@ -20,6 +20,7 @@ RUN_SENTINEL := $(DATA_DIR)/make-run.pid
 help:
 	@echo "make run        start Redis + Postgres under .data/, migrate, create a dev org/user/token, serve API + worker"
 	@echo "make test       unit + integration tests against throwaway Redis, Postgres and S3 servers"
+	@echo "make test-faults  the fault suite (test/faults) at its full counts, then its table of figures"
 	@echo "make lint       eslint + import-direction and cycle checks"
 	@echo "make typecheck  tsc --noEmit (strict)"
 	@echo "make migrate    apply pending migrations to DATABASE_URL"
@@ -70,11 +71,22 @@ stop:
 test: install studio
 	bash deploy/local/install-deps.sh redis postgres s3 media browser
 	@mkdir -p .test-artifacts
-	@rm -f .test-artifacts/jest-results.json .test-artifacts/vitest-results.json
+	@rm -f .test-artifacts/jest-results.json .test-artifacts/vitest-results.json .test-artifacts/fault-figures.jsonl
 	$(NODE_BIN)/jest --json --outputFile=.test-artifacts/jest-results.json; status=$$?; \
 	  (cd services/studio && ../../$(NODE_BIN)/vitest run --reporter=default --reporter=json --outputFile=../../.test-artifacts/vitest-results.json); vstatus=$$?; \
+	  node deploy/local/fault-table.cjs .test-artifacts/fault-figures.jsonl || true; \
 	  node deploy/local/test-totals.cjs .test-artifacts/jest-results.json .test-artifacts/vitest-results.json; \
 	  if [ $$status -ne 0 ]; then exit $$status; fi; exit $$vstatus
+
+# The fault suite alone at the issue's full counts (test/faults), then its table; fails when a
+# test fails or a figure misses its goal.
+test-faults: install studio
+	bash deploy/local/install-deps.sh redis postgres s3 media browser nginx
+	@mkdir -p .test-artifacts
+	@rm -f .test-artifacts/fault-figures.jsonl
+	FAULTS_FULL=1 $(NODE_BIN)/jest --selectProjects integration --runInBand test/faults; status=$$?; \
+	  node deploy/local/fault-table.cjs .test-artifacts/fault-figures.jsonl; table=$$?; \
+	  if [ $$status -ne 0 ]; then exit $$status; fi; exit $$table
 
 lint: install
 	$(NODE_BIN)/eslint .
