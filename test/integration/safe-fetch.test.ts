@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import type { RunEvent } from '../../services/contract';
 import { safeFetch, type Resolver, type SafeFetchOptions } from '../../services/nodes';
@@ -7,30 +5,7 @@ import { AddressAllowList } from '../../services/platform/address-policy';
 import { AppError } from '../../services/platform/app-error';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
-
-/** A loopback HTTP server that records every request it receives. */
-interface RecordingServer {
-  port: number;
-  url: string;
-  requests: { method: string; url: string; host: string | undefined }[];
-  close(): Promise<void>;
-}
-
-async function recordingServer(handle: (req: http.IncomingMessage, res: http.ServerResponse) => void = (_req, res) => res.end('canary')): Promise<RecordingServer> {
-  const requests: RecordingServer['requests'] = [];
-  const server = http.createServer((req, res) => {
-    requests.push({ method: req.method ?? '', url: req.url ?? '', host: req.headers.host });
-    handle(req, res);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    port,
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
-  };
-}
+import { recordingServer, type RecordingServer } from '../support/recording-server';
 
 const LIMITS = { maxBytes: 1024 * 1024, timeoutMs: 5000 };
 
