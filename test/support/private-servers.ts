@@ -16,6 +16,12 @@ export interface PrivateServers {
   postgres: PostgresServer;
   /** Stops Redis cleanly (AOF flushed) and starts it again on the same port; resolves once it answers. */
   restartRedis(): Promise<void>;
+  /** SIGKILLs Redis (no shutdown: the AOF keeps what it fsynced, at most a second behind); resolves once it is gone. */
+  killRedis(): Promise<void>;
+  /** Stops Redis cleanly and deletes its data (AOF and snapshot): the next start is empty. */
+  wipeRedis(): Promise<void>;
+  /** Starts Redis again (reloading its AOF, if any); resolves once it answers. */
+  startRedis(): Promise<void>;
   /** Stops Postgres as `pg_ctl stop -m immediate` does (SIGQUIT to the postmaster: no shutdown checkpoint); resolves once it is gone. */
   crashPostgres(): Promise<void>;
   /** Starts Postgres again (crash recovery first after `crashPostgres`). */
@@ -46,6 +52,16 @@ export async function startPrivateServers(): Promise<PrivateServers> {
       await stopRedis(dir, redisPort);
       await startPersistentRedis(dir, redisPort);
     },
+    async killRedis() {
+      const pid = Number(fs.readFileSync(path.join(serverDir.redis(dir), 'redis.pid'), 'utf8').trim());
+      process.kill(pid, 'SIGKILL');
+      await eventually(() => !alive(pid), { timeoutMs: 10_000, intervalMs: 20, what: `Redis (pid ${pid}) to exit` });
+    },
+    async wipeRedis() {
+      await stopRedis(dir, redisPort);
+      for (const name of ['appendonlydir', 'dump.rdb']) fs.rmSync(path.join(serverDir.redis(dir), name), { recursive: true, force: true });
+    },
+    startRedis: () => startPersistentRedis(dir, redisPort),
     async crashPostgres() {
       const pidFile = path.join(serverDir.postgres(dir), 'postmaster.pid');
       const pid = Number(fs.readFileSync(pidFile, 'utf8').split('\n')[0]);
