@@ -1,47 +1,10 @@
-import net from 'node:net';
 import { eventually, stillTrueFor } from '../support/eventually';
 import { bearer, startTestService, type TestService } from '../support/service';
+import { slowClient } from '../support/slow-client';
 import { sseMessages, type SseMessage } from '../support/sse';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;
-
-/** What a raw connection received until the server closed it, and when that was. */
-interface Ended {
-  text: string;
-  ms: number;
-}
-
-/**
- * Opens a raw connection, writes `first`, then `drip` every `everyMs` (never finishing the
- * request) until the server closes the connection, or `giveUpMs` passes.
- */
-function slowClient(url: string, first: string, drip: string, everyMs: number, giveUpMs: number): Promise<Ended> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const socket = net.connect(Number(port), hostname);
-    let text = '';
-    let timer: NodeJS.Timeout | undefined;
-    const giveUp = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`the server kept a slow client for ${giveUpMs} ms; received: ${text}`));
-    }, giveUpMs);
-    socket.on('connect', () => {
-      socket.write(first);
-      timer = setInterval(() => {
-        if (!socket.destroyed && socket.writable) socket.write(drip);
-      }, everyMs);
-    });
-    socket.on('data', (chunk) => (text += chunk.toString('latin1')));
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      clearInterval(timer);
-      clearTimeout(giveUp);
-      resolve({ text, ms: Date.now() - started });
-    });
-  });
-}
 
 describe('slow clients', () => {
   let service: TestService;
