@@ -37,10 +37,11 @@ export function requestInput(op: Operation, req: Request, options: { fromBody?: 
 
   if (!carriesBody(op) || options.fromBody === false) {
     const properties = ((op.input as TSchema & { properties?: Record<string, PropertySchema> }).properties ?? {});
-    const query: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(req.query as Record<string, unknown>)) {
-      query[key] = coerceQueryValue(properties[key], value);
-    }
+    // fromEntries defines every key as the object's own (`query[key] = …` would make
+    // `?__proto__=x` set the prototype, and the unknown parameter would pass unseen).
+    const query: Record<string, unknown> = Object.fromEntries(
+      Object.entries(req.query as Record<string, unknown>).map(([key, value]) => [key, coerceQueryValue(properties[key], value)]),
+    );
     for (const name of op.http.pathParams) {
       if (name in query) {
         throw new AppError({ code: 'validation_failed', message: `"${name}" is given in the path; do not repeat it as a query parameter` });

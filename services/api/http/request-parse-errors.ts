@@ -10,7 +10,7 @@ interface ParseError {
   message?: string;
   /** The body text, on parse failures. */
   body?: unknown;
-  /** zlib's code (`Z_DATA_ERROR`, ...) when inflating a compressed body failed. */
+  /** zlib's code (`Z_DATA_ERROR`, `ERR__ERROR_FORMAT_PADDING_2`, ...) when inflating a compressed body failed. */
   code?: unknown;
 }
 
@@ -84,8 +84,9 @@ export function fromRequestParsing(err: unknown, req: Request): AppError | null 
     default:
       break;
   }
-  // body-parser passes zlib's own error on (status 400, no type) when the body does not inflate.
-  if (e?.status === 400 && typeof e.code === 'string' && e.code.startsWith('Z_')) {
+  // body-parser passes zlib's own error on (status 400, no type) when the body does not inflate:
+  // gzip and deflate name it Z_*, brotli ERR__ERROR_* or ERR_BROTLI_* (once a 500).
+  if (e?.status === 400 && typeof e.code === 'string' && /^(Z_|ERR__ERROR_|ERR_BROTLI_)/.test(e.code)) {
     const encoding = contentEncoding(req);
     return new AppError({
       code: 'bad_request',
