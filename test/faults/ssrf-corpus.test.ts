@@ -5,7 +5,7 @@ import { jsonCall } from '../support/json-api';
 import { recordingServer, type RecordingServer } from '../support/recording-server';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
-import { expectFigure, FULL, scale } from './support/figures';
+import { expectFigure, figure, FULL, scale } from './support/figures';
 import { LOOPBACK_NAMES, redirectTargets, shortSubset, ssrfCorpus, type SsrfCase } from './support/ssrf-corpus';
 
 /**
@@ -14,7 +14,8 @@ import { LOOPBACK_NAMES, redirectTargets, shortSubset, ssrfCorpus, type SsrfCase
  * The URL inputs are the data ports (image, audio, video, file) of every node in the catalog,
  * found by looping over the catalog's specs: a run's input ref wired to the port is fetched by the
  * step (`safeFetch`); an input wired straight to an output is fetched to be re-hosted; and a
- * workflow's published definition has its refs fetched and copied as assets. Webhook URLs do not
+ * workflow's published definition has its refs fetched and copied as assets; a provider's answer
+ * may link its result file anywhere (openai-image's `url`). Webhook URLs do not
  * exist yet; when they do, they belong here. A canary listening on every local address counts
  * every request: it must count none, and every attempt must fail with a clear refusal.
  */
@@ -90,6 +91,7 @@ describe('S3: SSRF corpus on every URL input', () => {
   let outside: RecordingServer;
   let provider: RecordingServer;
   let lookup: jest.SpyInstance;
+  let resultUrls: string[] = [];
 
   beforeAll(async () => {
     // Every local address, both families: whatever local address a URL reaches, it is counted.
@@ -98,10 +100,20 @@ describe('S3: SSRF corpus on every URL input', () => {
     outside = await recordingServer((req, res) => {
       const to = new URL(req.url ?? '/', 'http://outside').searchParams.get('to');
       if (req.url?.startsWith('/hop?')) res.writeHead(302, { location: `/redirect?to=${encodeURIComponent(to ?? '')}` }).end();
-      else if (to !== null) res.writeHead(302, { location: to }).end();
+      // Header values are bytes: unicode hosts go out percent-encoded, which the URL parser undoes.
+      else if (to !== null) res.writeHead(302, { location: to.replace(/[^ -~]/gu, (c) => encodeURIComponent(c)) }).end();
       else res.writeHead(404).end();
     });
-    provider = await recordingServer((_req, res) => res.writeHead(500).end());
+    // The provider fake: an image whose result URL is the corpus case the prompt names; 500 otherwise.
+    provider = await recordingServer((req, res) => {
+      if (req.method !== 'POST' || req.url !== '/v1/images/generations') return void res.writeHead(500).end();
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const url = resultUrls[Number((JSON.parse(body) as { prompt: string }).prompt)];
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ created: 1, data: [{ url }] }));
+      });
+    });
     // Names that resolve to loopback (and to the metadata address) through the service's own
     // resolver, dns.lookup, as a hostile DNS zone would answer; `*.localhost` as RFC 6761 says.
     const real = dns.promises.lookup.bind(dns.promises);
@@ -157,10 +169,11 @@ describe('S3: SSRF corpus on every URL input', () => {
     // The catalog must offer the image nodes at least; the loop finds the others (tools, providers).
     expect(fetching.map((spec) => spec.id)).toEqual(expect.arrayContaining(['image-resize', 'image-composite', 'openai-transcribe']));
     const corpus = ssrfCorpus(canary.port);
-    const redirects = redirectTargets(corpus).map((c) => ({ ...c, url: `${outside.url}/redirect?to=${encodeURIComponent(c.url)}` }));
+    const viaOutside = (cases: SsrfCase[]) => redirectTargets(cases).map((c) => ({ ...c, url: `${outside.url}/redirect?to=${encodeURIComponent(c.url)}` }));
+    const redirects = viaOutside(corpus);
     const chained: SsrfCase = { name: 'two hops to loopback', url: `${outside.url}/hop?to=${encodeURIComponent(`http://127.0.0.1:${canary.port}/`)}` };
     // Short: the whole corpus and its redirects through one node, one of each idea through the others.
-    const everywhere = FULL ? [...corpus, ...redirects, chained] : [...shortSubset(corpus), chained, ...shortSubset(redirects)];
+    const everywhere = FULL ? [...corpus, ...redirects, chained] : [...shortSubset(corpus), chained, ...viaOutside(shortSubset(corpus)).slice(0, 4)];
     const deep = [...corpus, ...redirects, chained];
     const targets = [passThrough, ...fetching.map(targetFor)];
     const work = targets.flatMap((target, i) => (i === 1 || FULL ? deep : everywhere).map((c) => ({ target, c })));
@@ -170,7 +183,8 @@ describe('S3: SSRF corpus on every URL input', () => {
     const report = unclear.slice(0, 20).map((o) => `${o.target} · ${o.case.name} (${o.case.url}): ${o.status} ${o.terminal ?? ''} ${o.code ?? ''} ${o.message ?? ''}`).join('\n');
     expectFigure('S3', 'canary hits', canary.requests.length, { max: 0 });
     expectFigure('S3', 'URL attempts tried', outcomes.length, { min: scale(200, 1000) });
-    expectFigure('S3', 'attempts without a clear refusal (not 400/run.failed validation_failed)', unclear.length, { max: 0 });
+    // Recorded, then failed with the first few named.
+    figure('S3', 'attempts without a clear refusal (not 400/run.failed validation_failed)', unclear.length, { max: 0 });
     expect(report).toBe('');
     expect(provider.requests).toEqual([]);
     // The redirects were followed as far as the outside server, which was asked each time.
@@ -190,5 +204,19 @@ describe('S3: SSRF corpus on every URL input', () => {
     const wrong = answers.filter((a) => !(a.status === 400 && a.code === 'validation_failed'));
     expectFigure('S3', 'canary hits (publishing)', canary.requests.length, { max: 0 });
     expect(wrong.map((a) => `${a.c.name}: ${a.status} ${a.code}`)).toEqual([]);
+  }, 120_000);
+
+  it('refuses result URLs a provider answers with that point at the service\'s network, as the provider\'s failure', async () => {
+    const corpus = ssrfCorpus(canary.port);
+    const cases = FULL ? corpus : shortSubset(corpus);
+    resultUrls = cases.map((c) => c.url);
+    const before = provider.requests.length;
+    const workflow = (i: number) => ({ version: 2, nodes: [{ id: 'draw', uses: 'openai-image', inputs: { prompt: String(i) } }, { id: 'out', uses: 'output', inputs: { value: '${draw.image}' } }] });
+    const outcomes = await inPool(cases.map((c, i) => ({ c, i })), PARALLEL, ({ c, i }) => attempt({ name: 'openai-image result URL', workflow: () => workflow(i), inputs: () => ({}) }, c));
+    // Not the caller's fault: the provider's answer is what is refused (unavailable), and said so.
+    const wrong = outcomes.filter((o) => !(o.terminal === 'run.failed' && o.code === 'unavailable' && /result URL/.test(o.message ?? '')));
+    expectFigure('S3', 'canary hits (provider result URLs)', canary.requests.length, { max: 0 });
+    expect(provider.requests.length - before).toBe(cases.length);
+    expect(wrong.map((o) => `${o.case.name}: ${o.status} ${o.terminal} ${o.code} ${o.message}`)).toEqual([]);
   }, 120_000);
 });

@@ -32,6 +32,7 @@ describe('safeFetch refuses what is not public, and the canary receives nothing'
       if (req.url === '/to-canary') res.writeHead(302, { location: `${canary.url}/stolen` }).end();
       else if (req.url === '/to-metadata') res.writeHead(307, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
       else if (req.url === '/to-file') res.writeHead(301, { location: 'file:///etc/passwd' }).end();
+      else if (req.url === '/to-invalid') res.writeHead(302, { location: `http://[fe80::1%25lo]:${canary.port}/` }).end();
       else if (hops) res.writeHead(302, { location: Number(hops[1]) > 0 ? `/hops/${Number(hops[1]) - 1}` : '/png' }).end();
       else if (req.url === '/png') res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0]));
       else if (req.url === '/text') res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end('hello');
@@ -115,6 +116,9 @@ describe('safeFetch refuses what is not public, and the canary receives nothing'
   it('refuses redirects to the metadata address and to other schemes', async () => {
     expect((await refusal(`${publicServer.url}/to-metadata`, { allow: allowPublic })).message).toContain('redirect 1 (host "169.254.169.254") is 169.254.169.254, a cloud metadata address');
     expect((await refusal(`${publicServer.url}/to-file`, { allow: allowPublic })).message).toContain(`redirect 1 uses "file"`);
+    const invalid = await refusal(`${publicServer.url}/to-invalid`, { allow: allowPublic });
+    expect(invalid.code).toBe('validation_failed');
+    expect(invalid.message).toBe(`the input URL's redirect 1 is not a valid URL`);
   });
 
   it('refuses non-http schemes and credentials', async () => {

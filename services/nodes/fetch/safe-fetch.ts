@@ -72,7 +72,8 @@ export async function safeFetch(url: string, options: SafeFetchOptions): Promise
         if (hop >= maxRedirects) throw refused(current, hop, `redirects more than ${maxRedirects} times`);
         const location = response.headers.location;
         if (!location) throw refused(current, hop, `answered ${status} without a Location`);
-        current = checkUrl(new URL(location, current).href, hop + 1);
+        // A Location that does not parse is refused as such (validation_failed), not taken for an unreachable host.
+        current = checkUrl(URL.canParse(location, current) ? new URL(location, current).href : location, hop + 1);
         continue;
       }
       if (status >= 500) {

@@ -79,16 +79,16 @@ export function ssrfCorpus(port: number): SsrfCase[] {
 }
 
 /**
- * The short run's subset: one of each idea (the first case of every group and every trick), so
- * every form is still tried on every URL input within make test's minute.
+ * The short run's sample: the first case of every idea (group), so each form is still tried on
+ * every URL input within make test's minute; one input gets the whole corpus either way.
  */
 export function shortSubset(corpus: readonly SsrfCase[]): SsrfCase[] {
   const seen = new Set<string>();
   return corpus.filter((c) => {
     const group = c.name.split(' ')[0]!;
-    const keep = !seen.has(group) || ['dns', 'encoded', 'ipv6', 'scheme', 'userinfo', 'trailing'].includes(group);
+    if (seen.has(group)) return false;
     seen.add(group);
-    return keep;
+    return true;
   });
 }
 
