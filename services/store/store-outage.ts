@@ -1,9 +1,9 @@
 /**
  * Whether an error says that Postgres cannot be used right now (down, restarting, unreachable,
  * every connection busy) rather than that the statement was wrong: the HTTP translator answers
- * those `503` with `Retry-After`. Decided by codes only, never by message text: Prisma's
- * connection codes, the driver adapter's error kinds, Postgres SQLSTATEs and socket error codes,
- * anywhere along the `cause` chain.
+ * those `503` with `Retry-After`. Decided by codes, not by message text: Prisma's connection
+ * codes, the driver adapter's error kinds, Postgres SQLSTATEs and socket error codes, anywhere
+ * along the `cause` chain; only node-postgres' codeless connection errors are known by their text.
  */
 
 /** Prisma: can't reach, timed out, server closed the connection, no pool connection in time, no transaction slot in time. */
@@ -18,7 +18,21 @@ const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 /** Socket failures of node-postgres itself (the hot path's plain statements bypass Prisma). */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
+/**
+ * node-postgres gives the errors of a connection lost while connecting or mid-query no code at all
+ * (pg/lib/client.js, pg-pool): the exception to "codes only", matched whole and only on errors
+ * without a code. Seen when Postgres dies behind anything that accepts the TCP connection first (a
+ * pooler, a proxy, a load balancer): the connection opens, then ends before a byte of Postgres.
+ */
+const NODE_POSTGRES_CONNECTION_LOST = new Set([
+  'Connection terminated unexpectedly',
+  'Connection terminated due to connection timeout',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error and is not queryable',
+]);
+
 interface ErrorShape {
+  message?: unknown;
   code?: unknown;
   cause?: unknown;
   meta?: { driverAdapterError?: { cause?: { kind?: unknown; code?: unknown } } };
@@ -26,6 +40,7 @@ interface ErrorShape {
 
 function isOutage(shape: ErrorShape): boolean {
   const code = typeof shape.code === 'string' ? shape.code : undefined;
+  if (code === undefined && typeof shape.message === 'string' && NODE_POSTGRES_CONNECTION_LOST.has(shape.message)) return true;
   if (code && (PRISMA_CODES.has(code) || SQLSTATES.has(code) || SOCKET_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true;
   const adapter = shape.meta?.driverAdapterError?.cause;
   if (!adapter) return false;
