@@ -73,7 +73,7 @@ export async function safeFetch(url: string, options: SafeFetchOptions): Promise
         const location = response.headers.location;
         if (!location) throw refused(current, hop, `answered ${status} without a Location`);
         // A Location that does not parse is refused as such (validation_failed), not taken for an unreachable host.
-        current = checkUrl(URL.canParse(location, current) ? new URL(location, current).href : location, hop + 1);
+        current = checkUrl(URL.canParse(location, current.href) ? new URL(location, current).href : location, hop + 1);
         continue;
       }
       if (status >= 500) {
