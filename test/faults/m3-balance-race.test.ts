@@ -14,8 +14,8 @@ import { startTopology, type Topology } from './support/topology';
  * available = balance − held, and refuses with 402 once available is not positive. So with every
  * run capped at CAP and a balance B = FULL_HOLDS × CAP + CAP / 2, exactly FULL_HOLDS runs hold
  * their whole cap, one more holds the half left, and every other creation gets 402 — provided no
- * run gives its hold back during the storm. The workers are stopped until every creation has
- * been answered, so no run can finish (and release money) before then: the counts are exact.
+ * run gives its hold back during the storm. The workers are frozen (SIGSTOP) until every creation
+ * has been answered, so no run can finish (and release money) before then: the counts are exact.
  */
 
 const SCENARIO = 'M3';
@@ -102,14 +102,15 @@ function sampleBalance(pool: Pool, orgId: string): { stop(): Promise<{ balance: 
 it(`${CREATIONS} concurrent run creations against a balance that covers ${EXPECTED_STARTS}: the rest get 402, the balance never goes below 0`, async () => {
   const pool = new Pool({ connectionString: topo.databaseUrl, max: 2 });
   try {
-    await Promise.all(topo.workers.map((w) => w.stop()));
+    // Frozen, not stopped: a restart on a loaded machine takes longer than the storm itself.
+    for (const w of topo.workers) w.signal('SIGSTOP');
     const sampler = sampleBalance(pool, topo.account.orgId);
     const answers = await Promise.all(Array.from({ length: CREATIONS }, (_, i) => create(i)));
     const { rows: during } = await pool.query<{ runs: string; held: string; balance: string }>(
       `SELECT (SELECT count(*) FROM runs WHERE org_id = $1::uuid) AS runs, held_micros AS held, balance_micros AS balance FROM organizations WHERE id = $1::uuid`,
       [topo.account.orgId],
     );
-    await Promise.all(topo.workers.map((w) => w.start()));
+    for (const w of topo.workers) w.signal('SIGCONT');
     const clients = await Promise.all(answers.flatMap((a) => (a.stream ? [a.stream] : [])));
     const check = await checkInvariants({ databaseUrl: topo.databaseUrl, apiUrl: topo.url, token: topo.account.token, provider: topo.provider, clients, settleMs: 20_000 });
     const samples = await sampler.stop();
