@@ -3,6 +3,10 @@ import type { Redis } from 'ioredis';
 import { stepJobId, type JobPayload } from './job-catalog';
 import { QUEUE_NAMES } from './queue-names';
 
+/** Deliveries of a step job whose executor threw (our infrastructure failing), and the first pause between them (doubled each time). */
+export const STEP_JOB_ATTEMPTS = 8;
+export const STEP_JOB_FIRST_BACKOFF_MS = 500;
+
 export interface StepQueueOptions {
   /** Connection for the queue's commands (may be shared; never a subscriber connection). */
   connection: Redis;
@@ -28,9 +32,11 @@ export class StepQueue {
         // day for inspection; the run itself is recovered by the reaper.
         removeOnFail: { age: 86_400 },
         // Retried with backoff when the executor itself throws (not when the node fails: that is
-        // a step.failed, handled inside the job).
-        attempts: 5,
-        backoff: { type: 'exponential', delay: 500 },
+        // a step.failed, handled inside the job). 8 attempts from 500 ms doubling span about 64 s,
+        // longer than a Postgres crash recovery or a failover; with 5 (7.5 s) a step whose commit
+        // met such an outage waited for the reaper's STEP_STUCK_SECONDS (2 min) instead.
+        attempts: STEP_JOB_ATTEMPTS,
+        backoff: { type: 'exponential', delay: STEP_JOB_FIRST_BACKOFF_MS },
       },
     });
   }
@@ -53,7 +59,7 @@ export class StepQueue {
 
   /**
    * Enqueues steps again for the reaper, skipping those whose job is alive (waiting, active,
-   * delayed): a job that failed (our infrastructure failed it five times) or finished is removed
+   * delayed): a job that failed (our infrastructure failed it every time) or finished is removed
    * first, since its id would otherwise make the new enqueue a no-op. Returns the steps enqueued.
    */
   async requeue(runId: string, nodeIds: readonly string[]): Promise<string[]> {

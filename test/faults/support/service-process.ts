@@ -81,7 +81,7 @@ export function serviceProcess(options: { name: string; role: 'api' | 'worker'; 
           const text = fs.readFileSync(logFile, 'utf8').slice(mark);
           return READY_LINE[role].test(text);
         },
-        { timeoutMs: 60_000, intervalMs: 100, what: `${name} to be ready (log ${logFile})` },
+        { timeoutMs: 120_000, intervalMs: 100, what: `${name} to be ready (log ${logFile})` },
       );
     },
     signal(signal) {
