@@ -79,7 +79,8 @@ describe('M2: the money model against the store', () => {
       // With a failure, fast-check's report: the seed, the shrunk counterexample and its error.
       if (misses.length > 0) throw new Error([...misses, fc.defaultReportMessage(out) ?? ''].join('\n'));
     },
-    FULL ? 3_600_000 : 300_000,
+    // The full count took 40 minutes on a loaded 2-core machine (load average 20), the short one 20 s to 2 min.
+    FULL ? 7_200_000 : 600_000,
   );
 
   it('reports a shrunk counterexample when the model is wrong (reservations allowed above the cap)', async () => {
