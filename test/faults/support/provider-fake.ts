@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { modelPrices, tokenCostMicros, type ModelPrice } from '../../../services/nodes/providers/llm-pricing';
 import { openAiChatNode } from '../../../services/nodes/providers/openai-chat';
 import { tokenPriceTable } from '../../../services/platform/setting-parsers';
+import { seededRandom } from './seeded-random';
 
 /**
  * The fault suite's ground truth for money: an OpenAI-compatible chat server
@@ -92,18 +93,6 @@ export interface ProviderFake {
 
 const DEFAULTS: Behaviour = { delayMs: 0, chunkDelayMs: 0, failRatio: 0, failStatus: 503, hang: false, failNext: 0, completionTokens: 20, chunks: 4 };
 
-/** A small deterministic PRNG (mulberry32), so a seeded fail ratio picks the same calls every time. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function promptText(body: Record<string, unknown>): string {
   const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
   return messages.map((m) => (typeof m.content === 'string' ? m.content : '')).join('\n');
@@ -114,7 +103,7 @@ export async function startProviderFake(options: { seed?: number; pricesText?: s
   const prices: Map<string, ModelPrice> = modelPrices(tokenPriceTable(pricesText));
   const models = [...prices.keys()];
   const estimator = openAiChatNode({ apiKey: 'x', baseUrl: 'http://127.0.0.1/v1', models, prices, timeoutMs: 1000 });
-  const random = seeded(options.seed ?? 16);
+  const random = seededRandom(options.seed ?? 16);
   const behaviour: Behaviour = { ...DEFAULTS };
   const calls: ProviderCall[] = [];
   const hung = new Set<http.ServerResponse>();
