@@ -4,6 +4,7 @@ import { expectFigure, figure, scale } from './support/figures';
 import { FAKE_MODEL } from './support/provider-fake';
 import { followRun, type ClientRecord } from './support/run-client';
 import { startTopology, type Topology } from './support/topology';
+import { sampleUntilStopped } from './support/sampler';
 
 /**
  * M1 (issue 16): many concurrent runs whose priced steps run side by side and in chains, under
@@ -83,28 +84,16 @@ interface Sample {
 
 /** Samples the runs table until stopped: how many runs have spent + reserved above their cap. */
 function sampleRuns(pool: Pool): { stop(): Promise<Sample[]> } {
-  const samples: Sample[] = [];
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const { rows } = await pool.query<{ over: string; worst: string | null; live: string }>(
-        `SELECT count(*) FILTER (WHERE spent_micros + reserved_micros > cap_micros) AS over,
-                max(spent_micros + reserved_micros - cap_micros) AS worst,
-                count(*) FILTER (WHERE status IN ('pending', 'running')) AS live
-         FROM runs`,
-      );
-      const row = rows[0]!;
-      samples.push({ over: Number(row.over), worstMicros: Number(row.worst ?? -Infinity), live: Number(row.live) });
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return samples;
-    },
-  };
+  return sampleUntilStopped(async () => {
+    const { rows } = await pool.query<{ over: string; worst: string | null; live: string }>(
+      `SELECT count(*) FILTER (WHERE spent_micros + reserved_micros > cap_micros) AS over,
+              max(spent_micros + reserved_micros - cap_micros) AS worst,
+              count(*) FILTER (WHERE status IN ('pending', 'running')) AS live
+       FROM runs`,
+    );
+    const row = rows[0]!;
+    return { over: Number(row.over), worstMicros: Number(row.worst ?? -Infinity), live: Number(row.live) };
+  }, 50);
 }
 
 function terminalError(client: ClientRecord): string | undefined {

@@ -6,6 +6,7 @@ import { expectFigure, figure, scale } from './support/figures';
 import { FAKE_MODEL } from './support/provider-fake';
 import type { ClientRecord } from './support/run-client';
 import { startTopology, type Topology } from './support/topology';
+import { sampleUntilStopped } from './support/sampler';
 
 /**
  * M3 (issue 16): a storm of concurrent run creations against an organization whose balance
@@ -81,22 +82,10 @@ function spec402(body: unknown): boolean {
 
 /** Samples the organization's balance and what is held of it until stopped. */
 function sampleBalance(pool: Pool, orgId: string): { stop(): Promise<{ balance: number; available: number }[]> } {
-  const samples: { balance: number; available: number }[] = [];
-  let running = true;
-  const loop = (async () => {
-    while (running) {
-      const { rows } = await pool.query<{ balance: string; held: string }>(`SELECT balance_micros AS balance, held_micros AS held FROM organizations WHERE id = $1::uuid`, [orgId]);
-      samples.push({ balance: Number(rows[0]!.balance), available: Number(rows[0]!.balance) - Number(rows[0]!.held) });
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })();
-  return {
-    async stop() {
-      running = false;
-      await loop;
-      return samples;
-    },
-  };
+  return sampleUntilStopped(async () => {
+    const { rows } = await pool.query<{ balance: string; held: string }>(`SELECT balance_micros AS balance, held_micros AS held FROM organizations WHERE id = $1::uuid`, [orgId]);
+    return { balance: Number(rows[0]!.balance), available: Number(rows[0]!.balance) - Number(rows[0]!.held) };
+  }, 20);
 }
 
 it(`${CREATIONS} concurrent run creations against a balance that covers ${EXPECTED_STARTS}: the rest get 402, the balance never goes below 0`, async () => {
