@@ -41,6 +41,21 @@ export const SETTINGS = {
     parse: baseUrl,
   },
   databaseUrl: { env: 'DATABASE_URL', description: 'Postgres connection URL', parse: url('postgres:', 'postgresql:') },
+  databasePoolSize: { path: 'database.poolSize', env: 'DATABASE_POOL_SIZE', description: 'Postgres connections one process opens at most', default: '10', parse: int(1, 1000) },
+  databaseConnectTimeoutMs: {
+    path: 'database.connectTimeoutMs',
+    env: 'DATABASE_CONNECT_TIMEOUT_MS',
+    description: 'Longest wait for a Postgres connection, opening one or waiting for a busy pool to free one (then the request is answered 503 with Retry-After)',
+    default: '5000',
+    parse: int(100, 600_000),
+  },
+  databaseQueryTimeoutMs: {
+    path: 'database.queryTimeoutMs',
+    env: 'DATABASE_QUERY_TIMEOUT_MS',
+    description: 'Longest wait for a Postgres statement\'s answer (a server gone silent, a network blackhole); then the connection is dropped and the request answered 503',
+    default: '30000',
+    parse: int(100, 3_600_000),
+  },
   redisUrl: { env: 'REDIS_URL', description: 'Redis connection URL (BullMQ queues, event bus, rate limits)', parse: url('redis:', 'rediss:') },
   dataDir: { env: 'DATA_DIR', description: 'Directory for local state (dev token, filesystem blobs)', default: '.data', parse: text },
   blobDriver: {

@@ -64,7 +64,12 @@ export interface ResourceOptions {
 /** Builds the shared resources. */
 export async function buildResources(config: Config, log: Logger, metrics: Metrics, options: ResourceOptions): Promise<ServiceResources> {
   // Prisma for CRUD, its pool for the hot paths' typed SQL (services/store/database.ts).
-  const database = createDatabase(config.databaseUrl, { onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it') });
+  const database = createDatabase(config.databaseUrl, {
+    poolSize: config.database.poolSize,
+    connectTimeoutMs: config.database.connectTimeoutMs,
+    queryTimeoutMs: config.database.queryTimeoutMs,
+    onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it'),
+  });
   const redis = createRedisConnection(config.redisUrl);
   const subscriber = options.subscribe ? createRedisSubscriber(config.redisUrl) : undefined;
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });

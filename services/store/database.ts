@@ -21,13 +21,30 @@ export interface Database {
 export interface DatabaseOptions {
   /** Most connections this process opens (node-postgres pool size); default 10. */
   poolSize?: number;
+  /**
+   * Longest wait for a connection, opening a new one or queued behind a busy pool (node-postgres'
+   * `connectionTimeoutMillis`); default 5000. Without it a request waits for Postgres forever.
+   */
+  connectTimeoutMs?: number;
+  /**
+   * Longest wait for a statement's answer (node-postgres' client-side `query_timeout`); default
+   * 30000. A connection whose statement timed out is dropped, not reused: a silent server (a
+   * network blackhole, a half-open socket) is thus noticed, which TCP alone takes minutes to do.
+   */
+  queryTimeoutMs?: number;
   /** Told when an idle pooled connection fails (the pool replaces it); for logging. */
   onIdleError?: (err: Error) => void;
 }
 
 /** Prisma and the hot paths' pool over `databaseUrl`; no engine binary is needed at run time. */
 export function createDatabase(databaseUrl: string, options: DatabaseOptions = {}): Database {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: options.poolSize ?? 10 });
+  const pool = new pg.Pool({
+    connectionString: databaseUrl,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    query_timeout: options.queryTimeoutMs ?? 30_000,
+    keepAlive: true,
+  });
   // An idle connection the server closes (restart, failover, pg_terminate_backend) is reported
   // here and dropped from the pool; the next query opens a new one. Without a listener the
   // 'error' event would crash the process.

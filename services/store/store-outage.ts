@@ -29,6 +29,8 @@ const NODE_POSTGRES_CONNECTION_LOST = new Set([
   'Connection terminated due to connection timeout',
   'timeout exceeded when trying to connect',
   'Client has encountered a connection error and is not queryable',
+  // The pool's query_timeout (DATABASE_QUERY_TIMEOUT_MS): Postgres did not answer in time.
+  'Query read timeout',
 ]);
 
 interface ErrorShape {
