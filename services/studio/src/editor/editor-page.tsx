@@ -206,6 +206,9 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
 
   // --- The canvas
   const problemMap = useMemo(() => problemsByNode(problems.filter((p) => graph.definition.nodes.some((n) => n.id === p.nodeId))), [problems, graph]);
+  // React Flow keeps a node hidden until it is given back its measured size, so the nodes are
+  // rebuilt whenever a measurement arrives, even when nothing else changed.
+  const [measuredVersion, forceRender] = useState(0);
   const shown = useMemo(() => {
     const g: Graph = Object.keys(dragPos).length > 0 ? moveNodes(graph, dragPos) : graph;
     const f = toFlow(g, catalog, { steps, problems: problemMap, selected, editable: true });
@@ -214,9 +217,8 @@ function Editor({ initial }: { initial: EditorWorkflow }) {
       nodes: f.nodes.map((n) => ({ ...n, measured: measured.current.get(n.id) })),
       edges: f.edges.map((e) => ({ ...e, selected: edgeSel.has(e.id) })),
     };
-  }, [graph, dragPos, catalog, steps, problemMap, selected, selectedEdges]);
+  }, [graph, dragPos, catalog, steps, problemMap, selected, selectedEdges, measuredVersion]);
 
-  const [, forceRender] = useState(0);
   const onNodesChange = useCallback((changes: FlowNodeChange[]) => {
     let sel: Set<string> | null = null;
     const moved: Record<string, Position> = {};
