@@ -1,9 +1,10 @@
 import { eventually } from '../../support/eventually';
 import { checkInvariants } from '../support/checker';
+import { startTopologyPatiently } from '../support/fault-load';
 import { expectFigure, figure, scale } from '../support/figures';
 import { FAKE_MODEL } from '../support/provider-fake';
 import { followRun, type ClientRecord } from '../support/run-client';
-import { startTopology, type Topology } from '../support/topology';
+import type { Topology } from '../support/topology';
 import { LOCAL_PRICES, logLines, STALE_COMMIT_DROPPED, startFlow } from '../support/worker-faults';
 
 /**
@@ -34,9 +35,9 @@ const POINTS = ['beforeSettle', 'afterReserve'] as const;
 
 let topo: Topology;
 beforeAll(async () => {
-  topo = await startTopology({ env: { STEP_LOCK_MS: String(LOCK_MS) }, workerEnv: { SVC_FAILPOINTS: 'step.afterReserve:stale=sleep(1000);step.beforeSettle:stale=sleep(1000)' } });
+  topo = await startTopologyPatiently({ env: { STEP_LOCK_MS: String(LOCK_MS) }, workerEnv: { SVC_FAILPOINTS: 'step.afterReserve:stale=sleep(1000);step.beforeSettle:stale=sleep(1000)' } });
   topo.provider.behave({ delayMs: 50, chunkDelayMs: 20 });
-}, 180_000);
+}, 400_000);
 afterAll(async () => {
   for (const w of topo?.workers ?? []) w.signal('SIGCONT');
   await topo?.close();
