@@ -19,28 +19,36 @@ export const APPEND_RUN_EVENT_LUA = `
 
     ARGV[1]  the run's live pub/sub channel
     ARGV[2]  log expiry in seconds, renewed on every append
-    ARGV[3..] the events, each JSON-encoded
+    ARGV[3]  the run's run.started event, JSON-encoded: pushed first when the log is empty, so
+             it is seq 1 whoever appends first (the reaper may enqueue a step of a run just
+             stored, before its starter appends run.started); '' for none
+    ARGV[4..] the events, each JSON-encoded (none: only open the log)
 
   Output:
-    the sequence number of the last event appended (1 for a run's first event)
+    the sequence number of the last event in the log (1 for a run's first event)
 
   Events:
     PUBLISH ARGV[1] '{"seq":<seq>,"event":<event>}' per event
 ]]
 local seq = redis.call('LLEN', KEYS[1])
-for i = 3, #ARGV do
+local function push(json)
   seq = seq + 1
-  local entry = '{"seq":' .. string.format('%d', seq) .. ',"event":' .. ARGV[i] .. '}'
+  local entry = '{"seq":' .. string.format('%d', seq) .. ',"event":' .. json .. '}'
   redis.call('RPUSH', KEYS[1], entry)
   redis.call('PUBLISH', ARGV[1], entry)
 end
+if seq == 0 and ARGV[3] ~= '' then push(ARGV[3]) end
+for i = 4, #ARGV do push(ARGV[i]) end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 return seq
 `;
 
 const APPEND = new RedisScript(APPEND_RUN_EVENT_LUA);
 
-/** Runs the append script (by its SHA; see `RedisScript`); resolves to the last event's seq. */
-export async function appendRunEventScript(redis: Redis, logKey: string, channel: string, eventJsons: readonly string[], ttlSeconds: number): Promise<number> {
-  return Number(await APPEND.run(redis, [logKey], [channel, String(ttlSeconds), ...eventJsons]));
+/**
+ * Runs the append script (by its SHA; see `RedisScript`); resolves to the last event's seq.
+ * `openerJson`: the run's `run.started`, pushed first if the log is empty ('' for none).
+ */
+export async function appendRunEventScript(redis: Redis, logKey: string, channel: string, openerJson: string, eventJsons: readonly string[], ttlSeconds: number): Promise<number> {
+  return Number(await APPEND.run(redis, [logKey], [channel, String(ttlSeconds), openerJson, ...eventJsons]));
 }

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { RedisScript } from './redis-script';
-import { runEventKeys } from './run-event-keys';
+import { runEventKeys, runStartedJson } from './run-event-keys';
 
 /**
  * Appends events of mounted workflows' steps and keeps each mount node's tally (when its first
@@ -22,7 +22,9 @@ export const APPEND_MOUNT_EVENTS_LUA = `
 
     ARGV[1]  the run's live pub/sub channel
     ARGV[2]  expiry in seconds of both keys, renewed on every append
-    ARGV[3..] groups of six per event: the event JSON-encoded; the mount node id ('' for an
+    ARGV[3]  the run's run.started event, pushed first when the log is empty (as in
+             APPEND_RUN_EVENT_LUA); '' for none
+    ARGV[4..] groups of six per event: the event JSON-encoded; the mount node id ('' for an
              event of no mounted step); 'started', 'completed' or '' (other events); the inner
              step id; its cost in micro-USD; the number of the mount's inner steps
 
@@ -39,9 +41,10 @@ local function push(json)
   redis.call('RPUSH', KEYS[1], entry)
   redis.call('PUBLISH', ARGV[1], entry)
 end
+if seq == 0 and ARGV[3] ~= '' then push(ARGV[3]) end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-for i = 3, #ARGV, 6 do
+for i = 4, #ARGV, 6 do
   local event, mount, phase, inner = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local cost, total = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])
   if phase == 'started' and redis.call('HSETNX', KEYS[2], mount .. ':t0', now) == 1 then
@@ -78,7 +81,7 @@ export class MountTallyAppender {
 
   async appendTallied(runId: string, entries: readonly MountTallyEntry[]): Promise<number> {
     const { log, channel } = runEventKeys(this.options.prefix, runId);
-    const args: string[] = [channel, String(this.options.logTtlSeconds)];
+    const args: string[] = [channel, String(this.options.logTtlSeconds), runStartedJson(runId)];
     for (const { event, mark } of entries) {
       args.push(JSON.stringify(event), mark?.mountId ?? '', mark?.phase ?? '', mark?.innerId ?? '', String(mark?.costMicros ?? 0), String(mark?.innerSteps ?? 0));
     }

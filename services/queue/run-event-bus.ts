@@ -4,7 +4,7 @@ import { appendRunEventScript } from './append-run-event-script';
 import { ChannelFanout } from './channel-fanout';
 import { RunEventCursor, type RunLogRead } from './run-event-cursor';
 import { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
-import { runEventKeys } from './run-event-keys';
+import { runEventKeys, runStartedJson } from './run-event-keys';
 import { parseSequencedEvent, type SequencedEvent } from './sequenced-event';
 
 /**
@@ -20,8 +20,9 @@ import { parseSequencedEvent, type SequencedEvent } from './sequenced-event';
  * for live events in both cases (a new run's stream may well open before its first append).
  * Callers resuming an old run check `lastSeq(runId)` first: 0 means no log, and the run's
  * record in Postgres is the answer. A log that loses events under a live stream (deleted, or
- * expired mid-run) makes the stream throw an `AppError` with code `unavailable`. Seqs restart at
- * 1 if a run appends again after its log expired; with a 24 h expiry no live run gets there.
+ * expired mid-run) makes the stream throw an `AppError` with code `unavailable`. A run that
+ * appends again after its log expired starts a new log (its `run.started` at seq 1, then the
+ * event); with a 24 h expiry no live run gets there.
  *
  * One bus per process: it owns the process's subscriber connection.
  */
@@ -43,7 +44,11 @@ export class RunEventBus {
     this.logTtlSeconds = ttl;
   }
 
-  /** Appends an event to a run and publishes it; resolves to its seq (1 for the run's first). */
+  /**
+   * Appends an event to a run and publishes it; resolves to its seq (1 for the run's first).
+   * `run.started` opens the log and is only ever its first event: appended to a log that has
+   * one already, it adds nothing (see `runStartedJson`).
+   */
   async append(runId: string, event: RunEvent): Promise<number> {
     return this.appendAll(runId, [event]);
   }
@@ -53,7 +58,8 @@ export class RunEventBus {
     if (this.closed) throw new Error('the run event bus is closed');
     if (events.length === 0) throw new RangeError('appendAll needs at least one event');
     const { log, channel } = runEventKeys(this.prefix, runId);
-    return appendRunEventScript(this.redis, log, channel, events.map((event) => JSON.stringify(event)), this.logTtlSeconds);
+    const rest = events.filter((event, i) => !(i === 0 && event.type === 'run.started' && event.runId === runId));
+    return appendRunEventScript(this.redis, log, channel, runStartedJson(runId), rest.map((event) => JSON.stringify(event)), this.logTtlSeconds);
   }
 
   /**

@@ -1,3 +1,5 @@
+import type { RunEvent } from '../contract';
+
 /**
  * Where a run's events live in Redis. Both names start with the deployment's prefix so that
  * several deployments (and every integration test file) can share one Redis.
@@ -15,4 +17,14 @@ export interface RunEventKeys {
 /** The log key and live channel of one run. */
 export function runEventKeys(prefix: string, runId: string): RunEventKeys {
   return { log: `${prefix}:run:${runId}:events`, channel: `${prefix}:run:${runId}:live` };
+}
+
+/**
+ * The event every run's log opens with, as the append scripts push it: whoever appends first
+ * (the starter, or a worker handed a step by the reaper before the starter got there) opens the
+ * log with it, so `run.started` is always seq 1 and never logged twice.
+ */
+export function runStartedJson(runId: string): string {
+  const event: RunEvent = { type: 'run.started', runId };
+  return JSON.stringify(event);
 }

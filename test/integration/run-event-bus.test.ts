@@ -2,11 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { RunEvent } from '../../services/contract';
 import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
+import { MountTallyAppender } from '../../services/queue/mount-tally-appender';
 import { eventually } from '../support/eventually';
 import { stack, uniqueName } from '../support/stack';
 
 const prefix = uniqueName('bus');
+/** Every run's log opens with it (seq 1), whoever appends first: the starter or a worker. */
+const runStarted = (runId: string): RunEvent => ({ type: 'run.started', runId });
 const progress = (message: string): RunEvent => ({ type: 'step.progress', nodeId: 'n1', message });
+const stepStarted: RunEvent = { type: 'step.started', nodeId: 'n1' };
 const completed: RunEvent = { type: 'run.completed', outputs: {} };
 const failed: RunEvent = { type: 'run.failed', error: { code: 'step_failed', message: 'boom' } };
 
@@ -17,6 +21,8 @@ async function collect(stream: AsyncIterable<SequencedEvent>): Promise<Sequenced
 }
 
 const seqs = (items: SequencedEvent[]) => items.map((item) => item.seq);
+const events = (items: SequencedEvent[]) => items.map((item) => item.event);
+const runStartedCount = (items: SequencedEvent[]) => items.filter((item) => item.event.type === 'run.started').length;
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
 describe('the run event bus', () => {
@@ -61,7 +67,7 @@ describe('the run event bus', () => {
     expect(bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
   });
 
-  it('numbers 200 concurrent appends from 5 connections 1..200 without gaps, and every subscriber sees one order', async () => {
+  it('numbers 200 concurrent appends from 5 connections 2..201 after one run.started without gaps, and every subscriber sees one order', async () => {
     const runId = randomUUID();
     const appenders = Array.from({ length: 5 }, () => new RunEventBus({ redis: connect(), prefix }));
     const streams = Array.from({ length: 3 }, () => collect(bus.events(runId)));
@@ -70,43 +76,48 @@ describe('the run event bus', () => {
     const results = await Promise.all(
       range(0, 199).map(async (i) => ({ seq: await appenders[i % 5]!.append(runId, progress(`e${i}`)), message: `e${i}` })),
     );
-    expect(results.map((r) => r.seq).sort((a, b) => a - b)).toEqual(range(1, 200));
-    expect(await appenders[0]!.append(runId, completed)).toBe(201);
+    // Whichever append came first opened the log with run.started, exactly once.
+    expect(results.map((r) => r.seq).sort((a, b) => a - b)).toEqual(range(2, 201));
+    expect(await appenders[0]!.append(runId, completed)).toBe(202);
 
     const seen = await Promise.all(streams);
     const bySeq = new Map(results.map((r) => [r.seq, r.message]));
     for (const items of seen) {
-      expect(seqs(items)).toEqual(range(1, 201));
+      expect(seqs(items)).toEqual(range(1, 202));
       expect(items).toEqual(seen[0]);
-      for (const { seq, event } of items.slice(0, 200)) expect(event).toEqual(progress(bySeq.get(seq)!));
-      expect(items[200]!.event).toEqual(completed);
+      expect(items[0]!.event).toEqual(runStarted(runId));
+      expect(runStartedCount(items)).toBe(1);
+      for (const { seq, event } of items.slice(1, 201)) expect(event).toEqual(progress(bySeq.get(seq)!));
+      expect(items[201]!.event).toEqual(completed);
     }
     expect(await bus.read(runId)).toEqual(seen[0]);
-    expect(await bus.lastSeq(runId)).toBe(201);
+    expect(await bus.lastSeq(runId)).toBe(202);
     await Promise.all(appenders.map((appender) => appender.close()));
   });
 
   it('gives a late subscriber the logged events, then the live ones, once each, and ends after the terminal event', async () => {
     const runId = randomUUID();
-    for (let i = 1; i <= 10; i++) await bus.append(runId, progress(`e${i}`));
+    for (let i = 1; i <= 10; i++) await bus.append(runId, progress(`e${i}`)); // seqs 2..11
     const items: SequencedEvent[] = [];
     for await (const item of bus.events(runId)) {
       items.push(item);
-      if (item.seq === 10) {
+      if (item.seq === 11) {
         for (let i = 11; i <= 15; i++) await bus.append(runId, progress(`e${i}`));
         await bus.append(runId, failed);
         await bus.append(runId, progress('after the end'));
       }
     }
-    expect(seqs(items)).toEqual(range(1, 16));
-    expect(items.slice(0, 15).map((item) => item.event)).toEqual(range(1, 15).map((i) => progress(`e${i}`)));
-    expect(items[15]!.event).toEqual(failed);
+    expect(seqs(items)).toEqual(range(1, 17));
+    expect(items[0]!.event).toEqual(runStarted(runId));
+    expect(events(items.slice(1, 16))).toEqual(range(1, 15).map((i) => progress(`e${i}`)));
+    expect(items[16]!.event).toEqual(failed);
     expect(await numsub(runId)).toBe(0);
   });
 
   it('resumes after a seq (Last-Event-ID) with exactly the events the dropped client missed', async () => {
     const runId = randomUUID();
-    for (let i = 1; i <= 6; i++) await bus.append(runId, progress(`e${i}`));
+    await bus.append(runId, runStarted(runId));
+    for (let i = 2; i <= 6; i++) await bus.append(runId, progress(`e${i}`));
     const first: SequencedEvent[] = [];
     for await (const item of bus.events(runId)) {
       first.push(item);
@@ -117,7 +128,10 @@ describe('the run event bus', () => {
     await subscribedOnRedis(runId);
     await bus.append(runId, completed);
     expect(seqs(first)).toEqual(range(1, 4));
-    expect(seqs(await resumed)).toEqual(range(5, 10));
+    expect(events(first)).toEqual([runStarted(runId), progress('e2'), progress('e3'), progress('e4')]);
+    const rest = await resumed;
+    expect(seqs(rest)).toEqual(range(5, 10));
+    expect(events(rest)).toEqual([...range(5, 9).map((i) => progress(`e${i}`)), completed]);
     expect(seqs(await collect(bus.events(runId, { afterSeq: 10 })))).toEqual([]);
   });
 
@@ -135,7 +149,10 @@ describe('the run event bus', () => {
       await new Promise((resolve) => setTimeout(resolve, round % 7));
       const items = await collect(bus.events(runId, { afterSeq: round % 2 === 0 ? 0 : 3 }));
       const last = await appending;
+      expect(last).toBe(62); // run.started, 60 progress events, the terminal event
       expect(seqs(items)).toEqual(range(round % 2 === 0 ? 1 : 4, last));
+      if (round % 2 === 0) expect(items[0]!.event).toEqual(runStarted(runId));
+      expect(runStartedCount(items)).toBe(round % 2 === 0 ? 1 : 0);
     }
     await Promise.all(appenders.map((appender) => appender.close()));
   });
@@ -143,19 +160,19 @@ describe('the run event bus', () => {
   it('fills a gap between live messages from the log', async () => {
     const runId = randomUUID();
     const { log } = runEventKeys(prefix, runId);
-    await bus.append(runId, progress('e1'));
+    expect(await bus.append(runId, progress('e1'))).toBe(2);
     const items: SequencedEvent[] = [];
     for await (const item of bus.events(runId)) {
       items.push(item);
-      if (item.seq === 1) {
+      if (item.seq === 2) {
         await subscribedOnRedis(runId);
         // Logged but never published (as if the message was lost): only the log can deliver them.
-        await admin.rpush(log, JSON.stringify({ seq: 2, event: progress('e2') }), JSON.stringify({ seq: 3, event: progress('e3') }));
+        await admin.rpush(log, JSON.stringify({ seq: 3, event: progress('e2') }), JSON.stringify({ seq: 4, event: progress('e3') }));
         await bus.append(runId, completed);
       }
     }
-    expect(seqs(items)).toEqual([1, 2, 3, 4]);
-    expect(items.map((item) => item.event)).toEqual([progress('e1'), progress('e2'), progress('e3'), completed]);
+    expect(seqs(items)).toEqual([1, 2, 3, 4, 5]);
+    expect(events(items)).toEqual([runStarted(runId), progress('e1'), progress('e2'), progress('e3'), completed]);
   });
 
   it('serves 100 concurrent streams of 100 runs over one subscriber connection and leaves no subscription behind', async () => {
@@ -167,7 +184,10 @@ describe('the run event bus', () => {
       await bus.append(runId, progress('only'));
       await bus.append(runId, completed);
     }));
-    for (const items of await Promise.all(streams)) expect(seqs(items)).toEqual([1, 2]);
+    for (const [i, items] of (await Promise.all(streams)).entries()) {
+      expect(events(items)).toEqual([runStarted(runIds[i]!), progress('only'), completed]);
+      expect(seqs(items)).toEqual([1, 2, 3]);
+    }
     expect(await clientInfo(subscriberId)).toContain(' sub=0 ');
     for (const runId of runIds) expect(await numsub(runId)).toBe(0);
   });
@@ -177,13 +197,13 @@ describe('the run event bus', () => {
     for (let i = 1; i <= 3; i++) await bus.append(runId, progress(`e${i}`));
     const other = collect(bus.events(runId));
     for await (const item of bus.events(runId)) {
-      expect(item.seq).toBe(1);
+      expect(item).toEqual({ seq: 1, event: runStarted(runId) });
       break;
     }
     expect(await numsub(runId)).toBe(1);
     expect(bus.stats()).toEqual({ streams: 1, channels: 1, listeners: 1 });
     await bus.append(runId, completed);
-    expect(seqs(await other)).toEqual([1, 2, 3, 4]);
+    expect(seqs(await other)).toEqual([1, 2, 3, 4, 5]);
     expect(await numsub(runId)).toBe(0);
   });
 
@@ -200,7 +220,8 @@ describe('the run event bus', () => {
     expect(await numsub(runId)).toBe(0);
     // The channel must still work live after all that.
     const appended = await bus.lastSeq(runId);
-    expect(appended).toBe(20);
+    expect(appended).toBe(21); // run.started and 20 progress events
+    expect(runStartedCount(await bus.read(runId))).toBe(1);
     const last = collect(bus.events(runId, { afterSeq: appended }));
     await subscribedOnRedis(runId);
     await bus.append(runId, completed);
@@ -217,10 +238,10 @@ describe('the run event bus', () => {
     const done = (async () => {
       for await (const item of bus.events(runId, { signal: controller.signal })) items.push(item);
     })();
-    await eventually(() => items.length === 1, { what: 'the first event' });
+    await eventually(() => items.length === 2, { what: 'the first two events' });
     controller.abort();
     await done;
-    expect(seqs(items)).toEqual([1]);
+    expect(items).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event: progress('e1') }]);
     expect(await numsub(runId)).toBe(0);
     expect(await collect(bus.events(runId, { signal: controller.signal }))).toEqual([]);
   });
@@ -236,7 +257,7 @@ describe('the run event bus', () => {
     expect(await stream).toEqual([]);
   });
 
-  it('keeps the log with an expiry, renewed on every append', async () => {
+  it('keeps the log with an expiry, renewed on every append, and opens a new log with run.started after it expired', async () => {
     const runId = randomUUID();
     const { log } = runEventKeys(prefix, runId);
     await bus.append(runId, progress('e1'));
@@ -246,7 +267,18 @@ describe('the run event bus', () => {
 
     const short = new RunEventBus({ redis: admin, prefix, logTtlSeconds: 60 });
     await admin.expire(log, 5);
-    expect(await short.append(runId, progress('e2'))).toBe(2);
+    expect(await short.append(runId, progress('e2'))).toBe(3);
+    expect(await admin.ttl(log)).toBeGreaterThan(55);
+    expect(await short.read(runId)).toEqual([
+      { seq: 1, event: runStarted(runId) },
+      { seq: 2, event: progress('e1') },
+      { seq: 3, event: progress('e2') },
+    ]);
+
+    await admin.pexpire(log, 1);
+    await eventually(async () => (await admin.exists(log)) === 0, { what: 'the log to expire' });
+    expect(await short.append(runId, progress('e3'))).toBe(2);
+    expect(await short.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event: progress('e3') }]);
     expect(await admin.ttl(log)).toBeGreaterThan(55);
   });
 
@@ -257,24 +289,89 @@ describe('the run event bus', () => {
     const runId = randomUUID();
     let readies = 0;
     ownSubscriber.on('ready', () => readies++);
+    await bus.append(runId, runStarted(runId));
     await bus.append(runId, progress('e1'));
     const items: SequencedEvent[] = [];
     for await (const item of ownBus.events(runId)) {
       items.push(item);
-      if (item.seq === 1) {
+      if (item.seq === 2) {
         await bus.append(runId, progress('e2'));
         await bus.append(runId, progress('e3'));
       }
-      if (item.seq === 3) {
+      if (item.seq === 4) {
         await admin.client('KILL', 'ID', String(ownId));
         // Published while the subscriber is away: pub/sub drops them, the catch-up must not.
         for (let i = 4; i <= 8; i++) await bus.append(runId, progress(`e${i}`));
         await bus.append(runId, completed);
       }
     }
-    expect(seqs(items)).toEqual(range(1, 9));
+    expect(seqs(items)).toEqual(range(1, 10));
+    expect(events(items)).toEqual([runStarted(runId), ...range(1, 8).map((i) => progress(`e${i}`)), completed]);
     expect(readies).toBeGreaterThanOrEqual(1);
     expect(ownBus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
     await ownBus.close();
+  });
+
+  it("opens a run's log with run.started whoever appends first, and the starter's run.started then adds nothing", async () => {
+    const runId = randomUUID();
+    // A worker handed a step by the reaper appends before the run's starter has.
+    expect(await bus.append(runId, stepStarted)).toBe(2);
+    // The starter's run.started comes second: it adds nothing and answers the log's last seq.
+    expect(await bus.append(runId, runStarted(runId))).toBe(2);
+    expect(await bus.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event: stepStarted }]);
+    expect(await bus.lastSeq(runId)).toBe(2);
+
+    const stream = collect(bus.events(runId, { afterSeq: 0 }));
+    await subscribedOnRedis(runId);
+    expect(await bus.append(runId, completed)).toBe(3);
+    expect(await stream).toEqual([
+      { seq: 1, event: runStarted(runId) },
+      { seq: 2, event: stepStarted },
+      { seq: 3, event: completed },
+    ]);
+  });
+
+  it('opens a fresh log with run.started before the events of an appendAll, and logs it once however often the starter appends it', async () => {
+    const batch = randomUUID();
+    expect(await bus.appendAll(batch, [stepStarted, progress('a'), progress('b')])).toBe(4);
+    expect(await bus.read(batch)).toEqual([
+      { seq: 1, event: runStarted(batch) },
+      { seq: 2, event: stepStarted },
+      { seq: 3, event: progress('a') },
+      { seq: 4, event: progress('b') },
+    ]);
+
+    const led = randomUUID(); // an appendAll led by run.started logs it once, at seq 1
+    expect(await bus.appendAll(led, [runStarted(led), progress('a')])).toBe(2);
+    expect(await bus.read(led)).toEqual([{ seq: 1, event: runStarted(led) }, { seq: 2, event: progress('a') }]);
+
+    const runId = randomUUID();
+    expect(await bus.append(runId, runStarted(runId))).toBe(1);
+    expect(await bus.append(runId, progress('a'))).toBe(2);
+    const stream = collect(bus.events(runId));
+    await subscribedOnRedis(runId);
+    // Again later (a retried start): nothing is logged or published, the answer is the last seq.
+    expect(await bus.append(runId, runStarted(runId))).toBe(2);
+    expect(await bus.appendAll(runId, [runStarted(runId), progress('b')])).toBe(3);
+    expect(await bus.append(runId, completed)).toBe(4);
+    const expected = [
+      { seq: 1, event: runStarted(runId) },
+      { seq: 2, event: progress('a') },
+      { seq: 3, event: progress('b') },
+      { seq: 4, event: completed },
+    ];
+    expect(await stream).toEqual(expected);
+    expect(await bus.read(runId)).toEqual(expected);
+  });
+
+  it("opens a run's empty log with run.started when the mount tally appender appends first", async () => {
+    const runId = randomUUID();
+    const tally = new MountTallyAppender({ redis: admin, prefix, logTtlSeconds: 60 });
+    const event: RunEvent = { type: 'step.progress', nodeId: 'x', message: 'm' };
+    expect(await tally.appendTallied(runId, [{ event, mark: null }])).toBe(2);
+    expect(await bus.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event }]);
+    // On a log that has entries it adds no second run.started.
+    expect(await tally.appendTallied(runId, [{ event, mark: null }])).toBe(3);
+    expect(await bus.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event }, { seq: 3, event }]);
   });
 });

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { eventually } from '../../support/eventually';
-import { checkInvariants } from '../support/checker';
-import { expectFigure, figure, percentile, scale } from '../support/figures';
-import type { ServiceProcess } from '../support/service-process';
-import { startTopology, type Topology } from '../support/topology';
-import { aStepHeldSince, doubleCommitsInSql, extraProviderCalls, LOCAL_PRICES, repeatedCompletionsSeen, runningSteps, startFlow, stillHeld, takenOver, type RunningStep } from '../support/worker-faults';
+import { eventually } from '../support/eventually';
+import { checkInvariants } from './support/checker';
+import { expectFigure, figure, percentile, scale } from './support/figures';
+import type { ServiceProcess } from './support/service-process';
+import { startTopology, type Topology } from './support/topology';
+import { aStepHeldSince, doubleCommitsInSql, extraProviderCalls, LOCAL_PRICES, repeatedCompletionsSeen, runningSteps, startFlow, stillHeld, takenOver, type RunningStep } from './support/worker-faults';
 
 /**
  * R1: a worker SIGKILLed at random points of a step, again and again, while runs flow. Single
