@@ -22,7 +22,8 @@ module.exports = {
       // (its shortened counts here; `make test-faults` runs it alone with FAULTS_FULL=1).
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/faults/**/*.test.ts'],
       // test/faults/full: scenarios only `make test-faults` runs (FAULTS_FULL=1); make test runs the rest shortened.
-      testPathIgnorePatterns: process.env.FAULTS_FULL === '1' ? ['/node_modules/'] : ['/node_modules/', '<rootDir>/test/faults/full/'],
+      // FAULTS_INCLUDE_FULL=1 runs a named one of them at its short counts (while writing it).
+      testPathIgnorePatterns: process.env.FAULTS_FULL === '1' || process.env.FAULTS_INCLUDE_FULL === '1' ? ['/node_modules/'] : ['/node_modules/', '<rootDir>/test/faults/full/'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
       setupFiles: ['<rootDir>/test/support/load-stack-env.ts'],

@@ -44,13 +44,32 @@ export interface FollowOptions {
 }
 
 /** How one connection ended. */
-type Ending = { kind: 'done' } | { kind: 'broken'; why: string } | { kind: 'status'; status: number; body: string };
+export type Ending = { kind: 'done' } | { kind: 'broken'; why: string } | { kind: 'status'; status: number; body: string };
+
+/** What one connection needs of the follower's options. */
+export interface ConnectOptions extends Pick<FollowOptions, 'heartbeatMs' | 'headTimeoutMs' | 'onEvent'> {
+  /** Silence after which an open stream counts as dead; default three heartbeats. */
+  silenceMs?: number;
+}
+
+/** One `POST /v1/runs` attempt, as a load client counts it. */
+export interface RequestRecord {
+  at: number;
+  /** 0: no answer (refused, reset, or no head before the head timeout). */
+  status: number;
+  retryAfter: string | null;
+  /** Time to the answer's head (or to giving up on it). */
+  ms: number;
+  /** Why no answer came, when none did. */
+  error?: string;
+}
 
 function headers(token: string): Record<string, string> {
   return { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
 }
 
-function lastId(record: ClientRecord): string | undefined {
+/** The id of the last message received with one: where a resume starts. */
+export function lastId(record: Pick<ClientRecord, 'messages'>): string | undefined {
   for (let i = record.messages.length - 1; i >= 0; i -= 1) {
     const id = record.messages[i]!.id;
     if (id !== undefined && id !== '') return id;
@@ -65,24 +84,34 @@ function errorText(err: unknown): string {
 
 /**
  * One connection: sends `init` and reads its stream into `record` until `[DONE]`, a break, or
- * silence; an answer other than a 200 stream is returned as its status.
+ * silence; an answer other than a 200 stream is returned as its status. `request`, when given,
+ * is filled with the answer's head (status, `Retry-After`, time) or why none came.
  */
-async function connect(url: string, init: RequestInit, record: ClientRecord, options: FollowOptions, deadline: number): Promise<Ending> {
-  const silenceMs = 3 * (options.heartbeatMs ?? 1000);
+export async function connect(url: string, init: RequestInit, record: ClientRecord, options: ConnectOptions, deadline: number, request?: RequestRecord): Promise<Ending> {
+  const silenceMs = options.silenceMs ?? 3 * (options.heartbeatMs ?? 1000);
   const controller = new AbortController();
   let silent = false;
+  let bytes = 0;
   let timer: NodeJS.Timeout | undefined;
   const arm = (limitMs = silenceMs): void => {
     clearTimeout(timer);
     const wait = Math.min(limitMs, Math.max(0, deadline - Date.now()));
     timer = setTimeout(() => {
-      silent = true;
-      controller.abort();
+      // Timers run before pending reads: after a stall of this process, bytes that did arrive
+      // are read first (setImmediate runs after the poll phase), and count as no silence.
+      const seen = bytes;
+      setImmediate(() => {
+        if (bytes !== seen && !controller.signal.aborted) return arm(limitMs);
+        silent = true;
+        controller.abort();
+      });
     }, wait);
   };
+  const opened = Date.now();
   arm(options.headTimeoutMs ?? 10_000);
   try {
     const res = await fetch(url, { ...init, signal: controller.signal });
+    if (request) Object.assign(request, { status: res.status, retryAfter: res.headers.get('retry-after'), ms: Date.now() - opened });
     if (record.httpStatus === 0) record.httpStatus = res.status;
     if (res.status !== 200 || !res.body) {
       const body = await res.text().catch(() => '');
@@ -107,6 +136,7 @@ async function connect(url: string, init: RequestInit, record: ClientRecord, opt
     });
     const decoder = new TextDecoder();
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
       arm();
       parser.feed(decoder.decode(chunk, { stream: true }));
       if (done) return { kind: 'done' };
@@ -114,8 +144,10 @@ async function connect(url: string, init: RequestInit, record: ClientRecord, opt
     parser.feed(`${decoder.decode()}\n\n`);
     return done ? { kind: 'done' } : { kind: 'broken', why: 'the stream ended before [DONE]' };
   } catch (err) {
-    if (silent) return { kind: 'broken', why: record.httpStatus === 0 ? 'no answer in time' : `no byte for ${silenceMs} ms (3 heartbeats)` };
-    return { kind: 'broken', why: errorText(err) };
+    const headless = request ? request.status === 0 : record.httpStatus === 0;
+    const why = silent ? (headless ? 'no answer in time' : `no byte for ${silenceMs} ms`) : errorText(err);
+    if (request && request.status === 0) Object.assign(request, { ms: Date.now() - opened, error: why });
+    return { kind: 'broken', why };
   } finally {
     clearTimeout(timer);
     controller.abort();

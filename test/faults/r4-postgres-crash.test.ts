@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from '../support/eventually';
 import { checkInvariants } from './support/checker';
 import { expectFigure, figure, percentile, scale } from './support/figures';
-import { runOnce, startLoad, startTopologyPatiently, type LoadClientRecord, type LoadOptions, type RequestRecord } from './support/load-clients';
+import { startTopologyPatiently } from './support/fault-load';
+import { runOnce, startLoad, type LoadClientRecord, type LoadOptions, type RequestRecord } from './support/load-clients';
 import { FAKE_MODEL } from './support/provider-fake';
 import type { Topology } from './support/topology';
 
@@ -108,4 +109,4 @@ it(`keeps acknowledged runs and open streams through ${OUTAGES} Postgres crash(e
   const check = await checkInvariants({ pool: topo.database.pool, apiUrl: topo.url, token: topo.account.token, provider: topo.provider, clients: records, settleMs: 30_000 });
   if (check.violations.length > 0) console.log('R4 checker', check.violations.slice(0, 20), check.counts);
   expectFigure(ID, 'checker violations', check.violations.length, { max: 0 });
-}, 240_000);
+}, scale(240_000, 900_000));
