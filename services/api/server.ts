@@ -29,6 +29,7 @@ export const DEFAULT_HTTP_SETTINGS: HttpServerSettings = {
  * its run) is not limited by them.
  */
 export async function listen(app: Express, host: string, port: number, settings: HttpServerSettings = DEFAULT_HTTP_SETTINGS): Promise<RunningServer> {
+  let closing = false;
   const server = http.createServer({
     headersTimeout: settings.headersTimeoutMs,
     requestTimeout: settings.requestTimeoutMs,
@@ -36,7 +37,15 @@ export async function listen(app: Express, host: string, port: number, settings:
     // Node checks the two timeouts on this interval (30 s by default, which would let a slow
     // client hold a connection well past them).
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(settings.headersTimeoutMs / 4))),
-  }, app);
+  }, (req, res) => {
+    if (closing) return refuseWhileStopping(res);
+    // A kept-alive connection would otherwise carry new requests to a stopping process until the
+    // grace period cuts it: once the server is closing, a connection ends with its response.
+    res.once('finish', () => {
+      if (closing) req.socket.end();
+    });
+    app(req, res);
+  });
   server.keepAliveTimeout = settings.keepAliveTimeoutMs;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -52,8 +61,10 @@ export async function listen(app: Express, host: string, port: number, settings:
     url: `http://${shownHost}:${address.port}`,
     close: (graceMs) =>
       new Promise<void>((resolve) => {
-        // Stop accepting, let in-flight requests finish, then cut whatever is left (open streams:
-        // their clients resume with Last-Event-ID on another replica).
+        // Stop accepting (connections, and requests on kept-alive ones), let in-flight requests
+        // finish, then cut whatever is left (open streams: their clients resume with
+        // Last-Event-ID on another replica).
+        closing = true;
         const timer = setTimeout(() => server.closeAllConnections(), graceMs);
         timer.unref();
         server.close(() => {
@@ -63,4 +74,16 @@ export async function listen(app: Express, host: string, port: number, settings:
         server.closeIdleConnections();
       }),
   };
+}
+
+/**
+ * A request that reached a stopping process on a connection it had kept alive: nothing of it is
+ * done; `503 unavailable` with `Retry-After` and the connection closed, so the client retries on
+ * another replica (a new connection, which the stopping process no longer accepts).
+ */
+function refuseWhileStopping(res: http.ServerResponse): void {
+  const body = JSON.stringify({ error: 'this server is stopping; retry the request', code: 'unavailable', retryAfterSeconds: 1 });
+  res.shouldKeepAlive = false;
+  res.writeHead(503, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Retry-After': '1', Connection: 'close' });
+  res.end(body);
 }
