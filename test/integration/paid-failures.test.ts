@@ -1,4 +1,7 @@
 import type { RunEvent } from '../../services/contract';
+import { modelPrices } from '../../services/nodes/providers/llm-pricing';
+import { openAiChatNode } from '../../services/nodes/providers/openai-chat';
+import { tokenPriceTable } from '../../services/platform/setting-parsers';
 import { openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
@@ -160,6 +163,36 @@ describe('paid failures: every provider call is settled, failures end, balances 
       await api.close();
     }
   }, 60_000);
+
+  it('a stream that breaks off after the provider answered is charged its worst case, and the retry what it cost', async () => {
+    // Fault suite R5 found it: the provider bills a call it answered however its stream ends,
+    // and the broken attempt was charged nothing.
+    const who = await account(1_000_000);
+    const healthy = reply;
+    let calls = 0;
+    reply = async (res, req) => {
+      calls += 1;
+      if (calls > 1) return healthy(res, req);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: req.body.model, choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }] })}\n\n`);
+      setTimeout(() => res.socket?.destroy(), 20);
+    };
+    const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
+    const res = await post(service, '/v1/runs', { workflow }, who.token);
+    const { events, done } = await streamOf(res);
+    expect(done).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'run.completed', outputs: { o: { kind: 'text', value: 'Hello' } } });
+    expect(fake.requests).toHaveLength(2);
+    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
+    const m = await money(service, who.orgId, run.id);
+    // The step's worst case, priced by the node itself as the service prices it.
+    const node = openAiChatNode({ apiKey: KEY, baseUrl: `${fake.url}/v1`, models: ['fake-model'], prices: modelPrices(tokenPriceTable(PRICES)), timeoutMs: 1000 });
+    const estimate = node.estimate!({ prompt: 'hi', model: 'fake-model', maxTokens: 16 });
+    expect(estimate).toBeGreaterThan(REPLY_COST);
+    // The broken call at its worst case (the step's estimate), the answered one at its price.
+    expect(m.charged).toBe(estimate + REPLY_COST);
+    expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
+  });
 
   it('a worker that dies after the call: the lost call is charged its estimate, the step runs again, the ledger matches', async () => {
     const { api, who } = await apiOnly();

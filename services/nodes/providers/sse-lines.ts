@@ -17,7 +17,9 @@ const MAX_EVENT_CHARS = 4 * 1024 * 1024;
  *
  * Aborting `signal` cancels the body, which closes the HTTP connection, and rejects with
  * `signal.reason`; a body that breaks otherwise (a reset, the request's timeout) rejects with an
- * `unavailable` AppError naming `provider`, which the step executor treats as transient.
+ * `unavailable` AppError naming `provider`, which the step executor treats as transient, marked
+ * `outcomeUnknown`: the call was answered, so the provider may bill it, and it is charged its
+ * worst case.
  */
 export async function* readSseEvents(body: ReadableStream<Uint8Array>, signal: AbortSignal, provider: string): AsyncGenerator<SseEvent> {
   const reader = body.getReader();
@@ -40,7 +42,9 @@ export async function* readSseEvents(body: ReadableStream<Uint8Array>, signal: A
         chunk = await reader.read();
       } catch (err) {
         if (signal.aborted) throw signal.reason;
-        throw new AppError({ code: 'unavailable', message: `${provider} stream broke off: ${(err as Error).message}`, cause: err });
+        // The provider answered and was generating: it bills what it generated, which we never
+        // learn, so the attempt is charged its worst case (docs/money.md), never nothing.
+        throw Object.assign(new AppError({ code: 'unavailable', message: `${provider} stream broke off: ${(err as Error).message}`, cause: err }), { outcomeUnknown: true });
       }
       signal.throwIfAborted();
       parser.feed(chunk.done ? decoder.decode() + '\n\n' : decoder.decode(chunk.value, { stream: true }));
