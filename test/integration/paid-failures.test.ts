@@ -1,3 +1,4 @@
+import net from 'node:net';
 import type { RunEvent } from '../../services/contract';
 import { modelPrices } from '../../services/nodes/providers/llm-pricing';
 import { openAiChatNode } from '../../services/nodes/providers/openai-chat';
@@ -42,6 +43,21 @@ async function money(service: TestService, orgId: string, runId?: string) {
     spent: run ? Number(run.spentMicros) : undefined,
     cap: run ? Number(run.capMicros) : undefined,
   };
+}
+
+/** A step's worst case (what an attempt whose outcome is unknown is charged), priced by the node itself as the service prices it. */
+function worstCase(inputs: Record<string, unknown>): number {
+  const node = openAiChatNode({ apiKey: KEY, baseUrl: 'http://127.0.0.1/v1', models: ['fake-model'], prices: modelPrices(tokenPriceTable(PRICES)), timeoutMs: 1000 });
+  return node.estimate!({ model: 'fake-model', maxTokens: 16, ...inputs });
+}
+
+/** A loopback port nothing listens on (taken, then given back). */
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 const chat = (inputs: Record<string, unknown>) => ({ id: 'c', uses: 'openai-chat', inputs: { model: 'fake-model', maxTokens: 16, ...inputs } });
@@ -185,13 +201,50 @@ describe('paid failures: every provider call is settled, failures end, balances 
     expect(fake.requests).toHaveLength(2);
     const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
     const m = await money(service, who.orgId, run.id);
-    // The step's worst case, priced by the node itself as the service prices it.
-    const node = openAiChatNode({ apiKey: KEY, baseUrl: `${fake.url}/v1`, models: ['fake-model'], prices: modelPrices(tokenPriceTable(PRICES)), timeoutMs: 1000 });
-    const estimate = node.estimate!({ prompt: 'hi', model: 'fake-model', maxTokens: 16 });
+    const estimate = worstCase({ prompt: 'hi' });
     expect(estimate).toBeGreaterThan(REPLY_COST);
     // The broken call at its worst case (the step's estimate), the answered one at its price.
     expect(m.charged).toBe(estimate + REPLY_COST);
     expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
+  });
+
+  it('a request that breaks once sent is not sent again inside its attempt: charged its worst case, the next attempt what it cost', async () => {
+    // Fault suite R5 found it: a call the provider answered into a partition (it billed) timed
+    // out here and was sent again inside the same attempt, uncharged.
+    const who = await account(1_000_000);
+    const healthy = reply;
+    let calls = 0;
+    reply = async (res, req) => {
+      calls += 1;
+      if (calls > 1) return healthy(res, req);
+      res.socket?.destroy();
+    };
+    const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
+    const { events, done } = await streamOf(await post(service, '/v1/runs', { workflow }, who.token));
+    expect(done).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'run.completed' });
+    expect(fake.requests).toHaveLength(2);
+    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId }, include: { steps: true } });
+    expect(run.steps.find((s) => s.nodeId === 'c')).toMatchObject({ status: 'completed', attempt: 2 });
+    const m = await money(service, who.orgId, run.id);
+    expect(m.charged).toBe(worstCase({ prompt: 'hi' }) + REPLY_COST);
+    expect(m).toMatchObject({ spent: m.charged, held: 0 });
+  });
+
+  it('a request whose connection was never made is retried inside its attempt, uncharged', async () => {
+    const api = await startTestService({ env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: `http://127.0.0.1:${await closedPort()}/v1`, OPENAI_MODELS: 'fake-model', OPENAI_PRICES: PRICES } });
+    const who = await seedAccount(api.prisma, { slug: 'refused', scopes: ['run'], balanceMicros: 1_000_000 });
+    try {
+      const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
+      const { events, done } = await streamOf(await post(api, '/v1/runs', { workflow }, who.token));
+      expect(done).toBe(true);
+      expect(events.at(-1)).toMatchObject({ type: 'run.failed' });
+      const run = await api.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
+      // Nothing reached a provider, so nothing is charged, however often it was tried.
+      expect((await money(api, who.orgId, run.id)).charged).toBe(0);
+    } finally {
+      await api.close();
+    }
   });
 
   it('a worker that dies after the call: the lost call is charged its estimate, the step runs again, the ledger matches', async () => {

@@ -9,7 +9,11 @@ import { AppError } from '../../platform/app-error';
  * - The run's AbortSignal reaches the request: an aborted step stops the HTTP call at once.
  * - A request that takes longer than `timeoutMs` (headers and body) fails as `unavailable`.
  * - 429, 5xx (except 501) and network errors are retried up to `retries` times with exponential
- *   backoff and jitter, waiting at least what `Retry-After` asks (capped at `maxRetryAfterMs`).
+ *   backoff and jitter, waiting at least what `Retry-After` asks (capped at `maxRetryAfterMs`);
+ *   but a request that is not a GET is retried after a network error only when it cannot have
+ *   reached the provider (the connection was never made): one that timed out or broke after it
+ *   was sent may have been carried out and billed, so it fails at once marked `outcomeUnknown`,
+ *   and the step executor charges that attempt its worst case before it tries another.
  * - A final failure becomes an `AppError` whose message names the provider and its own message,
  *   never our key: 400/404/422 → `bad_request` (the provider refused the input), 401/403 →
  *   `unavailable` (our key is wrong or lacks access: a configuration problem, said so),
@@ -75,6 +79,24 @@ function failure(provider: string, status: number, message: string): AppError {
 
 const isRetryableStatus = (status: number) => status === 429 || (status >= 500 && status !== 501);
 
+/** Socket errors of a connection that was never made: the request cannot have reached the provider. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The code of a failed fetch (undici puts the socket's error in `cause`). */
+function networkCode(err: unknown): string | undefined {
+  const cause = (err as { cause?: { code?: unknown } } | null)?.cause;
+  return typeof cause?.code === 'string' ? cause.code : undefined;
+}
+
+function neverSent(err: unknown): boolean {
+  return NEVER_SENT.has(networkCode(err) ?? '');
+}
+
+function networkErrorText(err: unknown): string {
+  const code = networkCode(err);
+  return code ? `${(err as Error).message}: ${code}` : (err as Error).message;
+}
+
 /**
  * Sends the request; resolves with the response of the first try that is not retryable (2xx,
  * or a 4xx the caller may read), rejects with an `AppError` otherwise, or with `signal.reason`
@@ -86,22 +108,24 @@ export async function providerFetch(request: ProviderRequest): Promise<Response>
   const maxRetryAfter = request.maxRetryAfterMs ?? 20_000;
   const headers = { ...(request.json === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
   const body = request.json === undefined ? request.body : JSON.stringify(request.json);
+  const method = request.method ?? (body === undefined ? 'GET' : 'POST');
   for (let attempt = 0; ; attempt++) {
     request.signal.throwIfAborted();
     const timeout = AbortSignal.timeout(request.timeoutMs);
     const signal = AbortSignal.any([request.signal, timeout]);
     let response: Response;
     try {
-      response = await fetch(request.url, { method: request.method ?? (body === undefined ? 'GET' : 'POST'), headers, body, signal });
+      response = await fetch(request.url, { method, headers, body, signal });
     } catch (err) {
       if (request.signal.aborted) throw request.signal.reason;
-      const reason = timeout.aborted ? `no answer within ${request.timeoutMs} ms` : `network error (${(err as Error).message})`;
-      if (attempt < retries) {
+      const reason = timeout.aborted ? `no answer within ${request.timeoutMs} ms` : `network error (${networkErrorText(err)})`;
+      // A request that timed out or broke once sent may have been carried out (and billed).
+      const outcomeUnknown = method !== 'GET' && (timeout.aborted || !neverSent(err));
+      if (attempt < retries && !outcomeUnknown) {
         await sleep(baseDelay * 2 ** attempt * (0.75 + Math.random() * 0.5), undefined, { signal: request.signal });
         continue;
       }
-      // A request that timed out may still have been carried out (and billed) by the provider.
-      throw Object.assign(new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` }), { outcomeUnknown: timeout.aborted });
+      throw Object.assign(new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` }), { outcomeUnknown });
     }
     if (response.ok) return response;
     const text = redact(await response.text().catch(() => ''), request.headers);
