@@ -26,7 +26,10 @@ export interface CheckOptions {
   token: string;
   provider?: ProviderFake;
   clients: readonly ClientRecord[];
-  /** Runs to check; default: every run the clients saw, or every run in the database when no client saw one. */
+  /**
+   * Runs to check; default: every run the clients saw (and, with a provider, every run carrying
+   * one of their tags), or every run in the database when no client saw one.
+   */
   runIds?: readonly string[];
   /** Balances given outside the ledger (test fixtures seed a balance directly), by organization id. */
   openingBalances?: Readonly<Record<string, number>>;
@@ -41,7 +44,9 @@ export interface CheckCounts {
   completed: number;
   failed: number;
   steps: number;
-  /** Attempts beyond the first of a step, plus cancelled attempts: the ones that may have been lost. */
+  /** Runs carrying a client's tag that no client learnt of (a request answered 5xx had created them). */
+  unacknowledgedRuns: number;
+  /** Attempts beyond the first of a step, plus the last of a failed or cancelled step: the ones that may have been charged their worst case. */
   possiblyLostAttempts: number;
   clients: number;
   clientResumes: number;
@@ -122,12 +127,25 @@ function moneyOfRun(run: RunRow, steps: readonly StepRow[], ledgerCharged: numbe
   return v;
 }
 
-/** Lost attempts a step may have had: every attempt but its last, and the last of a cancelled step. */
+/**
+ * Attempts a step may have been charged its worst case for without a bill: every attempt but its
+ * last (lost, timed out, or cut off and retried), and the last of a step that failed or was
+ * cancelled (timed out, cut off or aborted: docs/runs.md, what each outcome costs).
+ */
 function possiblyLost(step: StepRow): number {
-  return Math.max(0, step.attempt - 1) + (step.status === 'cancelled' && step.attempt > 0 ? 1 : 0);
+  return Math.max(0, step.attempt - 1) + ((step.status === 'cancelled' || step.status === 'failed') && step.attempt > 0 ? 1 : 0);
 }
 
-function providerMoney(run: RunRow, steps: readonly StepRow[], provider: ProviderFake, localPrices: Readonly<Record<string, number>>): { violations: string[]; billed: number; charged: number } {
+/** A run's provider-backed charge, compared with the fake's bill per tag (several runs may share one). */
+interface ProviderShare {
+  tag: string;
+  runId: string;
+  charged: number;
+  /** What its possibly lost attempts may have been charged without a bill: their worst cases. */
+  allowance: number;
+}
+
+function providerShare(run: RunRow, steps: readonly StepRow[], provider: ProviderFake, localPrices: Readonly<Record<string, number>>): { violations: string[]; share?: ProviderShare } {
   const v: string[] = [];
   const nodes = nodesOf(run.definition);
   const providerSteps = steps.filter((s) => PROVIDER_NODES.includes(nodes.get(s.nodeId)?.uses ?? ''));
@@ -136,14 +154,13 @@ function providerMoney(run: RunRow, steps: readonly StepRow[], provider: Provide
     const price = localPrices[uses];
     if (price !== undefined && s.status === 'completed' && s.costMicros !== price) v.push(`run ${run.id} step ${s.nodeId} (${uses}): charged ${s.costMicros}, its price is ${price} micro-USD`);
   }
-  if (providerSteps.length === 0) return { violations: v, billed: 0, charged: 0 };
+  if (providerSteps.length === 0) return { violations: v };
   const tag = tagOf(run);
   const charged = providerSteps.reduce((sum, s) => sum + s.ledgerMicros, 0);
   if (tag === undefined) {
     v.push(`run ${run.id}: has provider-backed steps but no tag:<word> in its definition, so its charge (${charged} micro-USD) cannot be compared with the provider's bill`);
-    return { violations: v, billed: 0, charged };
+    return { violations: v };
   }
-  const billed = provider.billedMicrosFor(tag);
   let allowance = 0;
   for (const s of providerSteps) {
     const lost = possiblyLost(s);
@@ -160,7 +177,16 @@ function providerMoney(run: RunRow, steps: readonly StepRow[], provider: Provide
     }
     allowance += lost * estimate;
   }
-  const who = `run ${run.id} (tag ${tag})`;
+  return { violations: v, share: { tag, runId: run.id, charged, allowance } };
+}
+
+/** B ≤ C ≤ B + allowance for the runs of one tag (one run, unless a request answered 5xx had created one the client never learnt of). */
+function tagMoney(tag: string, shares: readonly ProviderShare[], provider: ProviderFake): { violations: string[]; billed: number; charged: number } {
+  const v: string[] = [];
+  const billed = provider.billedMicrosFor(tag);
+  const charged = shares.reduce((sum, s) => sum + s.charged, 0);
+  const allowance = shares.reduce((sum, s) => sum + s.allowance, 0);
+  const who = `run${shares.length > 1 ? 's' : ''} ${shares.map((s) => s.runId).join(', ')} (tag ${tag})`;
   if (charged < billed) v.push(`${who}: charged ${charged} micro-USD for provider calls the provider billed ${billed} (a provider call once made is paid)`);
   if (allowance === 0 && charged !== billed) v.push(`${who}: charged ${charged} micro-USD, the provider billed ${billed}, and no attempt was lost`);
   if (allowance > 0 && charged > billed + allowance) v.push(`${who}: charged ${charged} micro-USD > billed ${billed} + lost charges ${allowance}`);
@@ -193,18 +219,41 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
   try {
     const clientRuns = options.clients.map((c) => c.runId).filter((id): id is string => id !== undefined);
     const wanted = options.runIds ?? (clientRuns.length > 0 ? [...new Set(clientRuns)] : undefined);
-    let runs = await loadRuns(pool, wanted);
+    // Runs carrying a client's tag that no client learnt of: created by a request answered 5xx
+    // (the commit's answer lost), which the client then sent again. They run and are paid like any.
+    const withUnacknowledged = async (): Promise<RunRow[]> => {
+      const known = await loadRuns(pool, wanted);
+      if (!options.provider || wanted === undefined) return known;
+      const tags = new Set(known.map(tagOf).filter((t): t is string => t !== undefined));
+      const ids = new Set(known.map((r) => r.id));
+      return [...known, ...(await loadRuns(pool, undefined)).filter((r) => !ids.has(r.id) && tags.has(tagOf(r) ?? ''))];
+    };
+    let runs = await withUnacknowledged();
     const until = Date.now() + (options.settleMs ?? 0);
     while (Date.now() < until && !runs.every(settled)) {
       await sleep(100);
-      runs = await loadRuns(pool, wanted);
+      runs = await withUnacknowledged();
     }
     const ids = runs.map((r) => r.id);
     const runsById = new Map(runs.map((r) => [r.id, r]));
     const steps = await loadSteps(pool, ids);
     const ledgers = new Map((await loadRunLedgers(pool, ids)).map((l) => [l.runId, l]));
     const violations: string[] = [];
-    const counts: CheckCounts = { runs: runs.length, completed: 0, failed: 0, steps: steps.length, possiblyLostAttempts: 0, clients: options.clients.length, clientResumes: 0, clientsGaveUp: 0, providerCalls: options.provider?.calls.length ?? 0, billedMicros: 0, chargedMicros: 0 };
+    const counts: CheckCounts = {
+      runs: runs.length,
+      unacknowledgedRuns: wanted === undefined ? 0 : runs.filter((r) => !wanted.includes(r.id)).length,
+      completed: 0,
+      failed: 0,
+      steps: steps.length,
+      possiblyLostAttempts: 0,
+      clients: options.clients.length,
+      clientResumes: 0,
+      clientsGaveUp: 0,
+      providerCalls: options.provider?.calls.length ?? 0,
+      billedMicros: 0,
+      chargedMicros: 0,
+    };
+    const shares = new Map<string, ProviderShare[]>();
     for (const id of wanted ?? []) if (!runsById.has(id)) violations.push(`run ${id}: not in the database`);
     for (const run of runs) {
       if (run.status === 'completed') counts.completed += 1;
@@ -215,10 +264,9 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
       const ledger = ledgers.get(run.id);
       violations.push(...moneyOfRun(run, runSteps, ledger?.chargedByLedgerMicros ?? 0, ledger?.orphanRows ?? 0));
       if (options.provider) {
-        const money = providerMoney(run, runSteps, options.provider, options.localPrices ?? FREE_LOCAL);
-        violations.push(...money.violations);
-        counts.billedMicros += money.billed;
-        counts.chargedMicros += money.charged;
+        const { violations: local, share } = providerShare(run, runSteps, options.provider, options.localPrices ?? FREE_LOCAL);
+        violations.push(...local);
+        if (share) shares.set(share.tag, [...(shares.get(share.tag) ?? []), share]);
       }
       // The run's own log, replayed whole: what any client resuming from 0 would get (an
       // unfinished run's would be followed live, so only terminal runs are read).
@@ -230,6 +278,12 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
       }
       violations.push(...streamViolations(`run ${run.id}'s log`, log.messages));
       for (const [nodeId, times] of repeatedCompletions(parseEvents(log.messages).events)) violations.push(`run ${run.id} step ${nodeId}: step.completed ${times} times in the run's log (committed twice)`);
+    }
+    for (const [tag, tagShares] of shares) {
+      const money = tagMoney(tag, tagShares, options.provider!);
+      violations.push(...money.violations);
+      counts.billedMicros += money.billed;
+      counts.chargedMicros += money.charged;
     }
     for (const org of await loadOrgs(pool)) {
       const opening = options.openingBalances?.[org.id] ?? 0;

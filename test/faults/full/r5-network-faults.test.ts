@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkInvariants } from '../support/checker';
 import { expectFigure, figure, scale } from '../support/figures';
-import { startLoad, startTopologyPatiently, type LoadOptions } from '../support/load-clients';
+import { startTopologyPatiently } from '../support/fault-load';
+import { startLoad, type LoadOptions } from '../support/load-clients';
 import { FAKE_MODEL } from '../support/provider-fake';
 import type { Topology } from '../support/topology';
 import type { FaultProxy } from '../../support/fault-proxy';
@@ -118,5 +119,8 @@ it('ends every run through latency, blackholes and resets on every path, within 
 
   const check = await checkInvariants({ pool: topo.database.pool, apiUrl: topo.url, token: topo.account.token, provider: topo.provider, clients: records, settleMs: 30_000 });
   if (check.violations.length > 0) console.log('R5 checker', check.violations.slice(0, 20), check.counts);
+  // Known gap until idempotent run creation (issue 19): a POST whose commit's answer was lost is
+  // answered 503 and sent again, and the run it did create runs too (checked and paid like any).
+  figure(ID, 'runs created by a request answered 5xx (unacknowledged, then sent again)', check.counts.unacknowledgedRuns);
   expectFigure(ID, 'checker violations', check.violations.length, { max: 0 });
 }, 600_000);
