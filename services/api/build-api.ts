@@ -2,6 +2,7 @@ import { createStudioRouter } from './routes/studio-routes';
 import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
+import { Failpoints } from '../platform/failpoints';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
 import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OAuthRepository, OrganizationRepository, TokenRepository, UserRepository } from '../store';
@@ -66,7 +67,7 @@ type AccountStores = ReturnType<typeof accountStores>;
 /** Starts runs for `runs.create` and `runs.node`, counting each in `svc_runs_started_total`. */
 function runLauncher(resources: ServiceResources): RunLauncher {
   const { runs, bus, log, metrics, config } = resources;
-  const starter = new RunStarter({ runs, events: bus, queue: resources.queue, lifecycle: resources.lifecycle, contexts: resources.contexts, nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline }, log });
+  const starter = new RunStarter({ runs, events: bus, queue: resources.queue, lifecycle: resources.lifecycle, contexts: resources.contexts, nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline }, log, failpoints: new Failpoints(config.failpoints) });
   const counted = <A extends unknown[]>(start: (...args: A) => Promise<string>) => async (...args: A): Promise<string> => {
     const runId = await start(...args);
     metrics.runsStarted.inc();

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, RunError, Workflow } from '../contract';
 import { resolveStepInputs, type PreparedWorkflow } from '../engine';
 import type { NodeDefinition } from '../nodes';
+import type { Failpoints } from '../platform/failpoints';
 import type { Logger } from '../platform/logger';
 import type { RunRepository } from '../store';
 import { createRunContext, type RunContextCache } from './run-context-cache';
@@ -40,6 +41,8 @@ export interface RunStarterDeps {
    */
   nodes: { find(id: string): NodeDefinition | undefined; mayRunInline(uses: string): boolean };
   log: Logger;
+  /** Fault injection (`run.announce`, before `run.started` is appended); none in production. */
+  failpoints?: Failpoints;
 }
 
 /**
@@ -59,7 +62,7 @@ export class RunStarter {
    */
   async startFailed(request: Omit<RunRequest, 'prepared'>, error: RunError): Promise<string> {
     const runId = await this.store(request, []);
-    await this.deps.events.append(runId, { type: 'run.started', runId });
+    await this.announce(runId);
     await this.deps.lifecycle.fail(runId, error);
     return runId;
   }
@@ -77,7 +80,7 @@ export class RunStarter {
     );
     const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
     this.deps.contexts.put(context);
-    await this.deps.events.append(runId, { type: 'run.started', runId });
+    await this.announce(runId);
     if (plan.order.length === 0) {
       await this.deps.lifecycle.complete(context);
       return runId;
@@ -88,6 +91,23 @@ export class RunStarter {
       this.deps.log.error({ err, runId }, 'could not enqueue the first steps; the reaper will');
     }
     return runId;
+  }
+
+  /**
+   * Appends `run.started`. If that fails (Redis unreachable), the caller is answered 503 and may
+   * well send the request again, so the stored run is failed before anything of it runs: the
+   * reaper would otherwise run it, and charge for it, beside the one sent again.
+   */
+  private async announce(runId: string): Promise<void> {
+    try {
+      await this.deps.failpoints?.hit('run.announce', runId);
+      await this.deps.events.append(runId, { type: 'run.started', runId });
+    } catch (err) {
+      const error = { code: 'unavailable', message: 'the run could not be started: its event log was unreachable; nothing of it ran' };
+      // Failed in Postgres first; announcing the failure may well fail too (Redis), which the record covers.
+      await this.deps.lifecycle.fail(runId, error).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'a run whose start was not announced was failed, or failing it did not finish (the reaper may run it then)'));
+      throw err;
+    }
   }
 
   /**
