@@ -65,8 +65,9 @@ export class RunEventBus {
   /**
    * Every event of the run with seq > `afterSeq`, in seq order and each once: first from the
    * log, then live; ends after the terminal event (`run.completed`, `run.failed`), when the
-   * consumer breaks out, when `signal` aborts, or when the bus closes. Resumed at or after the
-   * terminal event, it ends at once. The subscription starts with the first `next()`: the log
+   * consumer breaks out, when `signal` aborts, or when the bus closes. Resumed at the terminal
+   * event, it ends at once; resumed past it (the log was lost and begun again under the stream's
+   * feet), it fails as `unavailable`: the run's record has the ending. The subscription starts with the first `next()`: the log
    * replay makes subscribing before the run's first append unnecessary. It is released when the
    * iteration ends; that waits for Redis to answer the UNSUBSCRIBE (also across a reconnect).
    */

@@ -109,8 +109,18 @@ export class RunEventCursor implements ChannelListener {
           if (item.seq === this.last + 1) this.accept(item);
         }
         this.releaseAhead();
-        // Resumed at or past the terminal event (Last-Event-ID of the last event): nothing follows.
-        if (!this.ended && tail && tail.seq <= this.last && isTerminalEvent(tail.event)) this.end();
+        // Resumed at the terminal event (Last-Event-ID of the last event): nothing follows. A
+        // terminal event before the resume point means the log is not the one the client read
+        // (Redis restarted empty, and the run's events went on in a new log): it cannot serve
+        // this stream, and the run's record in Postgres says how the run ended.
+        if (!this.ended && tail && tail.seq === this.last && isTerminalEvent(tail.event)) this.end();
+        if (!this.ended && tail && tail.seq < this.last && isTerminalEvent(tail.event)) {
+          throw new AppError({
+            code: 'unavailable',
+            message: `the event log of run ${this.runId} ends at seq ${tail.seq}, before seq ${this.last} this stream had reached (it was lost and begun again); read the run's record instead`,
+            details: { runId: this.runId, afterSeq: this.last },
+          });
+        }
         if (!this.ended && this.last < mustReach) {
           throw new AppError({
             code: 'unavailable',

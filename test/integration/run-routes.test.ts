@@ -335,13 +335,16 @@ describe('run history and replay over HTTP', () => {
       expect(parsed(messages)[3]).toEqual({ id: '4', event: { type: 'run.failed', error: failure } });
     });
 
-    it('ends at once with [DONE] when resumed at or after the terminal event of a finished run', async () => {
+    it('ends at once with [DONE] when resumed at the terminal event of a finished run, and sends the ending from its record when resumed past it', async () => {
       const runId = await runIn('completed');
       await bus.append(runId, started(runId));
       await bus.append(runId, { type: 'run.completed', outputs });
-      for (const resume of [{ lastEventId: '2' }, { after: '2' }, { lastEventId: '9' }]) {
+      for (const resume of [{ lastEventId: '2' }, { after: '2' }]) {
         expect(parsed(await readSse(await openEvents(runId, resume)))).toEqual([{ id: undefined, data: '[DONE]' }]);
       }
+      // Past the log's end: not the log the client read (Redis restarted empty and the run's
+      // events went on in a new one), so the client never saw this ending; the record has it.
+      expect(parsed(await readSse(await openEvents(runId, { lastEventId: '9' })))).toEqual([{ id: '10', event: { type: 'run.completed', outputs } }, { id: undefined, data: '[DONE]' }]);
       expect(parsed(await readSse(await openEvents(runId, { after: '1' })))).toEqual([{ id: '2', event: { type: 'run.completed', outputs } }, { id: undefined, data: '[DONE]' }]);
     });
 
