@@ -52,7 +52,11 @@ export class RunEventCursor implements ChannelListener {
       this.fail(err);
       return;
     }
-    if (item.seq <= this.last) return;
+    if (item.seq <= this.last) {
+      // A terminal event this stream cannot have seen: the log was begun again below its position.
+      if (isTerminalEvent(item.event)) this.fail(logRestarted(this.runId, item.seq, this.last));
+      return;
+    }
     if (item.seq === this.last + 1 && !this.reading) {
       this.accept(item);
       return;
@@ -114,13 +118,7 @@ export class RunEventCursor implements ChannelListener {
         // (Redis restarted empty, and the run's events went on in a new log): it cannot serve
         // this stream, and the run's record in Postgres says how the run ended.
         if (!this.ended && tail && tail.seq === this.last && isTerminalEvent(tail.event)) this.end();
-        if (!this.ended && tail && tail.seq < this.last && isTerminalEvent(tail.event)) {
-          throw new AppError({
-            code: 'unavailable',
-            message: `the event log of run ${this.runId} ends at seq ${tail.seq}, before seq ${this.last} this stream had reached (it was lost and begun again); read the run's record instead`,
-            details: { runId: this.runId, afterSeq: this.last },
-          });
-        }
+        if (!this.ended && tail && tail.seq < this.last && isTerminalEvent(tail.event)) throw logRestarted(this.runId, tail.seq, this.last);
         if (!this.ended && this.last < mustReach) {
           throw new AppError({
             code: 'unavailable',
@@ -169,4 +167,13 @@ export class RunEventCursor implements ChannelListener {
     this.wake = undefined;
     wake?.();
   }
+}
+
+/** The log holds a terminal event at `seq`, below the position `last` a stream had reached: it was lost and begun again. */
+function logRestarted(runId: string, seq: number, last: number): AppError {
+  return new AppError({
+    code: 'unavailable',
+    message: `the event log of run ${runId} has its terminal event at seq ${seq}, before seq ${last} this stream had reached (it was lost and begun again); read the run's record instead`,
+    details: { runId, afterSeq: last },
+  });
 }

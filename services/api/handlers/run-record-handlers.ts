@@ -1,7 +1,7 @@
 import { RUN_LIST_DEFAULT_LIMIT, type RunList, type RunStatus } from '../../contract';
 import { parseWorkflowId } from '../../engine';
 import { AppError } from '../../platform/app-error';
-import { DEFAULT_RECORD_CHECK_MS, isFinished, replayEvents, type RunEventSource } from '../../runs';
+import { DEFAULT_RECORD_CHECK_MS, replayEvents, type RunEventSource } from '../../runs';
 import type { RunListKey, RunRecord, RunSummaryRecord } from '../../store';
 import type { AuthContext } from '../auth/auth-context';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
@@ -49,7 +49,7 @@ const authOf = (ctx: CallContext): AuthContext => ctx.auth!;
  * reconnect) or `?after=`; both may be given only when they agree. An empty header counts as
  * absent, as EventSource sends none before it has seen an id.
  */
-function resumePoint(after: number | undefined, lastEventId: string | undefined): { afterSeq: number; from: string } {
+function resumePoint(after: number | undefined, lastEventId: string | undefined): { afterSeq: number } {
   const header = lastEventId?.trim();
   let fromHeader: number | undefined;
   if (header) {
@@ -61,8 +61,7 @@ function resumePoint(after: number | undefined, lastEventId: string | undefined)
   if (fromHeader !== undefined && after !== undefined && fromHeader !== after) {
     throw invalid('after', `Last-Event-ID (${fromHeader}) and the "after" parameter (${after}) disagree; send one of them`);
   }
-  if (fromHeader !== undefined) return { afterSeq: fromHeader, from: 'Last-Event-ID' };
-  return { afterSeq: after ?? 0, from: 'after' };
+  return { afterSeq: fromHeader ?? after ?? 0 };
 }
 
 /**
@@ -97,15 +96,14 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { 'runs.list': Ha
     },
 
     'runs.events': async ({ id, after }, ctx) => {
-      const { afterSeq, from } = resumePoint(after, ctx.lastEventId);
+      // A resume point past the log's end is followed, not refused: after Redis restarted empty
+      // a run's events go on in a new log whose ids start again below what a client had reached.
+      // Its stream then waits for the log to pass that point, or ends with the run's ending
+      // from its record (services/queue/run-event-cursor.ts, services/runs/run-event-stream.ts).
+      const { afterSeq } = resumePoint(after, ctx.lastEventId);
       const run = await deps.runs.getRun(id, authOf(ctx).orgId);
       if (!run) throw noSuchRun(id);
       const lastSeq = await deps.events.lastSeq(run.id);
-      const finished = isFinished(run);
-      if (!finished && afterSeq > lastSeq) {
-        // The stream would wait for events it then drops as already seen, up to and past the terminal one.
-        throw invalid(from, `${from} ${afterSeq} is past the last event this run sent (id ${lastSeq}); resume from the id of an event received from it`);
-      }
       return replayEvents(deps.events, run, {
         afterSeq,
         lastSeq,
