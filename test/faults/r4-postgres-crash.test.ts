@@ -2,9 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from '../support/eventually';
 import { checkInvariants } from './support/checker';
 import { expectFigure, figure, percentile, scale } from './support/figures';
-import { startTopologyPatiently } from './support/fault-load';
+import { chainRun, startTopologyPatiently } from './support/fault-load';
 import { runOnce, startLoad, type LoadClientRecord, type LoadOptions, type RequestRecord } from './support/load-clients';
-import { FAKE_MODEL } from './support/provider-fake';
 import type { Topology } from './support/topology';
 
 /**
@@ -26,16 +25,7 @@ const DOWN_MS = 3000;
 const HANG_MS = 10_000;
 
 /** Two chat steps in a row, streamed slowly, so runs are open across an outage. */
-const body = (tag: string): unknown => ({
-  workflow: {
-    version: 2,
-    nodes: [
-      { id: 'chat', uses: 'openai-chat', inputs: { prompt: `tag:${tag} say hi`, model: FAKE_MODEL, maxTokens: 50 } },
-      { id: 'again', uses: 'openai-chat', inputs: { prompt: `tag:${tag} \${chat.text}`, model: FAKE_MODEL, maxTokens: 50 } },
-      { id: 'out', uses: 'output', inputs: { value: '${again.text}' } },
-    ],
-  },
-});
+const body = (tag: string): unknown => chainRun(tag, 2);
 
 let topo: Topology;
 beforeAll(async () => {

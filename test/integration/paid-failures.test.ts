@@ -1,3 +1,4 @@
+import type { ServerResponse } from 'node:http';
 import net from 'node:net';
 import type { RunEvent } from '../../services/contract';
 import { modelPrices } from '../../services/nodes/providers/llm-pricing';
@@ -180,55 +181,41 @@ describe('paid failures: every provider call is settled, failures end, balances 
     }
   }, 60_000);
 
-  it('a stream that breaks off after the provider answered is charged its worst case, and the retry what it cost', async () => {
-    // Fault suite R5 found it: the provider bills a call it answered however its stream ends,
-    // and the broken attempt was charged nothing.
+  // Fault suite R5 found both: the provider bills a call it answered however its stream ends, yet
+  // the broken attempt was charged nothing; and a call answered into a partition (billed) timed
+  // out here and was sent again inside the same attempt, uncharged.
+  it.each<[string, (res: ServerResponse, model: unknown) => void]>([
+    [
+      'a stream that breaks off after the provider answered',
+      (res, model) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model, choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }] })}\n\n`);
+        setTimeout(() => res.socket?.destroy(), 20);
+      },
+    ],
+    ['a request that breaks once sent (not sent again inside its attempt)', (res) => res.socket?.destroy()],
+  ])('%s is charged its worst case, and the next attempt what it cost', async (_what, breakCall) => {
     const who = await account(1_000_000);
     const healthy = reply;
     let calls = 0;
     reply = async (res, req) => {
       calls += 1;
       if (calls > 1) return healthy(res, req);
-      res.writeHead(200, { 'content-type': 'text/event-stream' });
-      res.write(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: req.body.model, choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }] })}\n\n`);
-      setTimeout(() => res.socket?.destroy(), 20);
-    };
-    const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
-    const res = await post(service, '/v1/runs', { workflow }, who.token);
-    const { events, done } = await streamOf(res);
-    expect(done).toBe(true);
-    expect(events.at(-1)).toMatchObject({ type: 'run.completed', outputs: { o: { kind: 'text', value: 'Hello' } } });
-    expect(fake.requests).toHaveLength(2);
-    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
-    const m = await money(service, who.orgId, run.id);
-    const estimate = worstCase({ prompt: 'hi' });
-    expect(estimate).toBeGreaterThan(REPLY_COST);
-    // The broken call at its worst case (the step's estimate), the answered one at its price.
-    expect(m.charged).toBe(estimate + REPLY_COST);
-    expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
-  });
-
-  it('a request that breaks once sent is not sent again inside its attempt: charged its worst case, the next attempt what it cost', async () => {
-    // Fault suite R5 found it: a call the provider answered into a partition (it billed) timed
-    // out here and was sent again inside the same attempt, uncharged.
-    const who = await account(1_000_000);
-    const healthy = reply;
-    let calls = 0;
-    reply = async (res, req) => {
-      calls += 1;
-      if (calls > 1) return healthy(res, req);
-      res.socket?.destroy();
+      breakCall(res, req.body.model);
     };
     const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
     const { events, done } = await streamOf(await post(service, '/v1/runs', { workflow }, who.token));
     expect(done).toBe(true);
-    expect(events.at(-1)).toMatchObject({ type: 'run.completed' });
+    expect(events.at(-1)).toMatchObject({ type: 'run.completed', outputs: { o: { kind: 'text', value: 'Hello' } } });
     expect(fake.requests).toHaveLength(2);
     const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId }, include: { steps: true } });
-    expect(run.steps.find((s) => s.nodeId === 'c')).toMatchObject({ status: 'completed', attempt: 2 });
+    expect(run.steps.find((step) => step.nodeId === 'c')).toMatchObject({ status: 'completed', attempt: 2 });
+    const estimate = worstCase({ prompt: 'hi' });
+    expect(estimate).toBeGreaterThan(REPLY_COST);
+    // The broken call at its worst case (the step's estimate), the answered one at its price.
     const m = await money(service, who.orgId, run.id);
-    expect(m.charged).toBe(worstCase({ prompt: 'hi' }) + REPLY_COST);
-    expect(m).toMatchObject({ spent: m.charged, held: 0 });
+    expect(m.charged).toBe(estimate + REPLY_COST);
+    expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
   });
 
   it('a request whose connection was never made is retried inside its attempt, uncharged', async () => {

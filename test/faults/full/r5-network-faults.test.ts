@@ -1,9 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkInvariants } from '../support/checker';
 import { expectFigure, figure, scale } from '../support/figures';
-import { startTopologyPatiently } from '../support/fault-load';
+import { chainRun, startTopologyPatiently } from '../support/fault-load';
 import { startLoad, type LoadOptions } from '../support/load-clients';
-import { FAKE_MODEL } from '../support/provider-fake';
 import type { Topology } from '../support/topology';
 import type { FaultProxy } from '../../support/fault-proxy';
 import { eventually } from '../../support/eventually';
@@ -29,15 +28,7 @@ const CALL_SLACK_MS = 2000;
 const PHASE_MS = scale(4000, 10_000);
 
 /** One provider-backed step a run, so a run's tag counts one step's calls. */
-const body = (tag: string): unknown => ({
-  workflow: {
-    version: 2,
-    nodes: [
-      { id: 'chat', uses: 'openai-chat', inputs: { prompt: `tag:${tag} say hi`, model: FAKE_MODEL, maxTokens: 50 } },
-      { id: 'out', uses: 'output', inputs: { value: '${chat.text}' } },
-    ],
-  },
-});
+const body = (tag: string): unknown => chainRun(tag, 1);
 
 let topo: Topology;
 beforeAll(async () => {

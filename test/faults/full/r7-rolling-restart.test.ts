@@ -1,8 +1,7 @@
 import { checkInvariants } from '../support/checker';
 import { expectFigure, figure, scale } from '../support/figures';
-import { startTopologyPatiently } from '../support/fault-load';
+import { chainRun, startTopologyPatiently } from '../support/fault-load';
 import { startLoad, type LoadOptions } from '../support/load-clients';
-import { FAKE_MODEL } from '../support/provider-fake';
 import type { ServiceProcess } from '../support/service-process';
 import type { Topology } from '../support/topology';
 import { eventually } from '../../support/eventually';
@@ -21,16 +20,7 @@ const GRACE_MS = 8000;
 const STOP_SLACK_MS = 5000;
 
 /** Two slowly streamed chat steps: a stop always meets steps in flight and streams open. */
-const body = (tag: string): unknown => ({
-  workflow: {
-    version: 2,
-    nodes: [
-      { id: 'chat', uses: 'openai-chat', inputs: { prompt: `tag:${tag} say hi`, model: FAKE_MODEL, maxTokens: 50 } },
-      { id: 'again', uses: 'openai-chat', inputs: { prompt: `tag:${tag} \${chat.text}`, model: FAKE_MODEL, maxTokens: 50 } },
-      { id: 'out', uses: 'output', inputs: { value: '${again.text}' } },
-    ],
-  },
-});
+const body = (tag: string): unknown => chainRun(tag, 2);
 
 let topo: Topology;
 beforeAll(async () => {
