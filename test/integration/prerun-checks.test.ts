@@ -100,10 +100,17 @@ describe('checks before the run', () => {
     expect(await refusedBeforeTheRun('/v1/runs/node', { node: 'speech-espeak', inputs: { text: 'hi', speed: 5 } })).toContain('input "speed" must be an INT between 80 and 450, got 5');
   });
 
-  it.each(['__proto__', 'constructor', 'toString'])('answers a node input named %s with a 400 naming the unknown input, on runs.create and runs.node', async (name) => {
+  it.each(['constructor', 'toString'])('answers a node input named %s with a 400 naming the unknown input, on runs.create and runs.node', async (name) => {
     // Raw JSON: "__proto__" must reach the server as an own key, as any client can send it.
     const workflow = `{"version":2,"nodes":[{"id":"tts","uses":"speech-espeak","inputs":{"text":"hi","${name}":1}},{"id":"out","uses":"output","inputs":{"value":"\${tts.audio}"}}]}`;
     expect(await refusedBeforeTheRun('/v1/runs', `{"workflow":${workflow}}`)).toContain(`"speech-espeak" has no input "${name}"; its inputs are: text, voice, speed, format`);
     expect(await refusedBeforeTheRun('/v1/runs/node', `{"node":"speech-espeak","inputs":{"text":"hi","${name}":1}}`)).toContain(`"speech-espeak" has no input "${name}"`);
+  });
+
+  it('answers a key named __proto__ anywhere in a body with a 400 naming where it is, on runs.create and runs.node', async () => {
+    // Raw JSON: "__proto__" must reach the server as an own key, as any client can send it.
+    const workflow = `{"version":2,"nodes":[{"id":"tts","uses":"speech-espeak","inputs":{"text":"hi","__proto__":null}},{"id":"out","uses":"output","inputs":{"value":"\${tts.audio}"}}]}`;
+    expect(await refusedBeforeTheRun('/v1/runs', `{"workflow":${workflow}}`)).toContain('a key named "__proto__" is not accepted (at workflow.nodes[0].inputs.__proto__)');
+    expect(await refusedBeforeTheRun('/v1/runs/node', `{"node":"speech-espeak","inputs":{"text":"hi","__proto__":1}}`)).toContain('a key named "__proto__" is not accepted (at inputs.__proto__)');
   });
 });

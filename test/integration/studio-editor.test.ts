@@ -55,6 +55,26 @@ describe('the studio: layouts, draft problems, pending changes, version details,
     return list.body.workflows.find((w: { id: string }) => w.id === id);
   };
 
+  it('refuses a draft or layout holding a key named __proto__ with a 400 naming where, and saves nothing (fault suite S1: a 500)', async () => {
+    // Raw JSON, so "__proto__" arrives as an own key. Prisma's JSON columns made a null one the
+    // object's prototype and failed (500), and silently dropped an object one.
+    for (const value of ['null', '{"polluted":true}']) {
+      const before = await service.prisma.workflow.count({ where: { orgId: owner.orgId } });
+      const res = await fetch(`${service.url}/editor/workflows`, {
+        method: 'POST',
+        headers: { ...bearer(owner.token), 'Content-Type': 'application/json' },
+        body: `{"name":"Proto","definition":{"version":2,"nodes":[{"id":"n","uses":"math-add","inputs":{"a":1,"__proto__":${value}}}]}}`,
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({ code: 'validation_failed', error: expect.stringContaining('a key named "__proto__" is not accepted (at definition.nodes[0].inputs.__proto__)') });
+      expect(await service.prisma.workflow.count({ where: { orgId: owner.orgId } })).toBe(before);
+    }
+    const { id } = (await create({ name: 'Laid out' })).body as { id: string };
+    const res = await fetch(`${service.url}/editor/workflows/${id}`, { method: 'PATCH', headers: { ...bearer(owner.token), 'Content-Type': 'application/json' }, body: '{"layout":{"nodes":{"__proto__":null}}}' });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toContain('at layout.nodes.__proto__');
+  });
+
   describe('canvas layouts', () => {
     it('saves a layout with the draft, replaces it alone, and keeps it apart from the definition', async () => {
       const created = await create({ name: 'Drawn', definition: adder(1, 2), layout: layoutOf(0) });

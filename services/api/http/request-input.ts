@@ -52,6 +52,10 @@ export function requestInput(op: Operation, req: Request, options: { fromBody?: 
 
   const body: unknown = req.body;
   if (body === undefined) throw emptyBodyError();
+  const protoKey = protoKeyPath(body);
+  if (protoKey !== null) {
+    throw new AppError({ code: 'validation_failed', message: `a key named "__proto__" is not accepted (at ${protoKey}); rename or remove it` });
+  }
   if (op.http.pathParams.length === 0) return body;
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   return { ...(body as Record<string, unknown>), ...fromPath };
@@ -72,4 +76,29 @@ export function uploadOf(req: Request): UploadBody {
     declaredBytes: length !== undefined && /^\d+$/.test(length) ? Number(length) : null,
     body: req,
   };
+}
+
+/**
+ * Where the first key named `__proto__` is in a parsed JSON body (JSON.parse makes it an own key),
+ * or null. Refused at the door: such a key is never a field of ours, and libraries that copy
+ * objects key by key (Prisma's JSON columns among them) turn it into a prototype, dropping the
+ * value or failing on it. Walked with a stack, not recursion: a body may nest deeper than the
+ * call stack.
+ */
+function protoKeyPath(body: unknown): string | null {
+  const pending: [unknown, string][] = [[body, '']];
+  for (let item = pending.pop(); item; item = pending.pop()) {
+    const [value, path] = item;
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) {
+      value.forEach((element, i) => pending.push([element, `${path}[${i}]`]));
+      continue;
+    }
+    for (const [key, child] of Object.entries(value)) {
+      const at = path ? `${path}.${key}` : key;
+      if (key === '__proto__') return at;
+      pending.push([child, at]);
+    }
+  }
+  return null;
 }
