@@ -3,7 +3,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { isErrorCode, isOpName, OP_NAMES, OPERATIONS, ROUTE_NAMES, ROUTES, validate, type Operation } from '../../services/contract';
 import { issueSessionToken } from '../support/fixtures';
 import { startTestService, type TestService } from '../support/service';
-import { expectFigure, figure, FULL, percentile, scale } from './support/figures';
+import { expectFigure, figure, FULL, percentile, scale, timingGoal } from './support/figures';
 import { exampleInput, hostileRequests, seededRandom, type HostileRequest } from './support/hostile-requests';
 import { inPool, latencyProbe, sendRaw, type RawAnswer } from './support/raw-http';
 
@@ -157,12 +157,13 @@ describe('S1: malformed requests generated from the contract, for every endpoint
     expectFigure('S1', '400s not naming the problem', count('unhelpful 400'), { max: 0 });
     expectFigure('S1', '4xx without a message and code', count('unexplained 4xx'), { max: 0 });
     expectFigure('S1', 'other expected statuses missed (401, 415)', count('wrong status'), { max: 0 });
-    // Recorded against the goal in every case (the table says MISSED), but judged here only on a
-    // machine whose /healthz meets it at rest: on a shared machine already past 100 ms idle (seen:
-    // 318 ms at a load average of 20 on 2 cores) the figure measures the neighbours, not the service.
+    // A timing: judged in the full run only (timingGoal), and there only on a machine whose
+    // /healthz meets it at rest: on a shared machine already past 100 ms idle (seen: 318 ms at a
+    // load average of 20 on 2 cores) the figure measures the neighbours, not the service.
     const p99 = Math.round(percentile(health.latencies, 99));
     const restingP99 = Math.round(percentile(baseline.latencies, 99));
-    if (restingP99 <= 100) expectFigure('S1', '/healthz p99', p99, { max: 100 }, 'ms');
-    else if (!figure('S1', '/healthz p99', p99, { max: 100 }, 'ms')) console.log(`S1: /healthz p99 ${p99} ms under load not judged: ${restingP99} ms at rest on this machine`);
+    const goal = timingGoal({ max: 100 });
+    if (goal && restingP99 <= 100) expectFigure('S1', '/healthz p99', p99, goal, 'ms');
+    else if (!figure('S1', '/healthz p99', p99, goal, 'ms')) console.log(`S1: /healthz p99 ${p99} ms under load not judged: ${restingP99} ms at rest on this machine`);
   }, FULL ? 3_600_000 : 300_000);
 });
