@@ -58,7 +58,8 @@ export class RunEventBus {
     if (this.closed) throw new Error('the run event bus is closed');
     if (events.length === 0) throw new RangeError('appendAll needs at least one event');
     const { log, channel } = runEventKeys(this.prefix, runId);
-    const rest = events.filter((event, i) => !(i === 0 && event.type === 'run.started' && event.runId === runId));
+    const first = events[0]!;
+    const rest = first.type === 'run.started' && first.runId === runId ? events.slice(1) : events;
     return appendRunEventScript(this.redis, log, channel, runStartedJson(runId), rest.map((event) => JSON.stringify(event)), this.logTtlSeconds);
   }
 
@@ -67,9 +68,10 @@ export class RunEventBus {
    * log, then live; ends after the terminal event (`run.completed`, `run.failed`), when the
    * consumer breaks out, when `signal` aborts, or when the bus closes. Resumed at the terminal
    * event, it ends at once; resumed past it (the log was lost and begun again under the stream's
-   * feet), it fails as `unavailable`: the run's record has the ending. The subscription starts with the first `next()`: the log
-   * replay makes subscribing before the run's first append unnecessary. It is released when the
-   * iteration ends; that waits for Redis to answer the UNSUBSCRIBE (also across a reconnect).
+   * feet), it fails as `unavailable`: the run's record has the ending. The subscription starts
+   * with the first `next()`: the log replay makes subscribing before the run's first append
+   * unnecessary. It is released when the iteration ends; that waits for Redis to answer the
+   * UNSUBSCRIBE (also across a reconnect).
    */
   async *events(runId: string, options: RunEventStreamOptions = {}): AsyncGenerator<SequencedEvent, void, undefined> {
     const { afterSeq = 0, signal } = options;

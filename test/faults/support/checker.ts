@@ -221,18 +221,21 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
     const wanted = options.runIds ?? (clientRuns.length > 0 ? [...new Set(clientRuns)] : undefined);
     // Runs carrying a client's tag that no client learnt of: created by a request answered 5xx
     // (the commit's answer lost), which the client then sent again. They run and are paid like any.
-    const withUnacknowledged = async (): Promise<RunRow[]> => {
+    // Looked up once (every client has returned, so no such run is created later); the settling
+    // loop below then reloads the runs by id, not the whole table.
+    let checked = wanted;
+    if (options.provider && wanted !== undefined) {
       const known = await loadRuns(pool, wanted);
-      if (!options.provider || wanted === undefined) return known;
       const tags = new Set(known.map(tagOf).filter((t): t is string => t !== undefined));
-      const ids = new Set(known.map((r) => r.id));
-      return [...known, ...(await loadRuns(pool, undefined)).filter((r) => !ids.has(r.id) && tags.has(tagOf(r) ?? ''))];
-    };
-    let runs = await withUnacknowledged();
+      const ids = new Set(wanted);
+      const unacknowledged = (await loadRuns(pool, undefined)).filter((r) => !ids.has(r.id) && tags.has(tagOf(r) ?? ''));
+      checked = [...wanted, ...unacknowledged.map((r) => r.id)];
+    }
+    let runs = await loadRuns(pool, checked);
     const until = Date.now() + (options.settleMs ?? 0);
     while (Date.now() < until && !runs.every(settled)) {
       await sleep(100);
-      runs = await withUnacknowledged();
+      runs = await loadRuns(pool, checked);
     }
     const ids = runs.map((r) => r.id);
     const runsById = new Map(runs.map((r) => [r.id, r]));
@@ -241,7 +244,7 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
     const violations: string[] = [];
     const counts: CheckCounts = {
       runs: runs.length,
-      unacknowledgedRuns: wanted === undefined ? 0 : runs.filter((r) => !wanted.includes(r.id)).length,
+      unacknowledgedRuns: (checked?.length ?? 0) - (wanted?.length ?? 0),
       completed: 0,
       failed: 0,
       steps: steps.length,
