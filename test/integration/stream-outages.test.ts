@@ -5,7 +5,7 @@ import { TERMINAL_EVENT_TYPES, type RunEvent } from '../../services/contract';
 import { eventually } from '../support/eventually';
 import { startPrivateServers, type PrivateServers } from '../support/private-servers';
 import { bearer, startTestService, type TestService } from '../support/service';
-import { readSse, type SseMessage } from '../support/sse';
+import { sseMessages, type SseMessage } from '../support/sse';
 
 /**
  * Issue 11: every run event stream ends with its terminal event and `[DONE]`, or stays open
@@ -22,8 +22,17 @@ const oneStep = {
   ],
 };
 
+/**
+ * A job lost in an outage is recovered by the reaper, and a stream ends when its run does: the
+ * reaper at the fault suite's pace (production's 30 s sweeps and 120 s stuck steps would put
+ * that bound past this file's timeouts).
+ */
+const REAPER_AT_FAULT_PACE = { REAPER_INTERVAL_SECONDS: '2', STEP_STUCK_SECONDS: '10' };
+
 interface OpenedStream {
   status: number;
+  /** The messages so far (a failing test shows how far each stream got). */
+  received: SseMessage[];
   /** Every message to the end of the response (resolves however the response ends). */
   messages: Promise<SseMessage[]>;
 }
@@ -34,11 +43,19 @@ async function openStream(service: TestService): Promise<OpenedStream> {
     headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
     body: JSON.stringify({ workflow: oneStep }),
   });
-  // A response cut short rejects the body read; what arrived until then is what the test judges.
-  const messages = res.status === 200 ? readSse(res).catch(() => [] as SseMessage[]) : res.text().then(() => []);
-  return { status: res.status, messages };
+  const received: SseMessage[] = [];
+  const read = async (): Promise<SseMessage[]> => {
+    if (res.status !== 200 || !res.body) return (await res.text(), []);
+    // A response cut short ends the read; what arrived until then is what the test judges.
+    try {
+      for await (const message of sseMessages(res.body)) received.push(message);
+    } catch {
+      /* judged by what was received */
+    }
+    return received;
+  };
+  return { status: res.status, received, messages: read() };
 }
-
 /** What is wrong with a stream's messages, or null: run.started first, then ..., a terminal event, [DONE]. */
 function streamProblem(messages: SseMessage[]): string | null {
   if (messages.length === 0) return 'no event at all';
@@ -52,8 +69,27 @@ function streamProblem(messages: SseMessage[]): string | null {
   return null;
 }
 
-async function expectAllEnded(streams: OpenedStream[]): Promise<void> {
+/**
+ * Every stream answered 200 and ended with its terminal event and [DONE]. A stream still open
+ * after `withinMs` fails the test there (not at Jest's timeout), naming its run, how far it got
+ * and what the database says of the run and its steps.
+ */
+async function expectAllEnded(service: TestService, streams: OpenedStream[], withinMs = 60_000): Promise<void> {
   expect(streams.map((s) => s.status)).toEqual(streams.map(() => 200));
+  const ended = await Promise.race([Promise.all(streams.map((s) => s.messages)).then(() => true), sleep(withinMs).then(() => false)]);
+  if (!ended) {
+    const open = await Promise.all(
+      streams
+        .filter((s) => s.received.at(-1)?.data !== '[DONE]')
+        .map(async (s) => {
+          const first = s.received[0] ? (JSON.parse(s.received[0].data) as RunEvent) : undefined;
+          const runId = first?.type === 'run.started' ? first.runId : undefined;
+          const run = runId ? await service.prisma.run.findUnique({ where: { id: runId }, select: { status: true, steps: { select: { nodeId: true, status: true, attempt: true } } } }) : null;
+          return { runId, events: s.received.map((m) => m.data.slice(0, 60)), run };
+        }),
+    );
+    throw new Error(`${open.length} of ${streams.length} streams still open after ${withinMs} ms: ${JSON.stringify(open, null, 1)}`);
+  }
   const problems = (await Promise.all(streams.map((s) => s.messages))).map(streamProblem).filter((p) => p !== null);
   expect(problems).toEqual([]);
 }
@@ -66,7 +102,7 @@ describe('streams across a Redis restart', () => {
     servers = await startPrivateServers();
     service = await startTestService({
       postgres: servers.postgres,
-      env: { REDIS_URL: servers.redisUrl, SVC_FAILPOINTS: 'step.afterReserve=sleep(1000)', STREAM_RECORD_CHECK_MS: '300', WORKER_CONCURRENCY: '64' },
+      env: { REDIS_URL: servers.redisUrl, SVC_FAILPOINTS: 'step.afterReserve=sleep(1000)', STREAM_RECORD_CHECK_MS: '300', WORKER_CONCURRENCY: '64', ...REAPER_AT_FAULT_PACE },
     });
     // Enough data that the restarted Redis answers LOADING for a while, as a production one does.
     // (Three million keys load in about two seconds; written by one script, in about as long.)
@@ -92,7 +128,7 @@ describe('streams across a Redis restart', () => {
       await sleep(50);
     }
     await restart;
-    await expectAllEnded([...before, ...(await Promise.all(during))]);
+    await expectAllEnded(service, [...before, ...(await Promise.all(during))]);
   }, 90_000);
 });
 
@@ -105,7 +141,7 @@ describe('streams across a Postgres outage', () => {
     service = await startTestService({
       postgres: servers.postgres,
       // The step sleeps past the outage, so the runs themselves never meet it; their streams do.
-      env: { SVC_FAILPOINTS: 'step.afterReserve=sleep(6000)', STREAM_RECORD_CHECK_MS: '200' },
+      env: { SVC_FAILPOINTS: 'step.afterReserve=sleep(6000)', STREAM_RECORD_CHECK_MS: '200', ...REAPER_AT_FAULT_PACE },
     });
   }, 120_000);
 
@@ -123,7 +159,7 @@ describe('streams across a Postgres outage', () => {
     // Several record checks fail while it is down.
     await sleep(2000);
     await servers.startPostgres();
-    await expectAllEnded(streams);
+    await expectAllEnded(service, streams);
   }, 90_000);
 
   it('answers a new request during the outage 503 with Retry-After and a message, and /readyz names no address', async () => {
@@ -175,7 +211,7 @@ describe('a burst of streams on a small pool', () => {
     await sleep(3000);
     await blocker.query('COMMIT');
     await blocker.end();
-    await expectAllEnded(streams);
+    await expectAllEnded(service, streams);
     // Every ended stream gave its log subscription back (none left behind by a reopened log).
     await eventually(() => service.runtime.bus.stats().streams === 0, { what: 'every stream to give its subscription back' });
     expect(service.runtime.bus.stats()).toMatchObject({ streams: 0, channels: 0 });

@@ -1,7 +1,8 @@
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
 import { RunRepository } from '../../../services/store';
 import { eventually } from '../../support/eventually';
 import { seedAccount, type SeededAccount } from '../../support/fixtures';
@@ -11,6 +12,8 @@ import { readSse } from '../../support/sse';
 import { expectFigure, figure, percentile, scale } from '../support/figures';
 import { serviceProcess, type ServiceProcess } from '../support/service-process';
 import { slowClients, stalledReader, type Attack, type StalledReader } from '../support/slow-attacks';
+
+const execFileAsync = promisify(execFile);
 
 /**
  * S4: slow clients against an API process (ROLE=api, its own OS process, so that the attackers
@@ -37,19 +40,31 @@ const chatty = {
   ],
 };
 
-/** Times GET /v1/nodes, one request after another, until `ms` have passed. */
-async function probe(url: string, token: string, ms: number): Promise<number[]> {
-  const latencies: number[] = [];
-  const until = Date.now() + ms;
+/**
+ * Times GET /v1/nodes, one request after another, until `ms` have passed, from a process of its
+ * own: in this one the attackers' sockets and the in-process worker would delay the probe's own
+ * event loop, and the figure would measure the client rather than the API.
+ */
+const PROBE_SCRIPT = `
+const [url, token, ms] = process.argv.slice(1);
+(async () => {
+  const latencies = [];
+  const until = Date.now() + Number(ms);
   while (Date.now() < until) {
     const started = performance.now();
-    const res = await fetch(`${url}/v1/nodes`, { headers: bearer(token) });
+    const res = await fetch(url + '/v1/nodes', { headers: { Authorization: 'Bearer ' + token } });
     await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`the probe got ${res.status}`);
+    if (res.status !== 200) throw new Error('the probe got ' + res.status);
     latencies.push(performance.now() - started);
-    await sleep(20);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  return latencies;
+  process.stdout.write(JSON.stringify(latencies));
+})().catch((err) => { console.error(err); process.exit(1); });
+`;
+
+async function probe(url: string, token: string, ms: number): Promise<number[]> {
+  const { stdout } = await execFileAsync(process.execPath, ['-e', PROBE_SCRIPT, url, token, String(ms)], { maxBuffer: 16 * 1024 * 1024, timeout: ms + 30_000 });
+  return JSON.parse(stdout) as number[];
 }
 
 describe('S4: slow clients and a stream flood', () => {
