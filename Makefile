@@ -69,7 +69,7 @@ stop:
 # Jest (unit and integration, real servers) and then Vitest (the studio's components and stores);
 # the totals line adds both.
 test: install studio
-	bash deploy/local/install-deps.sh redis postgres s3 media browser
+	bash deploy/local/install-deps.sh redis postgres s3 media browser prometheus
 	@mkdir -p .test-artifacts
 	@rm -f .test-artifacts/jest-results.json .test-artifacts/vitest-results.json .test-artifacts/fault-figures.jsonl
 	$(NODE_BIN)/jest --json --outputFile=.test-artifacts/jest-results.json; status=$$?; \

@@ -36,6 +36,15 @@ async function main(): Promise<void> {
     }
     log.info({ url: server.url, publicBaseUrl: config.publicBaseUrl }, 'API listening');
   }
+  let monitor: RunningServer | undefined;
+  if (runtime.monitorApp) {
+    monitor = await listen(runtime.monitorApp, config.host, config.metricsPort).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EADDRINUSE') throw err;
+      console.error(`error: port ${config.metricsPort} on ${config.host} (METRICS_PORT, the worker's /metrics) is already in use; choose another with METRICS_PORT=<port>`);
+      process.exit(1);
+    });
+    log.info({ url: monitor.url }, 'metrics and health checks listening');
+  }
   if (runtime.worker) log.info({ concurrency: config.workerConcurrency }, 'step worker started');
 
   let stopping = false;
@@ -43,6 +52,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
+    // Load balancers and Kubernetes see /readyz turn 503 first, before the listener closes.
+    runtime.drain();
     const hardStop = setTimeout(() => {
       log.error('shutdown took too long; exiting');
       process.exit(1);
@@ -50,6 +61,7 @@ async function main(): Promise<void> {
     hardStop.unref();
     if (server) await server.close(config.shutdownGraceMs);
     await runtime.close();
+    await monitor?.close(0);
     log.info('stopped');
     process.exit(0);
   };

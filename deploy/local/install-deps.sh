@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# install-deps.sh [redis] [postgres] [s3] [media] [browser] [nginx]: installs the Debian packages of the named
+# install-deps.sh [redis] [postgres] [s3] [media] [browser] [nginx] [prometheus]: installs the Debian packages of the named
 # servers (media: the programs of the local tool nodes; browser: Chromium, for the tests that run
 # our pages and the SDK in a real browser) when they are missing (as root), or says what to
-# install (nginx: the load balancer the fault suite streams through). Missing media programs are not fatal: their nodes are left out of the catalog.
+# install (nginx: the load balancer the fault suite streams through; prometheus: promtool, which
+# checks our /metrics bodies and alert rules, and the server that scrapes a running API and worker). Missing media programs are not fatal: their nodes are left out of the catalog.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 for server in "$@"; do
@@ -12,7 +13,8 @@ for server in "$@"; do
     s3) ensure_ceph ;;
     browser) ensure_binary chromium chromium ;;
     nginx) PATH="$PATH:/usr/sbin" ensure_binary nginx nginx-light ;;
+    prometheus) ensure_binary promtool prometheus ;;
     media) ( ensure_media ) || echo "warning: the local tool nodes (speech, OCR, audio, video) are left out of the catalog until these are installed" >&2 ;;
-    *) die "unknown server '$server' (redis, postgres, s3, media, browser or nginx)" ;;
+    *) die "unknown server '$server' (redis, postgres, s3, media, browser, nginx or prometheus)" ;;
   esac
 done

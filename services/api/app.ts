@@ -22,6 +22,8 @@ export interface AppDeps {
   log: Logger;
   metrics: Metrics;
   probes: readonly ReadinessProbe[];
+  /** True once the process is stopping (`/readyz` answers 503). */
+  isDraining?: () => boolean;
   bodyLimitBytes: number;
   trustProxy: boolean;
   /** Base URL clients use (the OpenAPI document's server). */
@@ -54,7 +56,7 @@ export function createApp(deps: AppDeps): Express {
   if (deps.ipLimit) app.use(ipRateLimit(deps.ipLimit));
 
   const api = express.Router();
-  api.use(healthRoutes(deps.probes, (probe, err) => deps.log.warn({ err, probe }, 'readiness probe failed')));
+  api.use(healthRoutes(deps.probes, { onFailure: (probe, err) => deps.log.warn({ err, probe }, 'readiness probe failed'), isDraining: deps.isDraining }));
   api.use(metricsRoute(deps.metrics.registry));
   const openapi = buildOpenApiDocument({ serverUrl: deps.publicBaseUrl, version: '1' });
   api.get('/v1/openapi.json', (_req, res) => {
@@ -68,7 +70,7 @@ export function createApp(deps: AppDeps): Express {
       log: deps.log,
       bodyLimitBytes: deps.bodyLimitBytes,
       heartbeatMs: deps.heartbeatMs,
-      openStreams: deps.metrics.openStreams,
+      streamMetrics: deps.metrics.streams,
     }),
   );
   for (const router of deps.extraRoutes) api.use(router);

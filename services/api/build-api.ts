@@ -10,7 +10,7 @@ import { createApiLimits } from './api-limits';
 import { createApp } from './app';
 import { TokenUsageRecorder } from './auth/token-usage';
 import { createHandlers } from './handlers/create-handlers';
-import type { ReadinessProbe } from './http/health-routes';
+import { readinessProbes } from './monitor-app';
 import type { TokenLimit } from './invoke/call-limits';
 import { createInvoker, type Invoke } from './invoke/invoke';
 import { McpCancellations } from './mcp/mcp-cancellations';
@@ -131,9 +131,8 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
  * with the configured limits, and the Express app adapting it to HTTP beside the blob, session
  * and device-login routers.
  */
-export function buildApi(resources: ServiceResources): BuiltApi {
+export function buildApi(resources: ServiceResources, options: { isDraining?: () => boolean } = {}): BuiltApi {
   const { config, log, metrics, redis, runs, bus, catalog, workflows } = resources;
-  const prisma = resources.database.prisma;
   const accounts = accountStores(resources);
   const { tokens, users, organizations, memberships } = accounts;
   const limits = createApiLimits(config, redis, metrics, log);
@@ -158,21 +157,23 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     },
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });
-  const invoke = createInvoker({ handlers, tokenLimit: limits.tokenLimit, streamSlots: limits.streamSlots });
+  const invoke = createInvoker({
+    handlers,
+    tokenLimit: limits.tokenLimit,
+    streamSlots: limits.streamSlots,
+    observe: (name, outcome) => metrics.operationCalls.inc({ operation: name, outcome }),
+  });
   if (!resources.channels) throw new Error('the API needs resources built with subscribe: true');
   const cancellations = new McpCancellations({ redis, channels: resources.channels, prefix: config.redisPrefix, log });
   // Subscribed once for the process; until Redis answers, a cancellation is missed as if lost.
   cancellations.start().catch((err: unknown) => log.warn({ err }, 'not subscribed to MCP cancellations'));
-  const probes: ReadinessProbe[] = [
-    { name: 'redis', check: async () => void (await redis.ping()) },
-    { name: 'postgres', check: async () => void (await prisma.$queryRaw`SELECT 1`) },
-  ];
   const app = createApp({
     invoke,
     tokens,
     log,
     metrics,
-    probes,
+    probes: readinessProbes(resources),
+    isDraining: options.isDraining,
     bodyLimitBytes: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     ipLimit: limits.ipLimit,
@@ -182,7 +183,6 @@ export function buildApi(resources: ServiceResources): BuiltApi {
     // `/device`: the studio's device approval page, the verification URL `svc login` opens.
     siteRoutes: [createStudioRouter({ dir: resources.config.studioDir, extraPages: ['/device'] })],
   });
-  metrics.observeQueue(async () => ({ ...(await resources.queue.counts()) }));
   return {
     app,
     invoke,

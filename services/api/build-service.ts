@@ -7,6 +7,7 @@ import type { Metrics } from '../platform/metrics';
 import type { RunEventBus, StepQueue } from '../queue';
 import { buildResources, buildWorker, type RetentionSweeper, type RunReaper, type ServiceResources } from '../runs';
 import { buildApi } from './build-api';
+import { monitorApp } from './monitor-app';
 import type { Invoke } from './invoke/invoke';
 
 /** The parts of one service process, as its role asks. */
@@ -21,6 +22,10 @@ export interface ServiceRuntime {
   sweeper: RetentionSweeper | undefined;
   bus: RunEventBus;
   queue: StepQueue;
+  /** ROLE=worker: `/metrics`, `/healthz` and `/readyz`, served on `METRICS_PORT` (an API process serves them itself). */
+  monitorApp: Express | undefined;
+  /** The process is stopping: `/readyz` answers 503 from now on, so load balancers and Kubernetes stop sending it work. */
+  drain(): void;
   /** Stops everything this runtime started, in order (worker, API, resources), and closes its connections. */
   close(): Promise<void>;
 }
@@ -37,7 +42,9 @@ export async function buildService(options: { config: Config; log: Logger; metri
   const servesApi = config.role === 'all' || config.role === 'api';
   const runsWorker = config.role === 'all' || config.role === 'worker';
   const resources = await buildResources(config, log, metrics, { subscribe: servesApi, nodes: options.nodes ?? [] });
-  const api = servesApi ? buildApi(resources) : undefined;
+  let draining = false;
+  const isDraining = () => draining;
+  const api = servesApi ? buildApi(resources, { isDraining }) : undefined;
   const worker = runsWorker ? await buildWorker(resources, { background: options.background ?? false }) : undefined;
   let closed = false;
   return {
@@ -49,8 +56,13 @@ export async function buildService(options: { config: Config; log: Logger; metri
     sweeper: worker?.sweeper,
     bus: resources.bus,
     queue: resources.queue,
+    monitorApp: servesApi ? undefined : monitorApp(resources, isDraining),
+    drain() {
+      draining = true;
+    },
     async close() {
       if (closed) return;
+      draining = true;
       closed = true;
       for (const part of [worker, api]) await part?.close().catch((err: unknown) => log.warn({ err }, 'error while closing'));
       await resources.close();

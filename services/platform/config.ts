@@ -34,6 +34,12 @@ export const SETTINGS = {
   role: { env: 'ROLE', description: 'What this process runs: all (API + step worker), api, or worker', default: 'all', parse: oneOf<Role>('all', 'api', 'worker') },
   host: { env: 'HOST', description: 'Interface the HTTP server binds to', default: '127.0.0.1', parse: text },
   port: { env: 'PORT', description: 'HTTP port of the API (0 picks a free one)', default: '8080', parse: int(0, 65535) },
+  metricsPort: {
+    env: 'METRICS_PORT',
+    description: 'Port of a worker process (ROLE=worker) for GET /metrics, /healthz and /readyz, on HOST (0 picks a free one; API processes serve them on PORT)',
+    default: '9464',
+    parse: int(0, 65535),
+  },
   publicBaseUrl: {
     env: 'PUBLIC_BASE_URL',
     description: 'Base URL clients use to reach this service (blob URLs and printed links are built from it)',

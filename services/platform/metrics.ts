@@ -1,82 +1,242 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { dbCalls, providerCalls, redisCalls, type DbCall, type ProviderCall, type RedisCall } from './call-channels';
 
 /**
- * The metrics of one process. Names follow Prometheus conventions; labels are bounded (route
- * patterns and operation names, never ids of runs, users or tokens).
+ * The metrics of one process (docs/operations.md lists them with their labels). Names follow
+ * Prometheus conventions (`_total`, `_seconds`, base units); labels are bounded: route patterns,
+ * operation and node ids, error codes, command names, provider names, never ids of runs, users,
+ * organizations or tokens, nor raw paths.
  */
 export interface Metrics {
   registry: Registry;
   httpRequests: Counter<'method' | 'route' | 'status'>;
   httpDuration: Histogram<'method' | 'route' | 'status'>;
+  /** Calls of the contract's operations and routes on any surface, by outcome: `ok` or the error code. */
+  operationCalls: Counter<'operation' | 'outcome'>;
   runsStarted: Counter<never>;
   /** Runs that reached a terminal state in this process: outcome completed|failed, reason = error code. */
   runsFinished: Counter<'outcome' | 'reason'>;
+  /** Step attempts by node id and outcome (completed|failed|retried). */
   stepDuration: Histogram<'node' | 'outcome'>;
   costSettled: Counter<'node'>;
   openStreams: Gauge<never>;
+  sseEventsSent: Counter<never>;
+  /** Append of a live event to its write to a client (events appended before the stream opened are not counted). */
+  eventDeliveryLag: Histogram<never>;
+  /** What an event stream tells the three above (the SSE writer's `StreamMetrics`). */
+  streams: {
+    opened(): void;
+    closed(): void;
+    sent(appendedAt: number | undefined, openedAt: number): void;
+  };
   /** Requests refused with 429 by the API's limits: limit = token, ip or open_streams. */
   rateLimited: Counter<'limit'>;
-  /** Step jobs by state (waiting, active, delayed), read from `source` when scraped. */
+  /** Step jobs by state (waiting, active, delayed, failed), read from `source` when scraped. */
   queueJobs: Gauge<'state'>;
+  reaperActions: Counter<'action'>;
+  retentionArtifacts: Counter<'result'>;
   /** Where `queueJobs` reads its counts (the step queue, in processes that have one). */
   observeQueue(source: () => Promise<Record<string, number>>): void;
+  /** Where the worker gauges read their values (in processes that run a step worker). */
+  observeWorker(source: () => { concurrency: number; active: number }): void;
+  /** Where the pool gauges read their values (the process's node-postgres pool). */
+  observePool(source: () => PoolState): void;
+  /** Records the timings published on the call channels (Postgres, Redis, providers) until the returned function is called. */
+  observeCalls(): () => void;
 }
+
+/** A node-postgres pool's counts. */
+export interface PoolState {
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
+}
+
+/** Fast calls (Postgres, Redis): 0.25 ms to 10 s. */
+const CALL_BUCKETS = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
+const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const STEP_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export function createMetrics(options: { role: string }): Metrics {
   const registry = new Registry();
-  let queueSource: (() => Promise<Record<string, number>>) | undefined;
+  const sources: {
+    queue?: () => Promise<Record<string, number>>;
+    worker?: () => { concurrency: number; active: number };
+    pool?: () => PoolState;
+  } = {};
   registry.setDefaultLabels({ role: options.role });
   collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+
+  const dbQueries = new Histogram({ name: 'svc_db_query_duration_seconds', help: 'Postgres statements, by first keyword (select, insert, ..., other) and outcome (ok|error)', labelNames: ['operation', 'outcome'], buckets: CALL_BUCKETS, registers });
+  const redisCommands = new Histogram({ name: 'svc_redis_command_duration_seconds', help: 'Redis commands (blocking and pub/sub ones left out), by command name and outcome (ok|error)', labelNames: ['command', 'outcome'], buckets: CALL_BUCKETS, registers });
+  const providerRequests = new Histogram({
+    name: 'svc_provider_request_duration_seconds',
+    help: 'HTTP tries of hosted provider calls until their response headers, by provider and outcome (2xx, 4xx, 429, 5xx, timeout, network_error, aborted)',
+    labelNames: ['provider', 'outcome'],
+    buckets: REQUEST_BUCKETS.concat([60, 120]),
+    registers,
+  });
+
+  new Gauge({
+    name: 'svc_worker_concurrency',
+    help: 'Steps this worker process may run at once (WORKER_CONCURRENCY)',
+    registers,
+    collect() {
+      if (sources.worker) this.set(sources.worker().concurrency);
+    },
+  });
+  new Gauge({
+    name: 'svc_worker_jobs_active',
+    help: 'Step jobs this worker process is running now, of its svc_worker_concurrency',
+    registers,
+    collect() {
+      if (sources.worker) this.set(sources.worker().active);
+    },
+  });
+  new Gauge({
+    name: 'svc_db_pool_connections',
+    help: "Connections of this process's Postgres pool, by state (busy|idle)",
+    labelNames: ['state'],
+    registers,
+    collect() {
+      const pool = sources.pool?.();
+      if (!pool) return;
+      this.set({ state: 'busy' }, pool.total - pool.idle);
+      this.set({ state: 'idle' }, pool.idle);
+    },
+  });
+  new Gauge({
+    name: 'svc_db_pool_max_connections',
+    help: "Most connections this process's Postgres pool opens (DATABASE_POOL_SIZE)",
+    registers,
+    collect() {
+      const pool = sources.pool?.();
+      if (pool) this.set(pool.max);
+    },
+  });
+  new Gauge({
+    name: 'svc_db_pool_waiting',
+    help: 'Queries waiting for a connection of the pool (above 0: the pool is saturated)',
+    registers,
+    collect() {
+      const pool = sources.pool?.();
+      if (pool) this.set(pool.waiting);
+    },
+  });
+
+  const openStreams = new Gauge({ name: 'svc_sse_streams_open', help: 'Run event streams open on this API process', registers });
+  const sseEventsSent = new Counter({ name: 'svc_sse_events_sent_total', help: 'Run events written to event-stream clients', registers });
+  const eventDeliveryLag = new Histogram({
+    name: 'svc_event_delivery_lag_seconds',
+    help: "From a run event's append (Redis' clock) to its write to a client that was streaming when it was appended",
+    buckets: CALL_BUCKETS,
+    registers,
+  });
+
   return {
     registry,
-    httpRequests: new Counter({
-      name: 'svc_http_requests_total',
-      help: 'HTTP requests served, by method, route pattern and status code',
-      labelNames: ['method', 'route', 'status'],
-      registers: [registry],
-    }),
+    httpRequests: new Counter({ name: 'svc_http_requests_total', help: 'HTTP requests served, by method, route pattern and status code', labelNames: ['method', 'route', 'status'], registers }),
     httpDuration: new Histogram({
       name: 'svc_http_request_duration_seconds',
       help: 'HTTP request duration until the response is finished, by method, route pattern and status',
       labelNames: ['method', 'route', 'status'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
+      buckets: REQUEST_BUCKETS,
+      registers,
     }),
-    runsStarted: new Counter({ name: 'svc_runs_started_total', help: 'Runs accepted and started', registers: [registry] }),
+    operationCalls: new Counter({
+      name: 'svc_operation_calls_total',
+      help: 'Calls of the operations and routes of the contract on every surface (HTTP, MCP), by name and outcome: ok or the error code (insufficient_credit is a 402)',
+      labelNames: ['operation', 'outcome'],
+      registers,
+    }),
+    runsStarted: new Counter({ name: 'svc_runs_started_total', help: 'Runs accepted and started', registers }),
     runsFinished: new Counter({
       name: 'svc_runs_finished_total',
-      help: 'Runs that reached a terminal state, by outcome and reason (the error code of failed runs)',
+      help: 'Runs that reached a terminal state, by outcome and reason (the error code of failed runs; spend_cap_exceeded counts spend-cap rejections)',
       labelNames: ['outcome', 'reason'],
-      registers: [registry],
+      registers,
     }),
     stepDuration: new Histogram({
       name: 'svc_step_duration_seconds',
-      help: 'Duration of step executions (all attempts), by node id and outcome',
+      help: 'Step attempts by node id and outcome: completed, failed, or retried (a transient failure followed by another attempt); the count is the number of attempts',
       labelNames: ['node', 'outcome'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
-      registers: [registry],
+      buckets: STEP_BUCKETS,
+      registers,
     }),
-    costSettled: new Counter({ name: 'svc_cost_settled_usd_total', help: 'Cost settled by steps and charged to organizations, USD, by node id', labelNames: ['node'], registers: [registry] }),
-    openStreams: new Gauge({ name: 'svc_sse_streams_open', help: 'Run event streams open on this API process', registers: [registry] }),
+    costSettled: new Counter({ name: 'svc_cost_settled_usd_total', help: 'Cost charged to organizations for step attempts, USD, by node id (failed attempts included)', labelNames: ['node'], registers }),
+    openStreams,
+    sseEventsSent,
+    eventDeliveryLag,
+    streams: {
+      opened: () => openStreams.inc(),
+      closed: () => openStreams.dec(),
+      sent(appendedAt, openedAt) {
+        sseEventsSent.inc();
+        // Replayed events (appended before the stream opened) would measure the client's resume, not delivery.
+        if (appendedAt !== undefined && appendedAt >= openedAt) eventDeliveryLag.observe(Math.max(0, Date.now() - appendedAt) / 1000);
+      },
+    },
     rateLimited: new Counter({
       name: 'svc_rate_limited_total',
       help: 'Requests refused with 429 by a limit of the API: token, ip (requests per minute) or open_streams (per organization)',
       labelNames: ['limit'],
-      registers: [registry],
+      registers,
     }),
     queueJobs: new Gauge({
       name: 'svc_step_jobs',
-      help: 'Step jobs in the queue by state (waiting, active, delayed)',
+      help: 'Step jobs in the queue by state (waiting, active, delayed, failed)',
       labelNames: ['state'],
-      registers: [registry],
+      registers,
       async collect() {
         // A scrape must not fail because Redis is briefly away: the gauge keeps its last values.
-        const counts = await queueSource?.().catch(() => undefined);
+        const counts = await sources.queue?.().catch(() => undefined);
         for (const [state, n] of Object.entries(counts ?? {})) this.set({ state }, n);
       },
     }),
+    reaperActions: new Counter({
+      name: 'svc_reaper_actions_total',
+      help: "The stuck-run reaper's work: runs timed_out, runs completed, steps requeued, runs failed; and sweeps that failed (sweep_error)",
+      labelNames: ['action'],
+      registers,
+    }),
+    retentionArtifacts: new Counter({
+      name: 'svc_retention_artifacts_total',
+      help: "The retention sweeper's work: expired artifacts deleted, or failed (left for the next sweep); and sweeps that failed (sweep_error)",
+      labelNames: ['result'],
+      registers,
+    }),
     observeQueue(source) {
-      queueSource = source;
+      sources.queue = source;
+    },
+    observeWorker(source) {
+      sources.worker = source;
+    },
+    observePool(source) {
+      sources.pool = source;
+    },
+    observeCalls() {
+      const onDb = (message: unknown) => {
+        const call = message as DbCall;
+        dbQueries.observe({ operation: call.operation, outcome: call.ok ? 'ok' : 'error' }, call.seconds);
+      };
+      const onRedis = (message: unknown) => {
+        const call = message as RedisCall;
+        redisCommands.observe({ command: call.command, outcome: call.ok ? 'ok' : 'error' }, call.seconds);
+      };
+      const onProvider = (message: unknown) => {
+        const call = message as ProviderCall;
+        providerRequests.observe({ provider: call.provider, outcome: call.outcome }, call.seconds);
+      };
+      dbCalls.subscribe(onDb);
+      redisCalls.subscribe(onRedis);
+      providerCalls.subscribe(onProvider);
+      return () => {
+        dbCalls.unsubscribe(onDb);
+        redisCalls.unsubscribe(onRedis);
+        providerCalls.unsubscribe(onProvider);
+      };
     },
   };
 }

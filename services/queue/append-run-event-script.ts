@@ -28,12 +28,16 @@ export const APPEND_RUN_EVENT_LUA = `
     the sequence number of the last event in the log (1 for a run's first event)
 
   Events:
-    PUBLISH ARGV[1] '{"seq":<seq>,"event":<event>}' per event
+    PUBLISH ARGV[1] '{"seq":<seq>,"at":<ms>,"event":<event>}' per event, where <ms> is the
+    append's time by Redis' clock (epoch milliseconds; one clock for every writer and reader,
+    for the event delivery lag metric)
 ]]
 local seq = redis.call('LLEN', KEYS[1])
+local time = redis.call('TIME')
+local at = string.format('%d', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
 local function push(json)
   seq = seq + 1
-  local entry = '{"seq":' .. string.format('%d', seq) .. ',"event":' .. json .. '}'
+  local entry = '{"seq":' .. string.format('%d', seq) .. ',"at":' .. at .. ',"event":' .. json .. '}'
   redis.call('RPUSH', KEYS[1], entry)
   redis.call('PUBLISH', ARGV[1], entry)
 end

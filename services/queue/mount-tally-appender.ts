@@ -32,18 +32,20 @@ export const APPEND_MOUNT_EVENTS_LUA = `
     the sequence number of the last event appended
 
   Events:
-    PUBLISH ARGV[1] '{"seq":<seq>,"event":<event>}' per event appended
+    PUBLISH ARGV[1] '{"seq":<seq>,"at":<ms>,"event":<event>}' per event appended (<ms>: the
+    append's time by Redis' clock, as in APPEND_RUN_EVENT_LUA)
 ]]
 local seq = redis.call('LLEN', KEYS[1])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local at = string.format('%d', now)
 local function push(json)
   seq = seq + 1
-  local entry = '{"seq":' .. string.format('%d', seq) .. ',"event":' .. json .. '}'
+  local entry = '{"seq":' .. string.format('%d', seq) .. ',"at":' .. at .. ',"event":' .. json .. '}'
   redis.call('RPUSH', KEYS[1], entry)
   redis.call('PUBLISH', ARGV[1], entry)
 end
 if seq == 0 and ARGV[3] ~= '' then push(ARGV[3]) end
-local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 for i = 4, #ARGV, 6 do
   local event, mount, phase, inner = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local cost, total = tonumber(ARGV[i + 4]), tonumber(ARGV[i + 5])

@@ -1,11 +1,37 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { redisCalls, type RedisCall } from '../platform/call-channels';
+
+/** Commands that wait for data by design (or switch to pub/sub): their time is not latency. */
+const WAITING_COMMANDS = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'bzpopmin', 'bzpopmax', 'bzmpop', 'blmpop', 'xread', 'xreadgroup', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'monitor', 'wait', 'waitaof']);
+
+/**
+ * Times every command the connection sends for metrics (`svc:redis.command`), by command name,
+ * except the waiting ones. A command's promise settles when Redis answers (or the connection
+ * gives up on it).
+ */
+function timed(redis: Redis): Redis {
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = (command, stream) => {
+    const name = command.name.toLowerCase();
+    if (redisCalls.hasSubscribers && !WAITING_COMMANDS.has(name)) {
+      const started = performance.now();
+      const report = (ok: boolean) => redisCalls.publish({ command: name, seconds: (performance.now() - started) / 1000, ok } satisfies RedisCall);
+      command.promise.then(
+        () => report(true),
+        () => report(false),
+      );
+    }
+    return send(command, stream);
+  };
+  return redis;
+}
 
 /**
  * A Redis connection for BullMQ and the event bus. BullMQ workers need
  * `maxRetriesPerRequest: null` (blocking commands must not be retried into errors).
  */
 export function createRedisConnection(url: string, options: RedisOptions = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false, ...options });
+  return timed(new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false, ...options }));
 }
 
 /**

@@ -8,7 +8,7 @@ import type { RunEvent } from '../contract';
  * namespace apart from keys, but share the prefix so `PUBSUB CHANNELS prefix:*` finds ours.
  */
 export interface RunEventKeys {
-  /** The replay log: a list of `{"seq":N,"event":...}` strings, oldest first. */
+  /** The replay log: a list of `{"seq":N,"at":MS,"event":...}` strings, oldest first. */
   log: string;
   /** The live channel: every appended entry is published here, in seq order. */
   channel: string;

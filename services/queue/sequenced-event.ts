@@ -9,7 +9,7 @@ export function isTerminalEvent(event: RunEvent): boolean {
 
 /**
  * Reads one log entry or pub/sub message written by the append script. The text is our own
- * (`{"seq":N,"event":...}`), so only the sequence number is checked, not the event's schema:
+ * (`{"seq":N,"at":MS,"event":...}`), so only the sequence number is checked, not the event's schema:
  * validating every event again on every reader would cost more than it could catch.
  */
 export function parseSequencedEvent(text: string): SequencedEvent {

@@ -77,10 +77,10 @@ export class StepQueue {
     return requeued;
   }
 
-  /** Jobs waiting, delayed and active (for metrics and the reaper). */
-  async counts(): Promise<{ waiting: number; active: number; delayed: number }> {
-    const counts = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
-    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0 };
+  /** Jobs waiting, delayed, active and failed (kept a day; for metrics and the reaper). */
+  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
+    const counts = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
   }
 
   async close(): Promise<void> {

@@ -53,6 +53,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     },
   });
   const workerConnection = createRedisConnection(config.redisUrl);
+  // Jobs this process is running now, of its WORKER_CONCURRENCY (svc_worker_jobs_active).
+  let busy = 0;
   const worker = startStepWorker({
     connection: workerConnection,
     prefix: config.redisPrefix,
@@ -60,8 +62,14 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     lockMs: config.stepLockMs,
     log,
     handlers: {
-      'step.execute': ({ runId, nodeId, attemptToken }, job) =>
-        executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) }),
+      'step.execute': async ({ runId, nodeId, attemptToken }, job) => {
+        busy++;
+        try {
+          return await executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) });
+        } finally {
+          busy--;
+        }
+      },
     },
   });
   const reaper = new RunReaper({
@@ -72,8 +80,28 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     log,
     stepStuckMs: config.stepStuckSeconds * 1000,
     runTimeoutMs: config.runTimeoutSeconds * 1000,
+    observer: {
+      swept: ({ timedOut, completed, requeued, failed }) => {
+        for (const [action, n] of Object.entries({ timed_out: timedOut, completed, requeued, failed })) if (n > 0) metrics.reaperActions.inc({ action }, n);
+      },
+      failed: () => metrics.reaperActions.inc({ action: 'sweep_error' }),
+    },
   });
-  const sweeper = createRetentionSweeper({ artifacts: resources.artifacts, blobs: resources.blobs.store, log, batchSize: 200, intervalMs: config.retentionSweepIntervalSeconds * 1000 });
+  const sweeper = createRetentionSweeper({
+    artifacts: resources.artifacts,
+    blobs: resources.blobs.store,
+    log,
+    batchSize: 200,
+    intervalMs: config.retentionSweepIntervalSeconds * 1000,
+    observer: {
+      swept: ({ deleted, failed }) => {
+        if (deleted > 0) metrics.retentionArtifacts.inc({ result: 'deleted' }, deleted);
+        if (failed > 0) metrics.retentionArtifacts.inc({ result: 'failed' }, failed);
+      },
+      failed: () => metrics.retentionArtifacts.inc({ result: 'sweep_error' }),
+    },
+  });
+  metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy }));
   if (options.background) {
     reaper.start(config.reaperIntervalSeconds * 1000);
     sweeper.start();

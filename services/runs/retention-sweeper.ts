@@ -21,6 +21,8 @@ export interface RetentionSweeperOptions {
   batchTimeoutMs?: number;
   /** The clock that decides what has expired. */
   now?: () => Date;
+  /** Told what each sweep did, or that one failed (metrics). */
+  observer?: { swept(result: SweepResult): void; failed(): void };
 }
 
 /** What one sweep did. */
@@ -105,6 +107,7 @@ export function createRetentionSweeper(options: RetentionSweeperOptions): Retent
       if (batch.deletedIds.length === 0) break;
     }
     const result = { deleted, failed: failedIds.length };
+    options.observer?.swept(result);
     if (deleted > 0 || failedIds.length > 0) log.info(result, 'retention sweep done');
     else log.debug(result, 'retention sweep found nothing expired');
     return result;
@@ -122,7 +125,10 @@ export function createRetentionSweeper(options: RetentionSweeperOptions): Retent
     timer = setTimeout(() => {
       timer = null;
       sweepOnce()
-        .catch((err: unknown) => log.error({ err }, 'retention sweep failed; retrying at the next interval'))
+        .catch((err: unknown) => {
+          log.error({ err }, 'retention sweep failed; retrying at the next interval');
+          options.observer?.failed();
+        })
         .finally(() => schedule(intervalMs));
     }, delayMs);
     timer.unref();

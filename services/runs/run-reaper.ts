@@ -22,6 +22,8 @@ export interface RunReaperOptions {
   /** How long after its last step a run may stay uncompleted before the reaper completes it. */
   finishGraceMs?: number;
   batchSize?: number;
+  /** Told what each sweep did, or that one failed (metrics). */
+  observer?: { swept(report: ReaperReport): void; failed(): void };
 }
 
 /** What one sweep did. */
@@ -74,6 +76,7 @@ export class RunReaper {
       if (requeued.length > 0) log.warn({ runId, nodeIds: requeued }, 'reaper re-enqueued steps without a live job');
       report.requeued += requeued.length;
     }
+    this.options.observer?.swept(report);
     return report;
   }
 
@@ -84,7 +87,10 @@ export class RunReaper {
         .then((report) => {
           if (report.timedOut + report.completed + report.requeued + report.failed > 0) this.options.log.info({ report }, 'reaper sweep');
         })
-        .catch((err: unknown) => this.options.log.error({ err }, 'reaper sweep failed'))
+        .catch((err: unknown) => {
+          this.options.log.error({ err }, 'reaper sweep failed');
+          this.options.observer?.failed();
+        })
         .finally(() => {
           this.sweeping = undefined;
           if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();

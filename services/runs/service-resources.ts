@@ -76,8 +76,12 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
   // A second fan-out on the one connection: its channels are not the bus's, so neither unsubscribes the other's.
   const channels = subscriber ? new ChannelFanout(subscriber) : undefined;
   const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix });
+  const { pool } = database;
+  metrics.observePool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.database.poolSize }));
+  metrics.observeQueue(async () => ({ ...(await queue.counts()) }));
+  const stopObservingCalls = metrics.observeCalls();
   const close = async (): Promise<void> => {
-    const steps: (() => Promise<unknown>)[] = [() => queue.close(), () => bus.close(), async () => channels?.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
+    const steps: (() => Promise<unknown>)[] = [async () => stopObservingCalls(), () => queue.close(), () => bus.close(), async () => channels?.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
     for (const step of steps) await step().catch((err: unknown) => log.warn({ err }, 'error while closing'));
   };
 

@@ -26,9 +26,10 @@ export interface RetryPolicy {
   baseDelayMs: number;
 }
 
-/** What the executor reports for metrics. */
+/** What the executor reports for metrics: each attempt's end, and what it was charged. */
 export interface StepObserver {
-  stepFinished(nodeUses: string, outcome: 'completed' | 'failed', seconds: number, costMicros: number): void;
+  /** `retried`: the attempt failed transiently and another attempt of the step follows. */
+  stepFinished(nodeUses: string, outcome: 'completed' | 'failed' | 'retried', seconds: number, costMicros: number): void;
 }
 
 export interface StepExecutorDeps {
@@ -172,7 +173,7 @@ export class StepExecutor {
     if (err instanceof AbortedByRun) {
       // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
       await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
-      this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+      this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, costMicros);
       return null;
     }
     let error: RunError;
@@ -181,6 +182,7 @@ export class StepExecutor {
       const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros, estimateMicros: step.estimate, lostChargeMicros: this.admission.lostChargeOf(step), maxAttempts: this.maxAttempts });
       if (retry.ok) {
         this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
+        this.deps.observer.stepFinished(definition.spec.id, 'retried', ms / 1000, costMicros);
         await this.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] }]);
         return { ...step, attemptToken, batch: undefined };
       }
@@ -191,7 +193,7 @@ export class StepExecutor {
       error = stepError(err, nodeId);
     }
     await this.outbox.release(runId, [{ kind: 'failStep', nodeId, attemptToken, costMicros, ms, error }]);
-    this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, 0);
+    this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, costMicros);
     return null;
   }
 

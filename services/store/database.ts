@@ -1,5 +1,6 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
+import { dbCalls, dbOperationOf, type DbCall } from '../platform/call-channels';
 import { PrismaClient } from './prisma-generated';
 
 /**
@@ -36,6 +37,39 @@ export interface DatabaseOptions {
   onIdleError?: (err: Error) => void;
 }
 
+/**
+ * A pooled connection that times its statements for metrics (`svc:db.query`). node-postgres
+ * calls `query` with a callback (the pool's own `query`), Prisma's adapter with a promise; a
+ * submittable (a cursor) is passed through untimed.
+ */
+class TimedClient extends pg.Client {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- passes node-postgres' overloads through unchanged
+  override query(...args: any[]): any {
+    const first = args[0] as { text?: string; submit?: unknown } | string | undefined;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    const call = (): any => (super.query as (...a: any[]) => any)(...args);
+    if (!dbCalls.hasSubscribers || (typeof first === 'object' && typeof first?.submit === 'function')) return call();
+    const started = performance.now();
+    const operation = dbOperationOf(typeof first === 'string' ? first : first?.text);
+    const report = (ok: boolean) => dbCalls.publish({ operation, seconds: (performance.now() - started) / 1000, ok } satisfies DbCall);
+    const last = args.length - 1;
+    if (typeof args[last] === 'function') {
+      const callback = args[last] as (err: unknown, result: unknown) => void;
+      args[last] = (err: unknown, result: unknown) => {
+        report(!err);
+        callback(err, result);
+      };
+      return call();
+    }
+    const result = call() as Promise<unknown>;
+    result.then(
+      () => report(true),
+      () => report(false),
+    );
+    return result;
+  }
+}
+
 /** Prisma and the hot paths' pool over `databaseUrl`; no engine binary is needed at run time. */
 export function createDatabase(databaseUrl: string, options: DatabaseOptions = {}): Database {
   const pool = new pg.Pool({
@@ -44,6 +78,7 @@ export function createDatabase(databaseUrl: string, options: DatabaseOptions = {
     connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
     query_timeout: options.queryTimeoutMs ?? 30_000,
     keepAlive: true,
+    Client: TimedClient,
   });
   // An idle connection the server closes (restart, failover, pg_terminate_backend) is reported
   // here and dropped from the pool; the next query opens a new one. Without a listener the

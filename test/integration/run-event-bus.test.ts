@@ -25,6 +25,9 @@ const events = (items: SequencedEvent[]) => items.map((item) => item.event);
 const runStartedCount = (items: SequencedEvent[]) => items.filter((item) => item.event.type === 'run.started').length;
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
+
+/** Every log entry carries the time of its append (Redis' clock, epoch ms). */
+const appendedAt = expect.any(Number) as number;
 describe('the run event bus', () => {
   const connections: Redis[] = [];
   const connect = (): Redis => {
@@ -197,7 +200,7 @@ describe('the run event bus', () => {
     for (let i = 1; i <= 3; i++) await bus.append(runId, progress(`e${i}`));
     const other = collect(bus.events(runId));
     for await (const item of bus.events(runId)) {
-      expect(item).toEqual({ seq: 1, event: runStarted(runId) });
+      expect(item).toEqual({ seq: 1, at: appendedAt, event: runStarted(runId) });
       break;
     }
     expect(await numsub(runId)).toBe(1);
@@ -241,7 +244,7 @@ describe('the run event bus', () => {
     await eventually(() => items.length === 2, { what: 'the first two events' });
     controller.abort();
     await done;
-    expect(items).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event: progress('e1') }]);
+    expect(items).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event: progress('e1') }]);
     expect(await numsub(runId)).toBe(0);
     expect(await collect(bus.events(runId, { signal: controller.signal }))).toEqual([]);
   });
@@ -270,15 +273,15 @@ describe('the run event bus', () => {
     expect(await short.append(runId, progress('e2'))).toBe(3);
     expect(await admin.ttl(log)).toBeGreaterThan(55);
     expect(await short.read(runId)).toEqual([
-      { seq: 1, event: runStarted(runId) },
-      { seq: 2, event: progress('e1') },
-      { seq: 3, event: progress('e2') },
+      { seq: 1, at: appendedAt, event: runStarted(runId) },
+      { seq: 2, at: appendedAt, event: progress('e1') },
+      { seq: 3, at: appendedAt, event: progress('e2') },
     ]);
 
     await admin.pexpire(log, 1);
     await eventually(async () => (await admin.exists(log)) === 0, { what: 'the log to expire' });
     expect(await short.append(runId, progress('e3'))).toBe(2);
-    expect(await short.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event: progress('e3') }]);
+    expect(await short.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event: progress('e3') }]);
     expect(await admin.ttl(log)).toBeGreaterThan(55);
   });
 
@@ -318,16 +321,16 @@ describe('the run event bus', () => {
     expect(await bus.append(runId, stepStarted)).toBe(2);
     // The starter's run.started comes second: it adds nothing and answers the log's last seq.
     expect(await bus.append(runId, runStarted(runId))).toBe(2);
-    expect(await bus.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event: stepStarted }]);
+    expect(await bus.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event: stepStarted }]);
     expect(await bus.lastSeq(runId)).toBe(2);
 
     const stream = collect(bus.events(runId, { afterSeq: 0 }));
     await subscribedOnRedis(runId);
     expect(await bus.append(runId, completed)).toBe(3);
     expect(await stream).toEqual([
-      { seq: 1, event: runStarted(runId) },
-      { seq: 2, event: stepStarted },
-      { seq: 3, event: completed },
+      { seq: 1, at: appendedAt, event: runStarted(runId) },
+      { seq: 2, at: appendedAt, event: stepStarted },
+      { seq: 3, at: appendedAt, event: completed },
     ]);
   });
 
@@ -335,15 +338,15 @@ describe('the run event bus', () => {
     const batch = randomUUID();
     expect(await bus.appendAll(batch, [stepStarted, progress('a'), progress('b')])).toBe(4);
     expect(await bus.read(batch)).toEqual([
-      { seq: 1, event: runStarted(batch) },
-      { seq: 2, event: stepStarted },
-      { seq: 3, event: progress('a') },
-      { seq: 4, event: progress('b') },
+      { seq: 1, at: appendedAt, event: runStarted(batch) },
+      { seq: 2, at: appendedAt, event: stepStarted },
+      { seq: 3, at: appendedAt, event: progress('a') },
+      { seq: 4, at: appendedAt, event: progress('b') },
     ]);
 
     const led = randomUUID(); // an appendAll led by run.started logs it once, at seq 1
     expect(await bus.appendAll(led, [runStarted(led), progress('a')])).toBe(2);
-    expect(await bus.read(led)).toEqual([{ seq: 1, event: runStarted(led) }, { seq: 2, event: progress('a') }]);
+    expect(await bus.read(led)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(led) }, { seq: 2, at: appendedAt, event: progress('a') }]);
 
     const runId = randomUUID();
     expect(await bus.append(runId, runStarted(runId))).toBe(1);
@@ -355,10 +358,10 @@ describe('the run event bus', () => {
     expect(await bus.appendAll(runId, [runStarted(runId), progress('b')])).toBe(3);
     expect(await bus.append(runId, completed)).toBe(4);
     const expected = [
-      { seq: 1, event: runStarted(runId) },
-      { seq: 2, event: progress('a') },
-      { seq: 3, event: progress('b') },
-      { seq: 4, event: completed },
+      { seq: 1, at: appendedAt, event: runStarted(runId) },
+      { seq: 2, at: appendedAt, event: progress('a') },
+      { seq: 3, at: appendedAt, event: progress('b') },
+      { seq: 4, at: appendedAt, event: completed },
     ];
     expect(await stream).toEqual(expected);
     expect(await bus.read(runId)).toEqual(expected);
@@ -369,9 +372,9 @@ describe('the run event bus', () => {
     const tally = new MountTallyAppender({ redis: admin, prefix, logTtlSeconds: 60 });
     const event: RunEvent = { type: 'step.progress', nodeId: 'x', message: 'm' };
     expect(await tally.appendTallied(runId, [{ event, mark: null }])).toBe(2);
-    expect(await bus.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event }]);
+    expect(await bus.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event }]);
     // On a log that has entries it adds no second run.started.
     expect(await tally.appendTallied(runId, [{ event, mark: null }])).toBe(3);
-    expect(await bus.read(runId)).toEqual([{ seq: 1, event: runStarted(runId) }, { seq: 2, event }, { seq: 3, event }]);
+    expect(await bus.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event }, { seq: 3, at: appendedAt, event }]);
   });
 });

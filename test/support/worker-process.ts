@@ -12,7 +12,7 @@ const ROOT = path.resolve(__dirname, '../..');
 export function startWorkerProcess(service: TestService, env: Record<string, string>): ChildProcess {
   const child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'workers/serve.ts')], {
     cwd: ROOT,
-    env: { ...process.env, ...service.env, ROLE: 'worker', PORT: '0', ...env },
+    env: { ...process.env, ...service.env, ROLE: 'worker', PORT: '0', METRICS_PORT: '0', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   child.stderr!.on('data', (chunk: Buffer) => process.env.TEST_LOG_LEVEL && process.stderr.write(chunk));

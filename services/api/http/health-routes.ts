@@ -31,11 +31,21 @@ async function runProbe(probe: ReadinessProbe, onFailure?: (name: string, err: u
   }
 }
 
+/** Options of {@link healthRoutes}. */
+export interface HealthOptions {
+  /** Told a failed probe's own error (for the log). */
+  onFailure?: (name: string, err: unknown) => void;
+  /** True once the process is stopping: `/readyz` answers 503 at once, so a load balancer stops sending it work. */
+  isDraining?: () => boolean;
+}
+
 /**
  * `/healthz`: the process is alive (no dependency checks, so a Redis outage does not make an
- * orchestrator restart every replica). `/readyz`: every dependency answers; 503 otherwise.
+ * orchestrator restart every replica). `/readyz`: every dependency answers; 503 otherwise, and
+ * 503 `draining` from the moment the process is told to stop.
  */
-export function healthRoutes(probes: readonly ReadinessProbe[], onFailure?: (name: string, err: unknown) => void): Router {
+export function healthRoutes(probes: readonly ReadinessProbe[], options: HealthOptions = {}): Router {
+  const { onFailure, isDraining } = options;
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.locals.route = '/healthz';
@@ -43,6 +53,10 @@ export function healthRoutes(probes: readonly ReadinessProbe[], onFailure?: (nam
   });
   router.get('/readyz', async (_req, res) => {
     res.locals.route = '/readyz';
+    if (isDraining?.()) {
+      res.status(503).json({ status: 'draining', checks: {} });
+      return;
+    }
     const results = await Promise.all(probes.map(async (p) => [p.name, await runProbe(p, onFailure)] as const));
     const checks = Object.fromEntries(results);
     const ready = results.every(([, result]) => result === 'ok');

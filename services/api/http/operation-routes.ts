@@ -9,7 +9,7 @@ import type { CallName, EventStream } from '../handlers/handler-types';
 import { declarationOf, DeferredInput, describeCall, type Invoke, type InvokeContext } from '../invoke/invoke';
 import { setRateLimitHeaders } from './rate-limits';
 import { emptyBodyError, requestInput, uploadOf } from './request-input';
-import { writeEventStream, type StreamGauge } from './sse-writer';
+import { writeEventStream, type StreamMetrics } from './sse-writer';
 
 export interface OperationRouteOptions {
   invoke: Invoke;
@@ -17,7 +17,7 @@ export interface OperationRouteOptions {
   log: Logger;
   bodyLimitBytes: number;
   heartbeatMs: number;
-  openStreams?: StreamGauge;
+  streamMetrics?: StreamMetrics;
 }
 
 /** Every operation and route, literal paths after parametric ones (see the marks below). */
@@ -101,7 +101,7 @@ export function operationRoutes(options: OperationRouteOptions): Router {
         },
       };
       const result = await options.invoke(name, new DeferredInput(() => readInput(req, res, ctx)), ctx);
-      if (op.response === 'sse') return writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs, openStreams: options.openStreams });
+      if (op.response === 'sse') return writeEventStream(res, result as EventStream, { heartbeatMs: options.heartbeatMs, metrics: options.streamMetrics });
       if (op.http.noStore) res.set('Cache-Control', 'no-store');
       const status = op.http.status ?? 200;
       if (status === 204) res.status(204).end();

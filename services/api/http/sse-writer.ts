@@ -2,17 +2,19 @@ import type { Response } from 'express';
 import { TERMINAL_EVENT_TYPES } from '../../contract';
 import type { EventStream } from '../handlers/handler-types';
 
-/** Counts open streams (the `svc_sse_streams_open` gauge). */
-export interface StreamGauge {
-  inc(): void;
-  dec(): void;
+/** What a stream tells metrics: opened and closed, and each event written with its append time. */
+export interface StreamMetrics {
+  opened(): void;
+  closed(): void;
+  /** `appendedAt`: the event's append (epoch ms, Redis' clock); undefined for events that carry none. */
+  sent(appendedAt: number | undefined, openedAt: number): void;
 }
 
 const DONE = 'data: [DONE]\n\n';
 
 export interface SseOptions {
   heartbeatMs: number;
-  openStreams?: StreamGauge;
+  metrics?: StreamMetrics;
 }
 
 /**
@@ -39,23 +41,26 @@ export async function writeEventStream(res: Response, events: EventStream, optio
     if (!closed) res.write(': keep-alive\n\n');
   }, options.heartbeatMs);
   heartbeat.unref();
-  options.openStreams?.inc();
+  const openedAt = Date.now();
+  options.metrics?.opened();
 
   try {
-    for await (const { seq, event } of events) {
+    for await (const { seq, at, event } of events) {
       if (closed) break;
       const text = `id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`;
-      if (TERMINAL_EVENT_TYPES.includes(event.type)) {
-        // The terminal event and [DONE] leave in one write: one packet less per run.
-        res.end(`${text}${DONE}`);
+      const terminal = TERMINAL_EVENT_TYPES.includes(event.type);
+      // The terminal event and [DONE] leave in one write: one packet less per run.
+      if (terminal) res.end(`${text}${DONE}`);
+      else res.write(text);
+      options.metrics?.sent(at, openedAt);
+      if (terminal) {
         closed = true;
         break;
       }
-      res.write(text);
     }
     if (!closed) res.write(DONE);
   } finally {
-    options.openStreams?.dec();
+    options.metrics?.closed();
     clearInterval(heartbeat);
     if (!closed) res.end();
   }

@@ -20,6 +20,8 @@ export interface InvokerDeps {
   tokenLimit?: TokenLimit;
   /** Open run streams per organization; absent: unlimited (`MAX_OPEN_STREAMS_PER_ORG=0`). */
   streamSlots?: StreamSlots;
+  /** Told each call's outcome: `ok` (a stream once it starts) or the error code (metrics). */
+  observe?: (name: CallName, outcome: string) => void;
 }
 
 /** What `invoke` is told besides the call itself. */
@@ -50,6 +52,23 @@ export function describeCall(name: CallName): string {
  * caller is comes with `ctx`: each surface authenticates in its own way.
  */
 export function createInvoker(deps: InvokerDeps): Invoke {
+  const call = unobservedInvoker(deps);
+  const { observe } = deps;
+  if (!observe) return call;
+  return async (name, input, ctx) => {
+    try {
+      const result = await call(name, input, ctx);
+      observe(name, 'ok');
+      return result;
+    } catch (err) {
+      observe(name, err instanceof AppError ? err.code : 'internal');
+      throw err;
+    }
+  };
+}
+
+/** The call path itself, unobserved. */
+function unobservedInvoker(deps: InvokerDeps): Invoke {
   return async (name, input, ctx) => {
     const op = declarationOf(name);
     const what = describeCall(name);

@@ -31,7 +31,8 @@ export const TERMINAL_EVENT_TYPES: readonly RunEventType[] = ['run.completed', '
 
 /**
  * One event as it travels on a run's stream: the event and its per-run sequence number (1, 2,
- * 3, … without gaps), sent as the SSE `id:`. The bus, the API and the SDK share this one shape.
+ * 3, … without gaps), sent as the SSE `id:`, and, when known, the time of its append (epoch ms
+ * by Redis' clock; not sent to clients). The bus, the API and the SDK share this one shape.
  */
-export const SequencedEventSchema = Type.Object({ seq: Type.Integer({ minimum: 1 }), event: RunEventSchema });
+export const SequencedEventSchema = Type.Object({ seq: Type.Integer({ minimum: 1 }), at: Type.Optional(Type.Integer({ minimum: 0 })), event: RunEventSchema });
 export type SequencedEvent = Static<typeof SequencedEventSchema>;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../platform/app-error';
+import { providerCalls, type ProviderCall } from '../../platform/call-channels';
 
 /**
  * The one HTTP client of hosted providers (LLM, image, speech, embedding APIs): every provider
@@ -114,9 +115,14 @@ export async function providerFetch(request: ProviderRequest): Promise<Response>
     const timeout = AbortSignal.timeout(request.timeoutMs);
     const signal = AbortSignal.any([request.signal, timeout]);
     let response: Response;
+    const started = performance.now();
+    const tried = (outcome: string) => {
+      if (providerCalls.hasSubscribers) providerCalls.publish({ provider: request.provider, outcome, seconds: (performance.now() - started) / 1000 } satisfies ProviderCall);
+    };
     try {
       response = await fetch(request.url, { method, headers, body, signal });
     } catch (err) {
+      tried(request.signal.aborted ? 'aborted' : timeout.aborted ? 'timeout' : 'network_error');
       if (request.signal.aborted) throw request.signal.reason;
       const reason = timeout.aborted ? `no answer within ${request.timeoutMs} ms` : `network error (${networkErrorText(err)})`;
       // A request that timed out or broke once sent may have been carried out (and billed).
@@ -127,6 +133,8 @@ export async function providerFetch(request: ProviderRequest): Promise<Response>
       }
       throw Object.assign(new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` }), { outcomeUnknown });
     }
+    // Timed to the response's headers: a streamed body is read by the node, under the same timeout.
+    tried(response.status === 429 ? '429' : `${Math.floor(response.status / 100)}xx`);
     if (response.ok) return response;
     const text = redact(await response.text().catch(() => ''), request.headers);
     if (isRetryableStatus(response.status) && attempt < retries) {

@@ -65,7 +65,7 @@ export function serviceProcess(options: { name: string; role: 'api' | 'worker'; 
       if (running()) throw new Error(`${name} is already running (pid ${child!.pid})`);
       const mark = fs.existsSync(logFile) ? fs.statSync(logFile).size : 0;
       const log = fs.openSync(logFile, 'a');
-      const env = { ...options.env, ROLE: role, PORT: String(port ?? 0), ...overrides };
+      const env = { ...options.env, ROLE: role, PORT: String(port ?? 0), METRICS_PORT: '0', ...overrides };
       child = spawn(process.execPath, ['--require', 'tsx/cjs', path.join(ROOT, 'workers/serve.ts')], { cwd: ROOT, env, stdio: ['ignore', log, log] });
       fs.closeSync(log);
       const current = child;
