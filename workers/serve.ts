@@ -7,6 +7,7 @@ import { buildService, listen, type RunningServer } from '../services/api';
 import { ConfigError, loadConfig } from '../services/platform/config';
 import { createLogger } from '../services/platform/logger';
 import { createMetrics } from '../services/platform/metrics';
+import { startTracing } from '../services/platform/tracing-sdk';
 
 async function main(): Promise<void> {
   let config;
@@ -21,6 +22,8 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ level: config.logLevel });
   const metrics = createMetrics({ role: config.role });
+  // Before anything is built: spans of the service go to the SDK registered here (off by default).
+  const tracing = startTracing({ exporter: config.tracesExporter, serviceName: config.tracesServiceName });
   const runtime = await buildService({ config, log, metrics, background: true });
 
   let server: RunningServer | undefined;
@@ -62,6 +65,7 @@ async function main(): Promise<void> {
     if (server) await server.close(config.shutdownGraceMs);
     await runtime.close();
     await monitor?.close(0);
+    await tracing?.shutdown().catch((err: unknown) => log.warn({ err }, 'could not export the last spans'));
     log.info('stopped');
     process.exit(0);
   };

@@ -34,6 +34,13 @@ export const SETTINGS = {
   role: { env: 'ROLE', description: 'What this process runs: all (API + step worker), api, or worker', default: 'all', parse: oneOf<Role>('all', 'api', 'worker') },
   host: { env: 'HOST', description: 'Interface the HTTP server binds to', default: '127.0.0.1', parse: text },
   port: { env: 'PORT', description: 'HTTP port of the API (0 picks a free one)', default: '8080', parse: int(0, 65535) },
+  tracesExporter: {
+    env: 'OTEL_TRACES_EXPORTER',
+    description: 'Where spans go: none (no tracing), otlp (OTEL_EXPORTER_OTLP_* say where and how, read by the OpenTelemetry SDK) or console',
+    default: 'none',
+    parse: oneOf<'none' | 'otlp' | 'console'>('none', 'otlp', 'console'),
+  },
+  tracesServiceName: { env: 'OTEL_SERVICE_NAME', description: 'service.name of the spans', default: 'svc-workflow-service', parse: text },
   metricsPort: {
     env: 'METRICS_PORT',
     description: 'Port of a worker process (ROLE=worker) for GET /metrics, /healthz and /readyz, on HOST (0 picks a free one; API processes serve them on PORT)',

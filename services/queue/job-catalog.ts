@@ -8,8 +8,9 @@ export interface JobCatalog {
   /**
    * Execute one node of a run. `attemptToken`: the step was reserved with the run (its attempt
    * token), so the first delivery runs it without reserving; a redelivery reserves as usual.
+   * `trace`: the W3C trace context of whoever enqueued it (`traceparent`), when tracing is on.
    */
-  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string } };
+  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; trace?: Record<string, string> } };
 }
 
 export type JobName = keyof JobCatalog;

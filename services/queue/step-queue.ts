@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { stepJobId, type JobPayload } from './job-catalog';
+import { carriedContext } from '../platform/tracing';
 import { QUEUE_NAMES } from './queue-names';
 
 /** Deliveries of a step job whose executor threw (our infrastructure failing), and the first pause between them (doubled each time). */
@@ -44,9 +45,10 @@ export class StepQueue {
   /** Enqueues one job per node of the run, in one round trip; `tokens` are carried by the jobs of steps reserved with the run. */
   async enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>): Promise<void> {
     if (nodeIds.length === 0) return;
+    const trace = carriedContext();
     const payload = (nodeId: string): JobPayload<'step.execute'> => {
       const attemptToken = tokens?.get(nodeId);
-      return attemptToken === undefined ? { runId, nodeId } : { runId, nodeId, attemptToken };
+      return { runId, nodeId, ...(attemptToken === undefined ? {} : { attemptToken }), ...(trace ? { trace } : {}) };
     };
     if (nodeIds.length === 1) {
       // One job: a plain add, without addBulk's MULTI.

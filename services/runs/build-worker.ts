@@ -1,5 +1,6 @@
 import type { Worker } from 'bullmq';
 import { Failpoints } from '../platform/failpoints';
+import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
 import { createRedisConnection, createRedisSubscriber, subscribeRunAborts } from '../queue';
 import { isRedelivery, startStepWorker } from '../queue/step-worker';
 import { RunRecoveryRepository } from '../store';
@@ -62,10 +63,14 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     lockMs: config.stepLockMs,
     log,
     handlers: {
-      'step.execute': async ({ runId, nodeId, attemptToken }, job) => {
+      'step.execute': async ({ runId, nodeId, attemptToken, trace }, job) => {
         busy++;
         try {
-          return await executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) });
+          // The run's trace goes on from the context the job carries (the API's call, or the step that enqueued it).
+          const attributes = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: nodeId, [SPAN_ATTRIBUTES.attempt]: job.attemptsStarted };
+          return await inSpan('step.execute', { kind: SpanKind.CONSUMER, parent: contextFrom(trace), attributes }, () =>
+            executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) }),
+          );
         } finally {
           busy--;
         }

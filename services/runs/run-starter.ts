@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, RunError, Workflow } from '../contract';
 import { resolveStepInputs, type PreparedWorkflow } from '../engine';
 import type { NodeDefinition } from '../nodes';
+import { annotateSpan, SPAN_ATTRIBUTES } from '../platform/tracing';
 import type { Failpoints } from '../platform/failpoints';
 import type { Logger } from '../platform/logger';
 import type { RunRepository } from '../store';
@@ -62,6 +63,7 @@ export class RunStarter {
    */
   async startFailed(request: Omit<RunRequest, 'prepared'>, error: RunError): Promise<string> {
     const runId = await this.store(request, []);
+    annotateSpan({ [SPAN_ATTRIBUTES.runId]: runId });
     await this.announce(runId);
     await this.deps.lifecycle.fail(runId, error);
     return runId;
@@ -78,6 +80,7 @@ export class RunStarter {
         ...(first?.nodeId === nodeId ? { reservation: first.reservation } : {}),
       })),
     );
+    annotateSpan({ [SPAN_ATTRIBUTES.runId]: runId });
     const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
     this.deps.contexts.put(context);
     await this.announce(runId);

@@ -4,6 +4,7 @@ import type { ArtifactStore, NodeDefinition } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Failpoints } from '../platform/failpoints';
 import type { Logger } from '../platform/logger';
+import { inSpan, SPAN_ATTRIBUTES } from '../platform/tracing';
 import type { CompleteStepResult, RunRepository, StepRepository } from '../store';
 import type { InFlightSteps } from './in-flight-steps';
 import type { RunContextCache } from './run-context-cache';
@@ -141,7 +142,8 @@ export class StepExecutor {
     const held = step.batch?.holding ? step.batch : undefined;
     const controller = this.deps.inFlight.start(runId);
     try {
-      const outputs = await step.definition.execute(step.inputs, {
+      const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
+      const outputs = await inSpan('node.execute', { attributes: node }, () => step.definition.execute(step.inputs, {
         signal: controller.signal,
         artifacts: this.deps.artifactsFor(runId, controller.signal),
         progress: (message) => {
@@ -149,7 +151,7 @@ export class StepExecutor {
           if (held) held.hold(event);
           else void this.outbox.release(runId, [{ kind: 'events', events: [event] }]);
         },
-      });
+      }));
       return { ok: true, outputs };
     } catch (err) {
       return { ok: false, err: controller.signal.aborted ? new AbortedByRun() : err };

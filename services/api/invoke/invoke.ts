@@ -1,5 +1,6 @@
 import { OPERATIONS, ROUTES, isOpName, validate, type Operation } from '../../contract';
 import { AppError } from '../../platform/app-error';
+import { inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { RateLimitResult } from '../../queue';
 import type { AuthContext } from '../auth/auth-context';
 import { admitCaller } from '../auth/admit-caller';
@@ -53,18 +54,20 @@ export function describeCall(name: CallName): string {
  */
 export function createInvoker(deps: InvokerDeps): Invoke {
   const call = unobservedInvoker(deps);
-  const { observe } = deps;
-  if (!observe) return call;
-  return async (name, input, ctx) => {
-    try {
-      const result = await call(name, input, ctx);
-      observe(name, 'ok');
-      return result;
-    } catch (err) {
-      observe(name, err instanceof AppError ? err.code : 'internal');
-      throw err;
-    }
-  };
+  // One span per call (a run's trace starts here; for a stream, it ends once the stream starts).
+  return (name, input, ctx) =>
+    inSpan(name, { kind: SpanKind.SERVER, attributes: { [SPAN_ATTRIBUTES.operation]: name } }, async (span) => {
+      try {
+        const result = await call(name, input, ctx);
+        deps.observe?.(name, 'ok');
+        return result;
+      } catch (err) {
+        const outcome = err instanceof AppError ? err.code : 'internal';
+        span.setAttribute(SPAN_ATTRIBUTES.outcome, outcome);
+        deps.observe?.(name, outcome);
+        throw err;
+      }
+    });
 }
 
 /** The call path itself, unobserved. */

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../platform/app-error';
 import { providerCalls, type ProviderCall } from '../../platform/call-channels';
+import { annotateSpan, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
 
 /**
  * The one HTTP client of hosted providers (LLM, image, speech, embedding APIs): every provider
@@ -103,7 +104,12 @@ function networkErrorText(err: unknown): string {
  * or a 4xx the caller may read), rejects with an `AppError` otherwise, or with `signal.reason`
  * when the run aborts. The caller reads the body (or streams it) under the same signal.
  */
-export async function providerFetch(request: ProviderRequest): Promise<Response> {
+export function providerFetch(request: ProviderRequest): Promise<Response> {
+  const attributes = { [SPAN_ATTRIBUTES.provider]: request.provider, 'http.request.method': request.method ?? (request.json === undefined && request.body === undefined ? 'GET' : 'POST'), 'server.address': URL.parse(request.url)?.host ?? '' };
+  return inSpan('provider.request', { kind: SpanKind.CLIENT, attributes }, () => sendWithRetries(request));
+}
+
+async function sendWithRetries(request: ProviderRequest): Promise<Response> {
   const retries = request.retries ?? 2;
   const baseDelay = request.baseDelayMs ?? 500;
   const maxRetryAfter = request.maxRetryAfterMs ?? 20_000;
@@ -135,6 +141,7 @@ export async function providerFetch(request: ProviderRequest): Promise<Response>
     }
     // Timed to the response's headers: a streamed body is read by the node, under the same timeout.
     tried(response.status === 429 ? '429' : `${Math.floor(response.status / 100)}xx`);
+    annotateSpan({ 'http.response.status_code': response.status });
     if (response.ok) return response;
     const text = redact(await response.text().catch(() => ''), request.headers);
     if (isRetryableStatus(response.status) && attempt < retries) {
