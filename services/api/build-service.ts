@@ -24,7 +24,7 @@ export interface ServiceRuntime {
   queue: StepQueue;
   /** ROLE=worker: `/metrics`, `/healthz` and `/readyz`, served on `METRICS_PORT` (an API process serves them itself). */
   monitorApp: Express | undefined;
-  /** The process is stopping: `/readyz` answers 503 from now on, so load balancers and Kubernetes stop sending it work. */
+  /** The process is stopping: `/readyz` answers 503 from now on (load balancers and Kubernetes stop sending it work) and its worker takes no new job. */
   drain(): void;
   /** Stops everything this runtime started, in order (worker, API, resources), and closes its connections. */
   close(): Promise<void>;
@@ -59,6 +59,8 @@ export async function buildService(options: { config: Config; log: Logger; metri
     monitorApp: servesApi ? undefined : monitorApp(resources, isDraining),
     drain() {
       draining = true;
+      // The worker stops taking jobs now, while an API in the same process lets its streams run.
+      void worker?.stop();
     },
     async close() {
       if (closed) return;

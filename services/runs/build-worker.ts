@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Worker } from 'bullmq';
 import { Failpoints } from '../platform/failpoints';
 import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
@@ -15,7 +16,13 @@ export interface BuiltWorker {
   worker: Worker;
   reaper: RunReaper;
   sweeper: RetentionSweeper;
-  /** Stops taking jobs (finishing those in hand), stops the timers, closes its connections. */
+  /**
+   * Takes no new job and waits for those in hand, up to `SHUTDOWN_GRACE_MS`: steps still running
+   * then are handed back (left to another worker once their lock lapses, `STEP_LOCK_MS`). Once
+   * begun (by `drain`), `close` waits for it.
+   */
+  stop(): Promise<void>;
+  /** Stops as `stop` does, stops the timers, closes its connections. */
   close(): Promise<void>;
 }
 
@@ -56,6 +63,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   const workerConnection = createRedisConnection(config.redisUrl);
   // Jobs this process is running now, of its WORKER_CONCURRENCY (svc_worker_jobs_active).
   let busy = 0;
+  const idleWaiters: (() => void)[] = [];
+  const idle = () => (busy === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve)));
   const worker = startStepWorker({
     connection: workerConnection,
     prefix: config.redisPrefix,
@@ -73,6 +82,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
           );
         } finally {
           busy--;
+          if (busy === 0) for (const resolve of idleWaiters.splice(0)) resolve();
         }
       },
     },
@@ -111,16 +121,25 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     reaper.start(config.reaperIntervalSeconds * 1000);
     sweeper.start();
   }
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await worker.pause(true);
+      const finished = await Promise.race([idle().then(() => true), sleep(config.shutdownGraceMs, false, { ref: false })]);
+      if (!finished) log.warn({ steps: busy }, 'steps still running at the end of SHUTDOWN_GRACE_MS are handed back: another worker takes each over once its lock lapses (STEP_LOCK_MS)');
+      await worker.close(!finished);
+    })().catch((err: unknown) => log.warn({ err }, 'error while stopping the step worker')));
   return {
     worker,
     reaper,
     sweeper,
+    stop,
     async close() {
       if (options.background) {
         await reaper.stop();
         await sweeper.stop();
       }
-      await worker.close();
+      await stop();
       await workerConnection.quit();
       await unsubscribe();
       await abortSubscriber.quit();

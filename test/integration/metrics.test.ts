@@ -189,4 +189,29 @@ describe('a worker process (ROLE=worker) on METRICS_PORT', () => {
     const messages = await events;
     expect(messages.at(-2)?.data).toContain('run.completed');
   }, 60_000);
+
+  it('hands back a step still running at the end of SHUTDOWN_GRACE_MS, exits 0, and another worker takes the step over', async () => {
+    worker?.kill('SIGKILL');
+    // Steps sleep 8 s; the grace period is 1 s; a lost step's lock lapses after 2 s.
+    const [port] = (await freePorts(1)) as [number];
+    const env = { SVC_FAILPOINTS: 'step.afterReserve=sleep(8000)', SHUTDOWN_GRACE_MS: '1000', STEP_LOCK_MS: '2000', METRICS_PORT: String(port) };
+    worker = startWorkerProcess(service, env);
+    const res = await fetch(`${service.url}/v1/runs`, {
+      method: 'POST',
+      headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workflow: { version: 2, nodes: [{ id: 'slow', uses: 'math-add', inputs: { a: 1, b: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${slow.result}' } }] } }),
+    });
+    const events = readSse(res);
+    await eventually(async () => total((await scrape(`http://127.0.0.1:${port}`)).samples, 'svc_worker_jobs_active') === 1, { timeoutMs: 15_000, what: 'the step to be running in the worker' });
+    const stopped = worker;
+    stopped.kill('SIGTERM');
+    // Within the grace period and a little more: not the hard stop (grace + 5 s, exit code 1).
+    await exited(stopped);
+    expect(stopped.exitCode).toBe(0);
+    worker = startWorkerProcess(service, { STEP_LOCK_MS: '2000' });
+    const messages = await events;
+    expect(messages.at(-2)?.data).toContain('run.completed');
+    const [step] = await service.prisma.step.findMany({ where: { nodeId: 'slow' }, select: { status: true, attempt: true } });
+    expect(step).toEqual({ status: 'completed', attempt: 2 });
+  }, 60_000);
 });
