@@ -2,6 +2,8 @@
 # redis.sh start|stop DIR PORT: a Redis on 127.0.0.1:PORT with its state in DIR.
 # REDIS_PERSIST=no (the test harness) turns persistence off; otherwise AOF with fsync every
 # second, as BullMQ wants in production, so `make run` keeps its queues across restarts.
+# REDIS_CLUSTER=yes starts it as a node of a Redis Cluster (its nodes.conf in DIR); the nodes are
+# then joined with `redis-cli --cluster create` (test/support/redis-cluster.ts).
 # Starts in about 0.15 s; a stop (TERM, AOF flushed) takes about 0.1 s.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -19,9 +21,11 @@ case "$action" in
     port_free "$port" || die "port $port is in use; choose another Redis port"
     persist=(--appendonly yes --appendfsync everysec)
     [ "${REDIS_PERSIST:-yes}" = no ] && persist=(--appendonly no)
+    cluster=()
+    [ "${REDIS_CLUSTER:-no}" = yes ] && cluster=(--cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000)
     redis-server --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
       --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" --save '' \
-      --maxmemory-policy noeviction "${persist[@]}"
+      --maxmemory-policy noeviction "${persist[@]}" "${cluster[@]}"
     wait_until 10 redis-cli -h 127.0.0.1 -p "$port" ping || die "redis did not answer on port $port; see $dir/redis.log"
     echo "redis ready on 127.0.0.1:$port" >&2
     ;;

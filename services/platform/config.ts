@@ -101,6 +101,12 @@ export const SETTINGS = {
   logLevel: { env: 'LOG_LEVEL', description: 'pino log level', default: 'info', parse: oneOf<LogLevel>('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent') },
   trustProxy: { env: 'TRUST_PROXY', description: 'Trust X-Forwarded-* headers (behind a load balancer)', default: 'false', parse: bool },
   shutdownGraceMs: { env: 'SHUTDOWN_GRACE_MS', description: 'How long a stopping process waits for in-flight work', default: '10000', parse: int(0, 600000) },
+  redisCluster: {
+    env: 'REDIS_CLUSTER',
+    description: 'REDIS_URL names one node of a Redis Cluster (the others are discovered); every key, queue and channel name then starts with the prefix as a hash tag, {REDIS_PREFIX}, as BullMQ requires',
+    default: 'false',
+    parse: bool,
+  },
   redisPrefix: {
     env: 'REDIS_PREFIX',
     description: 'Namespace of every Redis key, queue and channel (deployments sharing a Redis need different ones)',
@@ -276,6 +282,9 @@ export function loadConfig(env: Env = process.env): Config {
     else config[group] = { ...(config[group] as Record<string, unknown> | undefined), [field]: v[key] };
   }
   for (const [group, present] of Object.entries(OPTIONAL_GROUPS)) if (!present(v)) config[group] = null;
+  // On a Redis Cluster every key of ours and BullMQ's must share one hash slot (multi-key scripts):
+  // the prefix becomes a hash tag, so the rest of the code uses it unchanged.
+  if (v.redisCluster) config.redisPrefix = `{${v.redisPrefix}}`;
   // Retries within a step count towards its attempts in all, so the cap is never below them.
   config.stepMaxAttempts = Math.max(v.stepMaxAttempts, v.stepRetryAttempts);
   return config as Config;

@@ -1,7 +1,7 @@
 export { ChannelFanout, type ChannelListener } from './channel-fanout';
 export { JOB_QUEUES, stepJobId, type JobCatalog, type JobName, type JobPayload } from './job-catalog';
 export { QUEUE_NAMES, type QueueName } from './queue-names';
-export { createRedisConnection, createRedisSubscriber } from './redis-connection';
+export { createRedisConnection, createRedisSubscriber, redisTargetOf, type RedisTarget } from './redis-connection';
 export { RunEventBus } from './run-event-bus';
 export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
 export { runEventKeys, type RunEventKeys } from './run-event-keys';

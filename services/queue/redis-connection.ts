@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redisCalls, type RedisCall } from '../platform/call-channels';
 
 /** Commands that wait for data by design (or switch to pub/sub): their time is not latency. */
@@ -10,8 +10,10 @@ const WAITING_COMMANDS = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'bzp
  * gives up on it).
  */
 function timed(redis: Redis): Redis {
-  const send = redis.sendCommand.bind(redis);
-  redis.sendCommand = (command, stream) => {
+  const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => unknown;
+  // Every argument passes through: a Cluster's sendCommand takes a third (the node).
+  redis.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
+    const [command] = args;
     const name = command.name.toLowerCase();
     if (redisCalls.hasSubscribers && !WAITING_COMMANDS.has(name)) {
       const started = performance.now();
@@ -21,17 +23,42 @@ function timed(redis: Redis): Redis {
         () => report(false),
       );
     }
-    return send(command, stream);
+    return send(...args);
   };
   return redis;
+}
+
+/** Where Redis is: a server's URL, or (`cluster`) one node of a Redis Cluster (`REDIS_CLUSTER`). */
+export interface RedisTarget {
+  url: string;
+  cluster: boolean;
+}
+
+/** The configured target (`REDIS_URL`, `REDIS_CLUSTER`). */
+export function redisTargetOf(config: { redisUrl: string; redisCluster: boolean }): RedisTarget {
+  return { url: config.redisUrl, cluster: config.redisCluster };
 }
 
 /**
  * A Redis connection for BullMQ and the event bus. BullMQ workers need
  * `maxRetriesPerRequest: null` (blocking commands must not be retried into errors).
+ *
+ * For a cluster, an ioredis `Cluster` that discovers the nodes from the one named, typed as a
+ * `Redis`: it answers the same commands, and every key of ours sits in the one slot the prefix's
+ * hash tag picks (config.ts), so no command or script spans slots.
  */
-export function createRedisConnection(url: string, options: RedisOptions = {}): Redis {
-  return timed(new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false, ...options }));
+export function createRedisConnection(target: RedisTarget | string, options: RedisOptions = {}): Redis {
+  const { url, cluster } = typeof target === 'string' ? { url: target, cluster: false } : target;
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false, ...options };
+  if (!cluster) return timed(new Redis(url, redisOptions));
+  const seed = new URL(url);
+  const auth = { ...(seed.username ? { username: decodeURIComponent(seed.username) } : {}), ...(seed.password ? { password: decodeURIComponent(seed.password) } : {}) };
+  const node = new Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
+    enableReadyCheck: redisOptions.enableReadyCheck,
+    lazyConnect: false,
+    redisOptions: { ...redisOptions, ...auth, ...(seed.protocol === 'rediss:' ? { tls: {} } : {}) },
+  });
+  return timed(node as unknown as Redis);
 }
 
 /**
@@ -42,6 +69,6 @@ export function createRedisConnection(url: string, options: RedisOptions = {}): 
  * and ioredis fails every queued command with that error. Subscribing needs no loaded data;
  * the log reads that follow go over the command connection, which keeps its ready check.
  */
-export function createRedisSubscriber(url: string, options: RedisOptions = {}): Redis {
-  return createRedisConnection(url, { ...options, enableReadyCheck: false });
+export function createRedisSubscriber(target: RedisTarget | string, options: RedisOptions = {}): Redis {
+  return createRedisConnection(target, { ...options, enableReadyCheck: false });
 }

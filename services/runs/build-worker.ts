@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Worker } from 'bullmq';
 import { Failpoints } from '../platform/failpoints';
 import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
-import { createRedisConnection, createRedisSubscriber, subscribeRunAborts } from '../queue';
+import { createRedisConnection, createRedisSubscriber, redisTargetOf, subscribeRunAborts } from '../queue';
 import { isRedelivery, startStepWorker } from '../queue/step-worker';
 import { RunRecoveryRepository } from '../store';
 import { InFlightSteps } from './in-flight-steps';
@@ -35,7 +35,7 @@ export interface BuiltWorker {
 export async function buildWorker(resources: ServiceResources, options: { background: boolean }): Promise<BuiltWorker> {
   const { config, log, metrics } = resources;
   const inFlight = new InFlightSteps();
-  const abortSubscriber = createRedisSubscriber(config.redisUrl);
+  const abortSubscriber = createRedisSubscriber(redisTargetOf(config));
   const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
     inFlight.abortRun(runId, new Error('the run stopped'));
   });
@@ -60,7 +60,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       },
     },
   });
-  const workerConnection = createRedisConnection(config.redisUrl);
+  const workerConnection = createRedisConnection(redisTargetOf(config));
   // Jobs this process is running now, of its WORKER_CONCURRENCY (svc_worker_jobs_active).
   let busy = 0;
   const idleWaiters: (() => void)[] = [];

@@ -7,7 +7,7 @@ import { configuredNodes } from '../nodes/configured-nodes';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
-import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, RunEventBus, StepQueue } from '../queue';
+import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue } from '../queue';
 import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
 import { presentingMountEvents } from './mount-events';
@@ -70,8 +70,8 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     queryTimeoutMs: config.database.queryTimeoutMs,
     onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it'),
   });
-  const redis = createRedisConnection(config.redisUrl);
-  const subscriber = options.subscribe ? createRedisSubscriber(config.redisUrl) : undefined;
+  const redis = createRedisConnection(redisTargetOf(config));
+  const subscriber = options.subscribe ? createRedisSubscriber(redisTargetOf(config)) : undefined;
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
   // A second fan-out on the one connection: its channels are not the bus's, so neither unsubscribes the other's.
   const channels = subscriber ? new ChannelFanout(subscriber) : undefined;

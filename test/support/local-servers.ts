@@ -59,6 +59,9 @@ export const startS3 = (tmpDir: string, s3: Stack['s3'], monPort: number) =>
   script('s3.sh', ['start', serverDir.s3(tmpDir), String(s3.port), s3.accessKey, s3.secretKey], { S3_MON_PORT: String(monPort) });
 
 /** Stops one server started by the functions above (one that never started is skipped by its script). */
+/** A Redis started as a node of a Redis Cluster (its state in DIR), not yet joined to the others. */
+export const startRedisClusterNode = (dir: string, port: number) => script('redis.sh', ['start', dir, String(port)], { REDIS_PERSIST: 'no', REDIS_CLUSTER: 'yes' });
+export const stopRedisNode = (dir: string, port: number) => script('redis.sh', ['stop', dir, String(port)]);
 export const stopRedis = (tmpDir: string, port: number) => script('redis.sh', ['stop', serverDir.redis(tmpDir), String(port)]);
 export const stopPostgres = (tmpDir: string, port: number) => script('postgres.sh', ['stop', serverDir.postgres(tmpDir), String(port)]);
 export const stopS3 = (tmpDir: string, port: number) => script('s3.sh', ['stop', serverDir.s3(tmpDir), String(port)]);
