@@ -1,4 +1,4 @@
-import type { Outputs, RunEvent, RunStatus, SequencedEvent } from '../contract';
+import { TERMINAL_EVENT_TYPES, type Outputs, type RunEvent, type RunStatus, type SequencedEvent } from '../contract';
 import type { RunRecord } from '../store';
 
 /**
@@ -154,17 +154,20 @@ export async function* followRunEvents(
   let check: Promise<Wake> | undefined;
   let finished = options.finished;
   let last = options.afterSeq;
+  // The type of the last event this stream gave, and whether the log has ended without its terminal one.
+  let lastType: RunEvent['type'] | undefined;
+  let logEnded = false;
   let failures = 0;
   let retryAt = 0;
   let quietUntil = Date.now() + options.checkMs;
   try {
     for (;;) {
       if (inner.signal.aborted) return;
-      if (!iterator && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, inner.signal);
+      if (!iterator && !logEnded && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, inner.signal);
       if (iterator && !next) next = settle(iterator.next(), (step) => ({ kind: 'step', step }), (err) => ({ kind: 'logFailed', err }));
       // While a record read is under way, silence is not measured; while the log is down, its retry is due.
       const quietAt = check ? Infinity : quietUntil;
-      const wakeAt = next ? quietAt : Math.min(quietAt, retryAt);
+      const wakeAt = next || logEnded ? quietAt : Math.min(quietAt, retryAt);
       let timer: NodeJS.Timeout | undefined;
       const timeout = wakeAt === Infinity ? NEVER : new Promise<Wake>((resolve) => (timer = setTimeout(() => resolve({ kind: 'timer' }), Math.max(0, wakeAt - Date.now()))));
       const wake = await Promise.race([next ?? NEVER, check ?? NEVER, timeout, aborted]).finally(() => clearTimeout(timer));
@@ -173,9 +176,20 @@ export async function* followRunEvents(
           return;
         case 'step':
           next = undefined;
-          if (wake.step.done) return;
+          if (wake.step.done) {
+            // The log ends after a terminal event, or at once when resumed at it. Ended after an
+            // event of ours that was not terminal, it ended on a terminal event at a seq this
+            // stream had already used for another event: Redis lost the log and the run's events
+            // went on in a new one. Its terminal event then comes from the run's record, now.
+            if (lastType === undefined || TERMINAL_EVENT_TYPES.includes(lastType)) return;
+            iterator = undefined;
+            logEnded = true;
+            quietUntil = Date.now();
+            break;
+          }
           failures = 0;
           last = wake.step.value.seq;
+          lastType = wake.step.value.event.type;
           quietUntil = Date.now() + options.checkMs;
           yield wake.step.value;
           break;

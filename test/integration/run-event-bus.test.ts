@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { RunEvent } from '../../services/contract';
 import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
 import { MountTallyAppender } from '../../services/queue/mount-tally-appender';
+import { followRunEvents, type StoredRun } from '../../services/runs';
 import { eventually } from '../support/eventually';
 import { stack, uniqueName } from '../support/stack';
 
@@ -24,7 +25,6 @@ const seqs = (items: SequencedEvent[]) => items.map((item) => item.seq);
 const events = (items: SequencedEvent[]) => items.map((item) => item.event);
 const runStartedCount = (items: SequencedEvent[]) => items.filter((item) => item.event.type === 'run.started').length;
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-
 
 /** Every log entry carries the time of its append (Redis' clock, epoch ms). */
 const appendedAt = expect.any(Number) as number;
@@ -376,5 +376,26 @@ describe('the run event bus', () => {
     // On a log that has entries it adds no second run.started.
     expect(await tally.appendTallied(runId, [{ event, mark: null }])).toBe(3);
     expect(await bus.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event }, { seq: 3, at: appendedAt, event }]);
+  });
+
+  it('ends a stream whose log Redis lost and began again, its terminal event landing on a seq the stream had used, with the terminal event of the run record', async () => {
+    const runId = randomUUID();
+    const { log } = runEventKeys(prefix, runId);
+    expect(await bus.append(runId, progress('before'))).toBe(2);
+    let record: StoredRun = { id: runId, orgId: randomUUID(), status: 'running', error: null, outputs: null };
+    const items: SequencedEvent[] = [];
+    const controller = new AbortController();
+    const stream = (async () => {
+      for await (const item of followRunEvents(bus, async () => record, { runId, afterSeq: 0, signal: controller.signal, checkMs: 200 })) items.push(item);
+    })();
+    await eventually(() => items.length === 2, { what: 'the first two events' });
+    // Redis restarted empty: the run's events go on in a new log, its terminal event at seq 2.
+    await admin.del(log);
+    record = { ...record, status: 'completed', outputs: { total: { kind: 'int', value: 3 } } };
+    expect(await bus.append(runId, { type: 'run.completed', outputs: { total: { kind: 'int', value: 3 } } })).toBe(2);
+    await stream;
+    expect(seqs(items)).toEqual([1, 2, 3]);
+    expect(events(items)).toEqual([runStarted(runId), progress('before'), { type: 'run.completed', outputs: { total: { kind: 'int', value: 3 } } }]);
+    controller.abort();
   });
 });

@@ -76,15 +76,20 @@ it(`R2: ${FREEZES} stale workers woken after a takeover have their commits refus
     // Only the holder can take the target's job while the rescuer is frozen (briefly: less than a lock).
     rescuer.signal('SIGSTOP');
     let runId: string | undefined;
+    let stepStarted = false;
     const client = followRun(topo.url, topo.account.token, staleBody(tag), {
       deadlineMs: 120_000,
       onEvent: (m) => {
         if (m.data.includes('"run.started"')) runId = (JSON.parse(m.data) as { runId: string }).runId;
+        if (m.data.includes('"step.started"') && m.data.includes('"nodeId":"stale"')) stepStarted = true;
       },
     });
     try {
-      const id = await eventually(() => runId, { timeoutMs: 30_000, what: `run ${tag} to start` });
-      if (point === 'afterReserve') await eventually(async () => (await staleStep(id)).started, { timeoutMs: 30_000, intervalMs: 10, what: `${tag}: the holder to reserve the step` });
+      await eventually(() => runId, { timeoutMs: 30_000, what: `run ${tag} to start` });
+      // The step's row says `started` from the run's creation (its first step is reserved with
+      // the run), before any worker has its job; its step.started comes from the worker that
+      // runs it, just before the 1 s failpoint: the holder is then inside the pause.
+      if (point === 'afterReserve') await eventually(() => stepStarted, { timeoutMs: 30_000, intervalMs: 10, what: `${tag}: the holder to start the step` });
       else await eventually(() => topo.provider.callsFor(tag).some((c) => c.endedAt !== null), { timeoutMs: 30_000, intervalMs: 10, what: `${tag}: the provider to answer the holder` });
       holder.signal('SIGSTOP');
     } finally {
