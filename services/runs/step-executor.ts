@@ -188,7 +188,12 @@ export class StepExecutor {
         await this.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] }]);
         return { ...step, attemptToken, batch: undefined };
       }
-      if (retry.reason === 'run_not_running' || retry.reason === 'not_owner') return null; // the run stopped or the step was taken over
+      if (retry.reason === 'not_owner') {
+        // A stale attempt (its step was taken over) failed: its failure is dropped as its result would be.
+        this.deps.log.info({ runId, nodeId }, 'attempt no longer owns its step; its result was dropped');
+        return null;
+      }
+      if (retry.reason === 'run_not_running') return null; // the run stopped
       error = retryRefused(retry.reason, err, nodeId, this.maxAttempts);
     } else {
       if (!(err instanceof AppError) && !(err instanceof FailedAfterCall)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
