@@ -19,11 +19,11 @@ export interface Metrics {
   /** Step attempts by node id and outcome (completed|failed|retried). */
   stepDuration: Histogram<'node' | 'outcome'>;
   costSettled: Counter<'node'>;
-  openStreams: Gauge<never>;
-  sseEventsSent: Counter<never>;
-  /** Append of a live event to its write to a client (events appended before the stream opened are not counted). */
-  eventDeliveryLag: Histogram<never>;
-  /** What an event stream tells the three above (the SSE writer's `StreamMetrics`). */
+  /**
+   * What an event stream tells metrics (the SSE writer's `StreamMetrics`): open streams, events
+   * sent, and the delivery lag of live events (those appended before the stream opened are not
+   * counted).
+   */
   streams: {
     opened(): void;
     closed(): void;
@@ -79,22 +79,21 @@ export function createMetrics(options: { role: string }): Metrics {
     registers,
   });
 
-  new Gauge({
-    name: 'svc_worker_concurrency',
-    help: 'Steps this worker process may run at once (WORKER_CONCURRENCY)',
-    registers,
-    collect() {
-      if (sources.worker) this.set(sources.worker().concurrency);
-    },
-  });
-  new Gauge({
-    name: 'svc_worker_jobs_active',
-    help: 'Step jobs this worker process is running now, of its svc_worker_concurrency',
-    registers,
-    collect() {
-      if (sources.worker) this.set(sources.worker().active);
-    },
-  });
+  /** A gauge set at each scrape from a source, when the process has one. */
+  const sourcedGauge = <T>(name: string, help: string, source: () => T | undefined, value: (state: T) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const state = source();
+        if (state !== undefined) this.set(value(state));
+      },
+    });
+  sourcedGauge('svc_worker_concurrency', 'Steps this worker process may run at once (WORKER_CONCURRENCY)', () => sources.worker?.(), (w) => w.concurrency);
+  sourcedGauge('svc_worker_jobs_active', 'Step jobs this worker process is running now, of its svc_worker_concurrency', () => sources.worker?.(), (w) => w.active);
+  sourcedGauge('svc_db_pool_max_connections', "Most connections this process's Postgres pool opens (DATABASE_POOL_SIZE)", () => sources.pool?.(), (p) => p.max);
+  sourcedGauge('svc_db_pool_waiting', 'Queries waiting for a connection of the pool (above 0: the pool is saturated)', () => sources.pool?.(), (p) => p.waiting);
   new Gauge({
     name: 'svc_db_pool_connections',
     help: "Connections of this process's Postgres pool, by state (busy|idle)",
@@ -105,24 +104,6 @@ export function createMetrics(options: { role: string }): Metrics {
       if (!pool) return;
       this.set({ state: 'busy' }, pool.total - pool.idle);
       this.set({ state: 'idle' }, pool.idle);
-    },
-  });
-  new Gauge({
-    name: 'svc_db_pool_max_connections',
-    help: "Most connections this process's Postgres pool opens (DATABASE_POOL_SIZE)",
-    registers,
-    collect() {
-      const pool = sources.pool?.();
-      if (pool) this.set(pool.max);
-    },
-  });
-  new Gauge({
-    name: 'svc_db_pool_waiting',
-    help: 'Queries waiting for a connection of the pool (above 0: the pool is saturated)',
-    registers,
-    collect() {
-      const pool = sources.pool?.();
-      if (pool) this.set(pool.waiting);
     },
   });
 
@@ -166,9 +147,6 @@ export function createMetrics(options: { role: string }): Metrics {
       registers,
     }),
     costSettled: new Counter({ name: 'svc_cost_settled_usd_total', help: 'Cost charged to organizations for step attempts, USD, by node id (failed attempts included)', labelNames: ['node'], registers }),
-    openStreams,
-    sseEventsSent,
-    eventDeliveryLag,
     streams: {
       opened: () => openStreams.inc(),
       closed: () => openStreams.dec(),
