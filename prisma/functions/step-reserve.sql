@@ -78,7 +78,9 @@ END $$;
 -- Input:  run_id uuid, node_id text, attempt_token text (the owner), cost_micros (of the failed
 --         attempt), estimate_micros (of the next), lost_charge_micros (of the next), max_attempts int.
 -- Output: verdict ('ok' | 'run_not_running' | 'not_owner' | 'attempts_exhausted' | 'cap_exceeded'
---         | 'insufficient_credit'), attempt (int when ok, else null).
+--         | 'insufficient_credit'), attempt (int when ok, else null). A token the step no longer
+--         carries is 'not_owner' whether or not the run still runs; the step's own token on a run
+--         that stopped is 'run_not_running'.
 -- Locks:  the run row, then the step row (FOR UPDATE).
 CREATE FUNCTION svc_retry_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -97,7 +99,15 @@ DECLARE
   new_attempt int;
 BEGIN
   SELECT status, cap_micros, authorized_micros, reserved_micros, spent_micros INTO r FROM runs WHERE id = p_run FOR UPDATE;
-  IF NOT FOUND OR r.status <> 'running' THEN
+  IF NOT FOUND THEN
+    RETURN jsonb_build_object('verdict', 'run_not_running', 'attempt', NULL);
+  END IF;
+  IF r.status <> 'running' THEN
+    -- A stale attempt (its step was taken over, its token replaced) is told so even once the run
+    -- has ended, so that its worker reports a dropped result rather than a stopped run.
+    IF NOT EXISTS (SELECT 1 FROM steps WHERE run_id = p_run AND node_id = p_node AND attempt_token = p_token) THEN
+      RETURN jsonb_build_object('verdict', 'not_owner', 'attempt', NULL);
+    END IF;
     RETURN jsonb_build_object('verdict', 'run_not_running', 'attempt', NULL);
   END IF;
   SELECT id, reserved_micros, attempt INTO s FROM steps

@@ -1,5 +1,6 @@
 import type { RunError, RunEvent } from '../contract';
 import type { Failpoints } from '../platform/failpoints';
+import type { Logger } from '../platform/logger';
 import type { FailStepInput, StepRepository } from '../store';
 import type { RunContext } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
@@ -26,12 +27,16 @@ export type RunEffect =
   /** Announces a run its last step's commit completed, after `preceding` (that step's events). */
   | { kind: 'announceCompletion'; outputs: Record<string, unknown>; preceding: readonly RunEvent[]; nodeId: string };
 
+/** Logged when a stale attempt (its step taken over) reports its result: nothing of it is recorded. */
+export const STALE_RESULT_DROPPED = 'attempt no longer owns its step; its result was dropped';
+
 export interface RunOutboxDeps {
   events: RunEventAppender;
   queue: StepQueuePort;
   lifecycle: RunLifecycle;
   steps: StepRepository;
   failpoints: Failpoints;
+  log: Logger;
 }
 
 /**
@@ -96,7 +101,11 @@ export class RunOutbox {
       case 'failStep': {
         const { kind: _, ...attempt } = effect;
         const result = await this.deps.steps.failStep({ runId, ...attempt });
-        if (!result.committed) return;
+        if (!result.committed) {
+          // Another attempt took the step over (this one was stale): its failure goes where its result would.
+          this.deps.log.info({ runId, nodeId: effect.nodeId, error: effect.error }, STALE_RESULT_DROPPED);
+          return;
+        }
         await this.drain(runId);
         const { nodeId, error } = effect;
         if (result.runFailed) await lifecycle.announceFailure(runId, error, nodeId);

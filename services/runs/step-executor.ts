@@ -9,7 +9,7 @@ import type { CompleteStepResult, RunRepository, StepRepository } from '../store
 import type { InFlightSteps } from './in-flight-steps';
 import type { RunContextCache } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
-import { RunOutbox } from './run-outbox';
+import { RunOutbox, STALE_RESULT_DROPPED } from './run-outbox';
 import type { RunEventAppender, StepQueuePort } from './ports';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
@@ -190,7 +190,7 @@ export class StepExecutor {
       }
       if (retry.reason === 'not_owner') {
         // A stale attempt (its step was taken over) failed: its failure is dropped as its result would be.
-        this.deps.log.info({ runId, nodeId }, 'attempt no longer owns its step; its result was dropped');
+        this.deps.log.info({ runId, nodeId, err }, STALE_RESULT_DROPPED);
         return null;
       }
       if (retry.reason === 'run_not_running') return null; // the run stopped
@@ -223,7 +223,7 @@ export class StepExecutor {
     const next = candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate, lease: step.mayContinue };
     const result = await this.deps.steps.completeStep({ runId, attemptToken: step.attemptToken, ...commit.input(), runOutputs, next });
     if (!result.committed) {
-      this.deps.log.info({ runId, nodeId: commit.steps[0].nodeId }, 'attempt no longer owns its step; its result was dropped');
+      this.deps.log.info({ runId, nodeId: commit.steps[0].nodeId }, STALE_RESULT_DROPPED);
       return null;
     }
     return this.afterCommit(step, { done, commit, result, candidate, runOutputs });

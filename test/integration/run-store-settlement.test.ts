@@ -78,6 +78,9 @@ describe('run store: settling steps and runs', () => {
     const failed = await runs.failRun(runId, { code: 'run_timeout', message: 'too slow' });
     expect(failed).toMatchObject({ failed: true, releasedMicros: 40_000, cancelled: ['a'] });
     await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'failed', spentMicros: 15_000, reservedMicros: 0 });
+    // Retrying now: the step's own attempt hears that the run stopped; a stale one (a token the step no longer carries) that it is not the owner.
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 0, estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'run_not_running' });
+    await expect(steps.retryAttempt({ runId, nodeId: 'a', attemptToken: 'taken-over', costMicros: 0, estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'not_owner' });
     await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 15_000);
     // Failing it again charges nothing more.
     await runs.failRun(runId, { code: 'run_timeout', message: 'too slow' });

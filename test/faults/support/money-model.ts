@@ -284,9 +284,10 @@ function owns(s: MStep, token: number | null): boolean {
 }
 
 function retry(run: MRun, index: number, op: Extract<Resolved, { kind: 'retry' }>, flaws: ModelFlaws): Answer {
-  if (run.status !== 'running') return { ok: false, reason: 'run_not_running' };
-  const s = run.steps[index]!;
-  if (!owns(s, op.tokenId)) return { ok: false, reason: 'not_owner' };
+  const s = run.steps[index];
+  // A token the step no longer carries (taken over) is refused as not the owner, run ended or not.
+  if (run.status !== 'running') return { ok: false, reason: op.tokenId !== null && s?.token === op.tokenId ? 'run_not_running' : 'not_owner' };
+  if (!s || !owns(s, op.tokenId)) return { ok: false, reason: 'not_owner' };
   if (s.attempt >= MAX_ATTEMPTS) return { ok: false, reason: 'attempts_exhausted' };
   const added = Math.min(op.cost, s.reserved);
   const verdict = budgetVerdict(run, run.spent + added + run.reserved - s.reserved + op.estimate, flaws);

@@ -198,5 +198,5 @@ export function logLines(logFile: string, msg: string, runId?: string): Record<s
     .filter((entry) => entry.msg === msg && (runId === undefined || entry.runId === runId));
 }
 
-/** The log line a worker writes when its commit is refused because another attempt owns the step (services/runs/step-executor.ts). */
-export const STALE_COMMIT_DROPPED = 'attempt no longer owns its step; its result was dropped';
+/** The log line a worker writes when its result (commit or failure) is refused because another attempt owns the step. */
+export { STALE_RESULT_DROPPED as STALE_COMMIT_DROPPED } from '../../../services/runs/run-outbox';
