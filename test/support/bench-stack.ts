@@ -10,7 +10,7 @@ import { createPrismaClient, type PrismaClient } from '../../services/store';
 import { buildService, type ServiceRuntime } from '../../services/api';
 import { databaseUrl, onServer, type PostgresServer } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
-import { freePorts, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';
+import { freePorts, startDurablePostgres, startPersistentRedis, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';
 
 /**
  * The throwaway stack of a benchmark (test/bench/*.bench.ts, run with tsx outside jest): Redis
@@ -20,6 +20,8 @@ import { freePorts, startPostgres, startRedis, stopPostgres, stopRedis } from '.
  */
 export interface BenchStack {
   tmpDir: string;
+  /** Whether Postgres runs with fsync and synchronous commits on. */
+  fsync: boolean;
   redisUrl: string;
   postgres: PostgresServer;
   /** The migrated database of this benchmark. */
@@ -30,14 +32,21 @@ export interface BenchStack {
 
 const BENCH_DATABASE = 'svc_bench';
 
-/** Starts Redis and Postgres in parallel and migrates a database; whatever started is stopped if anything fails. */
-export async function startBenchStack(): Promise<BenchStack> {
+/**
+ * Starts Redis and Postgres in parallel and migrates a database; whatever started is stopped if
+ * anything fails. Postgres runs with fsync and synchronous commits on and Redis with its AOF
+ * (fsync every second), as `make run` and production have them, unless `fsync: false`
+ * (BENCH_FSYNC=off: both without persistence, as the test stack).
+ */
+export async function startBenchStack(options: { fsync?: boolean } = {}): Promise<BenchStack> {
+  const fsync = options.fsync ?? process.env.BENCH_FSYNC !== 'off';
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-stack-'));
   const [redisPort, pgPort] = await freePorts(2);
   const postgres: PostgresServer = { host: '127.0.0.1', port: pgPort!, user: 'postgres' };
   let stopped: Promise<void> | undefined;
   const stack: BenchStack = {
     tmpDir,
+    fsync,
     redisUrl: `redis://127.0.0.1:${redisPort}`,
     postgres,
     databaseUrl: databaseUrl(postgres, BENCH_DATABASE),
@@ -53,8 +62,8 @@ export async function startBenchStack(): Promise<BenchStack> {
   };
   try {
     await Promise.all([
-      startRedis(tmpDir, redisPort!),
-      startPostgres(tmpDir, pgPort!).then(async () => {
+      (fsync ? startPersistentRedis : startRedis)(tmpDir, redisPort!),
+      (fsync ? startDurablePostgres : startPostgres)(tmpDir, pgPort!).then(async () => {
         await onServer(postgres, `CREATE DATABASE ${BENCH_DATABASE}`);
         await applyMigrations({ connectionString: stack.databaseUrl });
       }),
@@ -70,8 +79,8 @@ export async function startBenchStack(): Promise<BenchStack> {
  * Runs `work` against a fresh stack and stops the stack afterwards: on success, on failure, and
  * on Ctrl-C / SIGTERM (then the process exits with 130 / 143).
  */
-export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>): Promise<T> {
-  const stack = await startBenchStack();
+export async function withBenchStack<T>(work: (stack: BenchStack) => Promise<T>, options: { fsync?: boolean } = {}): Promise<T> {
+  const stack = await startBenchStack(options);
   const onSignal = (signal: NodeJS.Signals) => {
     console.error(`\n${signal}: stopping the bench stack`);
     void stack.stop().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));

@@ -1,33 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import type { BenchStack } from '../../support/bench-stack';
 import { databaseUrl, onServer } from '../../support/database';
+import { installedVersion } from './versions';
 
 /** The peer's system database, a database of its own on the bench's Postgres server. */
 const SYSTEM_DATABASE = 'svc_bench_dbos_sys';
-
 const DBOS_VERSION = installedVersion('@dbos-inc/dbos-sdk');
-
-/**
- * The version in a package's package.json, found by walking up from its entry point: the SDK's
- * `exports` map does not export `./package.json`, so require.resolve cannot name it directly.
- */
-function installedVersion(name: string): string {
-  let dir = path.dirname(require.resolve(name));
-  for (;;) {
-    const file = path.join(dir, 'package.json');
-    if (fs.existsSync(file)) {
-      const pkg = JSON.parse(fs.readFileSync(file, 'utf8')) as { name?: string; version: string };
-      if (pkg.name === name) return pkg.version;
-    }
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`no package.json of ${name} above ${require.resolve(name)}`);
-    dir = parent;
-  }
-}
 
 /** The step both workflows checkpoint: DBOS writes its result to `operation_outputs` before the workflow goes on. */
 async function add(a: number, b: number): Promise<number> {

@@ -1,0 +1,47 @@
+import type { Workload } from '../support/context';
+import { DbosPeer } from '../support/dbos-peer';
+import { sequential } from '../support/load';
+import { RawBullmq } from '../support/raw-bullmq';
+import type { Row } from '../support/report';
+import { ONE_NODE, ONE_NODE_OUTPUTS, runOnce } from '../support/service-client';
+
+/**
+ * B1: a 1-node workflow, POST /v1/runs → `data: [DONE]`, sequential (one at a time: latency, not
+ * load). Peers in the same run: raw BullMQ (add → process → publish → subscriber) and a DBOS
+ * Transact 1-step workflow (started and awaited) on the same Postgres.
+ */
+export const b1: Workload = {
+  id: 'B1',
+  title: '1-node workflow, POST → [DONE], sequential',
+  async run(ctx) {
+    const count = ctx.scale(2000, 300);
+    const service = await ctx.service();
+    const body = JSON.stringify(ONE_NODE);
+    const ours = await sequential(ctx, 'B1 ours', 200, count, () => runOnce(service, body, ONE_NODE_OUTPUTS));
+    ctx.say(`ours        ${ours.summary()}`);
+    const raw = await RawBullmq.start({ redisUrl: ctx.stack.redisUrl, databaseUrl: ctx.stack.databaseUrl, concurrency: 16, onFailure: (err) => ctx.fail('B1 raw BullMQ', err) });
+    let rawLatency;
+    try {
+      rawLatency = await sequential(ctx, 'B1 raw BullMQ', 200, count, () => raw.once());
+    } finally {
+      await raw.close();
+    }
+    ctx.say(`raw BullMQ  ${rawLatency.summary()}`);
+    const dbos = await DbosPeer.start({ stack: ctx.stack });
+    let dbosLatency;
+    try {
+      dbosLatency = await sequential(ctx, 'B1 DBOS', 200, count, () => dbos.oneStep());
+    } finally {
+      await dbos.close();
+    }
+    ctx.say(`DBOS        ${dbosLatency.summary()}`);
+    const p50 = ours.percentile(50);
+    const rows: Row[] = [
+      { id: 'B1', figure: '1-node run p50', ours: p50, unit: 'ms', kind: 'time', peer: { name: 'DBOS 1-step', value: dbosLatency.percentile(50) }, goal: { text: '≤ 4 ms and ≤ 0.7× DBOS', met: p50 <= 4 && p50 / dbosLatency.percentile(50) <= 0.7 } },
+      { id: 'B1', figure: '1-node run p99', ours: ours.percentile(99), unit: 'ms', kind: 'time', peer: { name: 'DBOS 1-step', value: dbosLatency.percentile(99) } },
+      { id: 'B1', figure: '1-node run p50', ours: p50, unit: 'ms', kind: 'time', peer: { name: 'raw BullMQ', value: rawLatency.percentile(50) } },
+      { id: 'B1', figure: '1-node run max', ours: ours.max, unit: 'ms', kind: 'time', peer: { name: 'raw BullMQ', value: rawLatency.max } },
+    ];
+    return rows;
+  },
+};

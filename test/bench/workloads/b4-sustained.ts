@@ -1,0 +1,50 @@
+import type { BenchContext, Workload } from '../support/context';
+import { sustainedRate, type OpenLoopResult } from '../support/load';
+import { RawBullmq } from '../support/raw-bullmq';
+import { atLeast, atMost, type Row } from '../support/report';
+import { ONE_NODE, ONE_NODE_OUTPUTS, runOnce } from '../support/service-client';
+
+/** The p99 a rate must keep to count as sustained (the goal: ≥ 1,000 runs/s at p99 ≤ 100 ms). */
+export const SUSTAINED_P99_MS = 100;
+
+/** Offered rates, ascending: the ladder climbs until a step no longer keeps up. */
+export function ladder(ctx: BenchContext, top: number): number[] {
+  const steps = ctx.scale([50, 100, 200, 300, 400, 500, 650, 800, 1000, 1250, 1500, 2000, 2500, 3000, 4000, 5000, 6500, 8000, 10000, 13000, 16000], [100, 200, 400, 800, 1600, 3200, 6400, 12800]);
+  return steps.filter((r) => r <= top);
+}
+
+type Best = (OpenLoopResult & { rate: number }) | undefined;
+const rateOf = (best: Best) => best?.completed ?? 0;
+
+/**
+ * B4: sustained 1-node runs per second, open loop (runs started on a timer whatever the earlier
+ * ones are doing; latency from each run's scheduled start), every process on this machine: the
+ * highest offered rate the service completes within 5% at p99 ≤ 100 ms. Peer: raw BullMQ jobs
+ * (add → process → publish → subscriber) found the same way in the same run.
+ */
+export const b4: Workload = {
+  id: 'B4',
+  title: 'sustained 1-node runs/s, open loop, p99 ≤ 100 ms',
+  async run(ctx) {
+    const seconds = ctx.scale(10, 4);
+    const service = await ctx.service();
+    const body = JSON.stringify(ONE_NODE);
+    ctx.say('ours:');
+    const ours = await sustainedRate(ctx, 'B4 ours', { rates: ladder(ctx, 20_000), seconds, p99Ms: SUSTAINED_P99_MS }, () => runOnce(service, body, ONE_NODE_OUTPUTS));
+    ctx.say('raw BullMQ:');
+    const raw = await RawBullmq.start({ redisUrl: ctx.stack.redisUrl, databaseUrl: ctx.stack.databaseUrl, concurrency: 16, onFailure: (err) => ctx.fail('B4 raw BullMQ', err) });
+    let peer;
+    try {
+      peer = await sustainedRate(ctx, 'B4 raw BullMQ', { rates: ladder(ctx, 40_000), seconds, p99Ms: SUSTAINED_P99_MS }, () => raw.once());
+    } finally {
+      await raw.close();
+    }
+    const oursRate = rateOf(ours.best);
+    const rows: Row[] = [
+      { id: 'B4', figure: 'sustained runs/s at p99 ≤ 100 ms', ours: oursRate, unit: '/s', kind: 'rate', peer: { name: 'raw BullMQ jobs/s', value: rateOf(peer.best) }, goal: atLeast('≥ 1,000/s', oursRate, 1000) },
+      { id: 'B4', figure: 'raw ÷ ours', ours: rateOf(peer.best) / Math.max(oursRate, 1e-9), unit: '×', kind: 'time', goal: atMost('≤ 8×', rateOf(peer.best) / Math.max(oursRate, 1e-9), 8) },
+      { id: 'B4', figure: 'p99 at the sustained rate', ours: ours.best?.latency.percentile(99) ?? NaN, unit: 'ms', kind: 'time', peer: { name: 'raw BullMQ', value: peer.best?.latency.percentile(99) ?? NaN } },
+    ];
+    return rows;
+  },
+};

@@ -1,0 +1,100 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import type { Workload } from '../support/context';
+import { closedLoop } from '../support/load';
+import type { Row } from '../support/report';
+import { ONE_NODE, RUN_TIMEOUT_MS } from '../support/service-client';
+
+const CLIENTS = 32;
+
+/**
+ * The peer: a raw node:http server that parses the JSON body and inserts it as one row into
+ * Postgres (one autocommitted INSERT, fsync on like ours), answering its id.
+ */
+async function rawAdmission(databaseUrl: string): Promise<{ url: string; close(): Promise<void> }> {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 10 });
+  await pool.query('CREATE TABLE IF NOT EXISTS bench_raw_runs (id bigserial PRIMARY KEY, body jsonb NOT NULL, at timestamptz NOT NULL DEFAULT now())');
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
+      pool.query<{ id: string }>('INSERT INTO bench_raw_runs (body) VALUES ($1) RETURNING id', [body]).then(
+        ({ rows }) => res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ id: rows[0]!.id })),
+        () => res.writeHead(500).end(),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      await new Promise((resolve) => server.close(resolve));
+      await pool.end();
+    },
+  };
+}
+
+/** POST /v1/runs up to its first event (run.started: validated, persisted, enqueued), then the stream is dropped. */
+async function admitOnce(url: string, token: string, body: string): Promise<void> {
+  const controller = new AbortController();
+  const res = await fetch(`${url}/v1/runs`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body, signal: AbortSignal.any([controller.signal, AbortSignal.timeout(RUN_TIMEOUT_MS)]) });
+  if (res.status !== 200 || !res.body) throw new Error(`POST /v1/runs answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  const reader = res.body.getReader();
+  let seen = '';
+  while (!seen.includes('\n\n')) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error('the stream ended before its first event');
+    seen += Buffer.from(value).toString('utf8');
+  }
+  controller.abort();
+  if (!seen.includes('"run.started"')) throw new Error(`the first event is not run.started: ${seen.slice(0, 200)}`);
+}
+
+/**
+ * B7: POST /v1/runs admission alone (authenticate, validate, plan, price, persist with the first
+ * step's reservation, enqueue, run.started), on an API-only service whose queue no worker reads,
+ * 32 clients in a closed loop. Peer: raw node:http + one Postgres insert. CPU per request is this
+ * process' (the clients run in it too, alike for both).
+ */
+export const b7: Workload = {
+  id: 'B7',
+  title: 'POST /v1/runs admission alone (to run.started)',
+  async run(ctx) {
+    const seconds = ctx.scale(10, 4);
+    const api = await ctx.startService({ env: { ROLE: 'api', REDIS_PREFIX: 'svcbench-b7' } });
+    const body = JSON.stringify(ONE_NODE);
+    let ours;
+    try {
+      ours = await closedLoop(ctx, 'B7 ours', { clients: CLIENTS, seconds }, () => admitOnce(api.url, api.account.token, body));
+    } finally {
+      await api.close();
+    }
+    ctx.say(`ours  ${ours.perSecond.toFixed(0)} req/s, ${ours.cpuMicrosPerCall.toFixed(0)} µs CPU per request, latency ${ours.latency.summary()}`);
+    const raw = await rawAdmission(ctx.stack.databaseUrl);
+    let peer;
+    try {
+      peer = await closedLoop(ctx, 'B7 raw', { clients: CLIENTS, seconds }, async () => {
+        const res = await fetch(`${raw.url}/runs`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body, signal: AbortSignal.timeout(RUN_TIMEOUT_MS) });
+        if (res.status !== 201) throw new Error(`raw admission answered ${res.status}`);
+        await res.json();
+      });
+    } finally {
+      await raw.close();
+    }
+    ctx.say(`raw   ${peer.perSecond.toFixed(0)} req/s, ${peer.cpuMicrosPerCall.toFixed(0)} µs CPU per request, latency ${peer.latency.summary()}`);
+    const rows: Row[] = [
+      { id: 'B7', figure: 'admission req/s (32 clients)', ours: ours.perSecond, unit: '/s', kind: 'rate', peer: { name: 'node http + pg insert', value: peer.perSecond } },
+      { id: 'B7', figure: 'CPU per admission (this process)', ours: ours.cpuMicrosPerCall, unit: 'µs', kind: 'time', peer: { name: 'node http + pg insert', value: peer.cpuMicrosPerCall } },
+      { id: 'B7', figure: 'admission p50', ours: ours.latency.percentile(50), unit: 'ms', kind: 'time', peer: { name: 'node http + pg insert', value: peer.latency.percentile(50) } },
+    ];
+    return rows;
+  },
+};
