@@ -2,8 +2,9 @@ import { performance } from 'node:perf_hooks';
 import { FlowProducer, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createRedisConnection } from '../../../services/queue';
-import type { BenchContext, Workload } from '../support/context';
-import { Latency } from '../support/latency';
+import type { Workload } from '../support/context';
+import type { Latency } from '../support/latency';
+import { sequential } from '../support/load';
 import { atMost, type Row } from '../support/report';
 import { runOnce } from '../support/service-client';
 
@@ -116,20 +117,6 @@ class FlowPeer {
   }
 }
 
-/** One warm-up, then `count` timed runs, one at a time. */
-async function timed(ctx: BenchContext, phase: string, count: number, once: () => Promise<number>): Promise<Latency> {
-  await once().catch((err: unknown) => ctx.fail(`${phase} (warm-up)`, err));
-  const latency = new Latency();
-  for (let i = 0; i < count; i++) {
-    try {
-      latency.record(await once());
-    } catch (err) {
-      ctx.fail(phase, err);
-    }
-  }
-  return latency;
-}
-
 export const b3: Workload = {
   id: 'B3',
   title: `${WIDTH.toLocaleString('en')}-wide fan-out + join (peer: BullMQ FlowProducer, ${WIDTH} children, one parent)`,
@@ -137,13 +124,13 @@ export const b3: Workload = {
     const runs = ctx.scale(10, 3);
     const service = await ctx.service();
     const body = fanOutBody();
-    const ours = await timed(ctx, 'B3 ours', runs, () => runOnce(service, body, EXPECTED_OUTPUTS));
+    const ours = await sequential(ctx, 'B3 ours', 1, runs, () => runOnce(service, body, EXPECTED_OUTPUTS));
     ctx.say(`ours (${WIDTH + 1} steps, POST → [DONE]): ${ours.summary()}`);
 
     const peer = await FlowPeer.start(ctx.stack.redisUrl, (err) => ctx.fail('B3 peer', err));
     let flows: Latency;
     try {
-      flows = await timed(ctx, 'B3 peer', runs, () => peer.once());
+      flows = await sequential(ctx, 'B3 peer', 1, runs, () => peer.once());
     } finally {
       await peer.close();
     }

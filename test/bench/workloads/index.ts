@@ -4,8 +4,9 @@ import { b2 } from './b2-chains';
 import { b3 } from './b3-fan-out';
 import { b4 } from './b4-sustained';
 import { b5 } from './b5-organizations';
+import { b6 } from './b6-streams';
 import { b7 } from './b7-admission';
 import { b8 } from './b8-worker-scaling';
 
 /** The suite's workloads, in the order they run and print. */
-export const WORKLOADS: readonly Workload[] = [b1, b2, b3, b4, b5, b7, b8];
+export const WORKLOADS: readonly Workload[] = [b1, b2, b3, b4, b5, b6, b7, b8];
