@@ -27,7 +27,7 @@ export type RunEffect =
   /** Announces a run its last step's commit completed, after `preceding` (that step's events). */
   | { kind: 'announceCompletion'; outputs: Record<string, unknown>; preceding: readonly RunEvent[]; nodeId: string };
 
-/** Logged when a stale attempt (its step taken over) reports its result: nothing of it is recorded. */
+/** Logged when an attempt that no longer owns its step (taken over, or stopped with its run) reports its result: nothing of it is recorded. */
 export const STALE_RESULT_DROPPED = 'attempt no longer owns its step; its result was dropped';
 
 export interface RunOutboxDeps {
@@ -102,7 +102,7 @@ export class RunOutbox {
         const { kind: _, ...attempt } = effect;
         const result = await this.deps.steps.failStep({ runId, ...attempt });
         if (!result.committed) {
-          // Another attempt took the step over (this one was stale): its failure goes where its result would.
+          // The attempt no longer owns its step (taken over, or stopped with its run): its failure goes where its result would.
           this.deps.log.info({ runId, nodeId: effect.nodeId, error: effect.error }, STALE_RESULT_DROPPED);
           return;
         }

@@ -41,7 +41,8 @@ function machine(): string[] {
 
 async function main(): Promise<number> {
   const workloads: Workload[] = WORKLOADS.filter((w) => ONLY.size === 0 || ONLY.has(w.id));
-  for (const line of machine()) console.log(line);
+  const facts = machine();
+  for (const line of facts) console.log(line);
   const failures = new Map<string, string[]>();
   const rows: Row[] = [];
   const started = Date.now();
@@ -67,7 +68,7 @@ async function main(): Promise<number> {
   console.log(`\nsummary (${((Date.now() - started) / 1000).toFixed(0)} s; ratio = how many times worse ours is, lower is better)`);
   console.log(table(rows));
   fs.mkdirSync(path.dirname(JSON_FILE), { recursive: true });
-  fs.writeFileSync(JSON_FILE, JSON.stringify({ at: new Date().toISOString(), quick: QUICK, machine: machine(), rows }, null, 2));
+  fs.writeFileSync(JSON_FILE, JSON.stringify({ at: new Date().toISOString(), quick: QUICK, machine: facts, rows }, null, 2));
   const goals = rows.filter((r) => r.goal);
   console.log(`goals: ${goals.filter((r) => r.goal!.met).length} of ${goals.length} met`);
   if (failures.size === 0) {

@@ -22,6 +22,16 @@ export interface BenchContext {
   fail(phase: string, err: unknown): void;
 }
 
+/** Runs `work` with a peer started for it, and closes the peer afterwards, whatever happens. */
+export async function withPeer<P extends { close(): Promise<void> }, R>(started: Promise<P>, work: (peer: P) => Promise<R>): Promise<R> {
+  const peer = await started;
+  try {
+    return await work(peer);
+  } finally {
+    await peer.close();
+  }
+}
+
 /** One workload of the table (B1 … B8). */
 export interface Workload {
   id: string;

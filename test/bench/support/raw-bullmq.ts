@@ -3,6 +3,7 @@ import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { createRedisConnection } from '../../../services/queue';
+import type { BenchContext } from './context';
 import { RUN_TIMEOUT_MS } from './service-client';
 
 /** The step queue's job options (services/queue), so the peer does what our queue does per job. */
@@ -66,6 +67,11 @@ export class RawBullmq {
     await subscriber.subscribe(channel);
     await worker.waitUntilReady();
     return raw;
+  }
+
+  /** The peer on a bench's stack with the shared service's concurrency; a failed job is a failure of `phase`. */
+  static forBench(ctx: BenchContext, phase: string): Promise<RawBullmq> {
+    return RawBullmq.start({ redisUrl: ctx.stack.redisUrl, databaseUrl: ctx.stack.databaseUrl, concurrency: 16, onFailure: (err) => ctx.fail(phase, err) });
   }
 
   /** add → process → publish, awaited; resolves to its milliseconds. */

@@ -1,4 +1,4 @@
-import type { Workload } from '../support/context';
+import { withPeer, type Workload } from '../support/context';
 import { DbosPeer } from '../support/dbos-peer';
 import { sequential } from '../support/load';
 import { RawBullmq } from '../support/raw-bullmq';
@@ -19,21 +19,9 @@ export const b1: Workload = {
     const body = JSON.stringify(ONE_NODE);
     const ours = await sequential(ctx, 'B1 ours', 200, count, () => runOnce(service, body, ONE_NODE_OUTPUTS));
     ctx.say(`ours        ${ours.summary()}`);
-    const raw = await RawBullmq.start({ redisUrl: ctx.stack.redisUrl, databaseUrl: ctx.stack.databaseUrl, concurrency: 16, onFailure: (err) => ctx.fail('B1 raw BullMQ', err) });
-    let rawLatency;
-    try {
-      rawLatency = await sequential(ctx, 'B1 raw BullMQ', 200, count, () => raw.once());
-    } finally {
-      await raw.close();
-    }
+    const rawLatency = await withPeer(RawBullmq.forBench(ctx, 'B1 raw BullMQ'), (raw) => sequential(ctx, 'B1 raw BullMQ', 200, count, () => raw.once()));
     ctx.say(`raw BullMQ  ${rawLatency.summary()}`);
-    const dbos = await DbosPeer.start({ stack: ctx.stack });
-    let dbosLatency;
-    try {
-      dbosLatency = await sequential(ctx, 'B1 DBOS', 200, count, () => dbos.oneStep());
-    } finally {
-      await dbos.close();
-    }
+    const dbosLatency = await withPeer(DbosPeer.start({ stack: ctx.stack }), (dbos) => sequential(ctx, 'B1 DBOS', 200, count, () => dbos.oneStep()));
     ctx.say(`DBOS        ${dbosLatency.summary()}`);
     const p50 = ours.percentile(50);
     const rows: Row[] = [

@@ -1,4 +1,4 @@
-import type { Workload } from '../support/context';
+import { withPeer, type Workload } from '../support/context';
 import { DbosPeer } from '../support/dbos-peer';
 import { RawBullmq } from '../support/raw-bullmq';
 import { atMost, type Row } from '../support/report';
@@ -39,22 +39,11 @@ export const b2: Workload = {
     const chain = mathChain(LENGTH);
     const body = JSON.stringify(chain.body);
     const ours = await perStep(ctx, 'ours', 2, runs, () => runOnce(service, body, chain.outputs));
-    const raw = await RawBullmq.start({ redisUrl: ctx.stack.redisUrl, databaseUrl: ctx.stack.databaseUrl, concurrency: 16, onFailure: (err) => ctx.fail('B2 raw BullMQ', err) });
-    let rawStep: number;
-    let durableStep: number;
-    try {
-      rawStep = await perStep(ctx, 'raw BullMQ chain', 2, runs, () => raw.chainOnce(LENGTH));
-      durableStep = await perStep(ctx, 'raw BullMQ + pg insert chain', 2, runs, () => raw.chainOnce(LENGTH, true));
-    } finally {
-      await raw.close();
-    }
-    const dbos = await DbosPeer.start({ stack: ctx.stack });
-    let dbosStep: number;
-    try {
-      dbosStep = await perStep(ctx, 'DBOS 100-step workflow', 2, runs, () => dbos.chain(LENGTH));
-    } finally {
-      await dbos.close();
-    }
+    const [rawStep, durableStep] = await withPeer(RawBullmq.forBench(ctx, 'B2 raw BullMQ'), async (raw) => [
+      await perStep(ctx, 'raw BullMQ chain', 2, runs, () => raw.chainOnce(LENGTH)),
+      await perStep(ctx, 'raw BullMQ + pg insert chain', 2, runs, () => raw.chainOnce(LENGTH, true)),
+    ]);
+    const dbosStep = await withPeer(DbosPeer.start({ stack: ctx.stack }), (dbos) => perStep(ctx, 'DBOS 100-step workflow', 2, runs, () => dbos.chain(LENGTH)));
     const rows: Row[] = [
       { id: 'B2', figure: `${LENGTH}-node chain, per step`, ours, unit: 'ms', kind: 'time', peer: { name: 'BullMQ + insert chain', value: durableStep }, goal: atMost('≤ 1.25×', ours / durableStep, 1.25) },
       { id: 'B2', figure: `${LENGTH}-node chain, per step`, ours, unit: 'ms', kind: 'time', peer: { name: 'DBOS 100-step', value: dbosStep }, goal: atMost('≤ 0.6×', ours / dbosStep, 0.6) },

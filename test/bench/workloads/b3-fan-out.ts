@@ -2,8 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { FlowProducer, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createRedisConnection } from '../../../services/queue';
-import type { Workload } from '../support/context';
-import type { Latency } from '../support/latency';
+import { withPeer, type Workload } from '../support/context';
 import { sequential } from '../support/load';
 import { atMost, type Row } from '../support/report';
 import { runOnce } from '../support/service-client';
@@ -127,13 +126,7 @@ export const b3: Workload = {
     const ours = await sequential(ctx, 'B3 ours', 1, runs, () => runOnce(service, body, EXPECTED_OUTPUTS));
     ctx.say(`ours (${WIDTH + 1} steps, POST → [DONE]): ${ours.summary()}`);
 
-    const peer = await FlowPeer.start(ctx.stack.redisUrl, (err) => ctx.fail('B3 peer', err));
-    let flows: Latency;
-    try {
-      flows = await sequential(ctx, 'B3 peer', 1, runs, () => peer.once());
-    } finally {
-      await peer.close();
-    }
+    const flows = await withPeer(FlowPeer.start(ctx.stack.redisUrl, (err) => ctx.fail('B3 peer', err)), (peer) => sequential(ctx, 'B3 peer', 1, runs, () => peer.once()));
     ctx.say(`BullMQ FlowProducer (${WIDTH} children + parent): ${flows.summary()}`);
 
     const oursMs = ours.percentile(50);

@@ -1,4 +1,4 @@
-import type { BenchContext, Workload } from '../support/context';
+import { withPeer, type BenchContext, type Workload } from '../support/context';
 import { sustainedRate, type OpenLoopResult } from '../support/load';
 import { RawBullmq } from '../support/raw-bullmq';
 import { atLeast, atMost, type Row } from '../support/report';
@@ -32,13 +32,9 @@ export const b4: Workload = {
     ctx.say('ours:');
     const ours = await sustainedRate(ctx, 'B4 ours', { rates: ladder(ctx, 20_000), seconds, p99Ms: SUSTAINED_P99_MS }, () => runOnce(service, body, ONE_NODE_OUTPUTS));
     ctx.say('raw BullMQ:');
-    const raw = await RawBullmq.start({ redisUrl: ctx.stack.redisUrl, databaseUrl: ctx.stack.databaseUrl, concurrency: 16, onFailure: (err) => ctx.fail('B4 raw BullMQ', err) });
-    let peer;
-    try {
-      peer = await sustainedRate(ctx, 'B4 raw BullMQ', { rates: ladder(ctx, 40_000), seconds, p99Ms: SUSTAINED_P99_MS }, () => raw.once());
-    } finally {
-      await raw.close();
-    }
+    const peer = await withPeer(RawBullmq.forBench(ctx, 'B4 raw BullMQ'), (raw) =>
+      sustainedRate(ctx, 'B4 raw BullMQ', { rates: ladder(ctx, 40_000), seconds, p99Ms: SUSTAINED_P99_MS }, () => raw.once()),
+    );
     const oursRate = rateOf(ours.best);
     const rows: Row[] = [
       { id: 'B4', figure: 'sustained runs/s at p99 ≤ 100 ms', ours: oursRate, unit: '/s', kind: 'rate', peer: { name: 'raw BullMQ jobs/s', value: rateOf(peer.best) }, goal: atLeast('≥ 1,000/s', oursRate, 1000) },
