@@ -5,7 +5,8 @@ import { WorkflowAssets } from '../nodes/workflow-assets';
 import { Failpoints } from '../platform/failpoints';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
-import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OAuthRepository, OrganizationRepository, TokenRepository, UserRepository } from '../store';
+import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
+import { TokenCache } from './auth/token-cache';
 import { createApiLimits } from './api-limits';
 import { createApp } from './app';
 import { TokenUsageRecorder } from './auth/token-usage';
@@ -30,19 +31,54 @@ export interface BuiltApi {
   close(): Promise<void>;
 }
 
+/** Most token records one API process remembers (about 300 bytes each). */
+const TOKEN_CACHE_ENTRIES = 10_000;
+
+/**
+ * Token lookups through the process' cache, told of every change: by Postgres' notifications
+ * (any process, any path, cascades included) and at once by this process' own revocations.
+ */
+function cachedTokenLookups(resources: ServiceResources) {
+  const { config, log, metrics } = resources;
+  const cache = new TokenCache({
+    load: (hash) => findTokenByHash(resources.database.pool, hash),
+    ttlMs: config.tokenCacheSeconds * 1000,
+    maxEntries: TOKEN_CACHE_ENTRIES,
+    observe: (result) => metrics.tokenLookups.inc({ result }),
+  });
+  if (config.tokenCacheSeconds === 0) return { findByHash: (hash: string) => cache.findByHash(hash), close: async () => undefined };
+  const listener = new TokenChangeListener({
+    databaseUrl: config.databaseUrl,
+    handlers: { changed: (hash) => cache.changed(hash), listening: (heard) => cache.listening(heard) },
+    onError: (err) => log.warn({ err }, 'token changes not heard: token lookups read Postgres until the listener is back'),
+  });
+  const revokedHere = () => cache.clear();
+  tokensRevokedHere.subscribe(revokedHere);
+  listener.start();
+  return {
+    findByHash: (hash: string) => cache.findByHash(hash),
+    async close() {
+      tokensRevokedHere.unsubscribe(revokedHere);
+      await listener.close();
+    },
+  };
+}
+
 /** The account stores the API's routes share. */
 function accountStores(resources: ServiceResources) {
   const { config, log, redis } = resources;
   const prisma = resources.database.prisma;
   const tokenRows = new TokenRepository(prisma);
   const usage = new TokenUsageRecorder({ store: tokenRows, intervalMs: config.tokenUsageFlushSeconds * 1000, log });
+  const tokenCache = cachedTokenLookups(resources);
   return {
     tokenRows,
     usage,
-    // The token store as routes see it: lookups (on the pool: every request makes one) note each
-    // accepted token for `last_used_at`.
+    tokenCache,
+    // The token store as routes see it: lookups (every request makes one; cached, see
+    // docs/auth.md) note each accepted token for `last_used_at`.
     tokens: {
-      findByHash: (hash: string) => findTokenByHash(resources.database.pool, hash),
+      findByHash: (hash: string) => tokenCache.findByHash(hash),
       noteUsed: (tokenId: string) => usage.note(tokenId),
       findById: (id: string) => tokenRows.findById(id),
       create: (input: Parameters<TokenRepository['create']>[0]) => tokenRows.create(input),
@@ -190,6 +226,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       // Before Redis closes: stream leases are given back, token usage written.
       await limits.close();
       await accounts.usage.close();
+      await accounts.tokenCache.close();
       await cancellations.close();
     },
   };

@@ -126,6 +126,7 @@ export const SETTINGS = {
   sseHeartbeatMs: { env: 'SSE_HEARTBEAT_MS', description: 'Interval of the comment lines that keep an idle event stream open through proxies', default: '15000', parse: int(10, 600_000) },
   streamFinishedGraceMs: { env: 'STREAM_FINISHED_GRACE_MS', description: "A replay of a finished run whose log lacks the terminal event waits this long for it, then sends the one the run's record implies", default: '2000', parse: int(50, 600_000) },
   runTimeoutSeconds: { env: 'RUN_TIMEOUT_SECONDS', description: 'A run still unfinished this long after it started is failed with run_timeout', default: '3600', parse: int(10, 7 * 86400) },
+  tokenCacheSeconds: { env: 'TOKEN_CACHE_SECONDS', description: "Longest an API process trusts its in-memory copy of an access token's record; revocations reach every process at once through Postgres notifications, this bounds a missed one (0: no cache, every request reads the token)", default: '30', parse: int(0, 3600) },
   tokenUsageFlushSeconds: { env: 'TOKEN_USAGE_FLUSH_SECONDS', description: "Seconds between writes of tokens' last-used times (coalesced per API process)", default: '15', parse: int(1, 3600) },
   browserSessionHours: { env: 'BROWSER_SESSION_HOURS', description: 'Lifetime of a web editor session (sign-in cookie), in hours', default: '336', parse: int(1, 90 * 24) },
   signInMaxFailuresPerEmail: { env: 'SIGN_IN_MAX_FAILURES_PER_EMAIL', description: 'Failed sign-ins for one email within the window before sign-in answers 429', default: '10', parse: int(1, 10000) },

@@ -31,6 +31,8 @@ export interface Metrics {
   };
   /** Requests refused with 429 by the API's limits: limit = token, ip or open_streams. */
   rateLimited: Counter<'limit'>;
+  /** Access token lookups by how they were answered: hit (the API process' cache), miss (read and remembered) or bypass (cache off or not hearing changes). */
+  tokenLookups: Counter<'result'>;
   /** Step jobs by state (waiting, active, delayed, failed), read from `source` when scraped. */
   queueJobs: Gauge<'state'>;
   reaperActions: Counter<'action'>;
@@ -160,6 +162,12 @@ export function createMetrics(options: { role: string }): Metrics {
       name: 'svc_rate_limited_total',
       help: 'Requests refused with 429 by a limit of the API: token, ip (requests per minute) or open_streams (per organization)',
       labelNames: ['limit'],
+      registers,
+    }),
+    tokenLookups: new Counter({
+      name: 'svc_token_lookups_total',
+      help: "Access token lookups by authentication: hit (this API process' cache), miss (read from Postgres and remembered) or bypass (cache off, or token changes not heard)",
+      labelNames: ['result'],
       registers,
     }),
     queueJobs: new Gauge({

@@ -8,6 +8,7 @@ export { microsFromDb, microsToDb } from './micros';
 export { OrganizationRepository, type Organization } from './organization-repository';
 export { UserRepository, type User, type UserCredentials } from './user-repository';
 export { MembershipRepository, type MemberOrganization, type Membership, type Role } from './membership-repository';
+export { TOKEN_CHANGES_CHANNEL, TokenChangeListener, tokensRevokedHere, type TokenChangeHandlers, type TokenChangeListenerOptions } from './token-changes';
 export { findTokenByHash, TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
 export { OAuthRepository, type ExchangeOutcome, type IssuedGrantTokens, type OAuthAccessTokenToIssue, type OAuthClientRecord, type OAuthCodeRecord, type OAuthGrantRecord, type RefreshOutcome } from './oauth-repository';
 export { WorkflowRepository } from './workflow-repository';

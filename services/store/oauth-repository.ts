@@ -1,5 +1,6 @@
 import type { Prisma } from './prisma-generated';
 import { inTransaction, rawRows, type Db } from './prisma-client';
+import { tokensRevokedHere } from './token-changes';
 import { TokenRepository, type TokenSummary } from './token-repository';
 
 /**
@@ -232,7 +233,9 @@ export class OAuthRepository {
        SELECT (SELECT count(*) FROM g)::int AS revoked`,
       [grantId, at],
     );
-    return rows[0]?.revoked === 1;
+    const revoked = rows[0]?.revoked === 1;
+    if (revoked && tokensRevokedHere.hasSubscribers) tokensRevokedHere.publish({ grantId });
+    return revoked;
   }
 
   /** The grant whose current refresh token has this hash, if it belongs to the client. */

@@ -2,6 +2,7 @@ import type { TokenKind } from '../platform/access-token';
 import type { AccessToken as AccessTokenRow } from './prisma-generated';
 import { queryRows, type SqlPool } from './hot-sql';
 import { rawRows, type Db } from './prisma-client';
+import { tokensRevokedHere } from './token-changes';
 
 /** A stored token as authentication needs it (the API's `TokenRecord`). */
 export interface TokenRecord {
@@ -125,7 +126,9 @@ export class TokenRepository {
        SELECT (SELECT count(*) FROM t)::int AS revoked, (SELECT count(*) FROM others)::int AS others`,
       [id, options.at ?? new Date(), options.userId ?? null],
     );
-    return rows[0]?.revoked === 1;
+    const revoked = rows[0]?.revoked === 1;
+    if (revoked && tokensRevokedHere.hasSubscribers) tokensRevokedHere.publish({ tokenId: id });
+    return revoked;
   }
 
   /** A user's tokens, newest first, revoked and expired ones included; optionally of one organization or kind. */
