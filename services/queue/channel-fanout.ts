@@ -1,9 +1,9 @@
 import type { Redis } from 'ioredis';
 
-/** Someone in this process who wants the messages of one pub/sub channel. */
-export interface ChannelListener {
+/** Someone in this process who wants the messages of one pub/sub channel (decoded as `M`). */
+export interface ChannelListener<M = string> {
   /** One message published on the channel, in publish order. */
-  message(payload: string): void;
+  message(message: M): void;
   /**
    * The subscriber connection came back and the channel is subscribed again. Messages published
    * while it was down are lost to pub/sub, so the listener re-reads what it missed.
@@ -11,8 +11,8 @@ export interface ChannelListener {
   resubscribed(): void;
 }
 
-interface ChannelEntry {
-  listeners: Set<ChannelListener>;
+interface ChannelEntry<M> {
+  listeners: Set<ChannelListener<M>>;
   /** Settles when this entry's SUBSCRIBE has been answered. */
   subscribed: Promise<void>;
 }
@@ -26,12 +26,22 @@ interface ChannelEntry {
  * UNSUBSCRIBE is answered gets a fresh entry whose SUBSCRIBE is sent after it and wins. The
  * connection must queue commands while it reconnects (ioredis does, with `maxRetriesPerRequest:
  * null` as `createRedisConnection` sets), or the order, and this reasoning, is lost.
+ *
+ * A message is decoded once (`decode`) and the one result handed to every listener of its
+ * channel: a thousand streams of one run cost one `JSON.parse`, not a thousand. Listeners must
+ * therefore treat what they get as shared and never change it.
  */
-export class ChannelFanout {
-  private readonly channels = new Map<string, ChannelEntry>();
+export class ChannelFanout<M = string> {
+  private readonly channels = new Map<string, ChannelEntry<M>>();
   private closed = false;
+  private readonly decode: (payload: string) => M;
 
-  constructor(private readonly subscriber: Redis) {
+  /** `decode` turns a payload into what listeners get; the payload itself when left out (then `M` is `string`). */
+  constructor(
+    private readonly subscriber: Redis,
+    decode?: (payload: string) => M,
+  ) {
+    this.decode = decode ?? ((payload) => payload as M);
     subscriber.on('message', this.onMessage);
     subscriber.on('ready', this.onReady);
   }
@@ -49,11 +59,11 @@ export class ChannelFanout {
   }
 
   /** Adds a listener; resolves once the channel is subscribed, so nothing published later is missed. */
-  async add(channel: string, listener: ChannelListener): Promise<void> {
+  async add(channel: string, listener: ChannelListener<M>): Promise<void> {
     if (this.closed) throw new Error('the channel fan-out is closed');
     let entry = this.channels.get(channel);
     if (!entry) {
-      const created: ChannelEntry = { listeners: new Set(), subscribed: Promise.resolve() };
+      const created: ChannelEntry<M> = { listeners: new Set(), subscribed: Promise.resolve() };
       created.subscribed = this.subscriber.subscribe(channel).then(
         () => undefined,
         (err: unknown) => {
@@ -70,7 +80,7 @@ export class ChannelFanout {
   }
 
   /** Removes a listener; unsubscribes the channel when it was the last one. Never throws. */
-  async remove(channel: string, listener: ChannelListener): Promise<void> {
+  async remove(channel: string, listener: ChannelListener<M>): Promise<void> {
     const entry = this.channels.get(channel);
     if (!entry || !entry.listeners.delete(listener) || entry.listeners.size > 0) return;
     this.channels.delete(channel);
@@ -96,8 +106,9 @@ export class ChannelFanout {
   private readonly onMessage = (channel: string, payload: string): void => {
     const entry = this.channels.get(channel);
     if (!entry) return;
+    const message = this.decode(payload);
     // A copy: a listener may leave (and another join) while we iterate.
-    for (const listener of [...entry.listeners]) listener.message(payload);
+    for (const listener of [...entry.listeners]) listener.message(message);
   };
 
   /**

@@ -3,9 +3,10 @@ import type { RunEvent } from '../contract';
 import { appendRunEventScript } from './append-run-event-script';
 import { ChannelFanout } from './channel-fanout';
 import { RunEventCursor, type RunLogRead } from './run-event-cursor';
+import { RunEventIterator } from './run-event-iterator';
 import { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
 import { runEventKeys, runStartedJson } from './run-event-keys';
-import { parseSequencedEvent, type SequencedEvent } from './sequenced-event';
+import { decodeSequencedEvent, parseSequencedEvent, type SequencedEvent } from './sequenced-event';
 
 /**
  * The run event bus: every state change of a run is appended here, by any number of worker
@@ -28,7 +29,7 @@ import { parseSequencedEvent, type SequencedEvent } from './sequenced-event';
  */
 export class RunEventBus {
   private readonly redis: Redis;
-  private readonly fanout: ChannelFanout | undefined;
+  private readonly fanout: ChannelFanout<SequencedEvent | Error> | undefined;
   private readonly prefix: string;
   private readonly logTtlSeconds: number;
   private readonly cursors = new Set<RunEventCursor>();
@@ -39,7 +40,7 @@ export class RunEventBus {
     if (!Number.isInteger(ttl) || ttl < 1) throw new RangeError(`logTtlSeconds must be a positive integer, got ${ttl}`);
     if (!options.prefix) throw new RangeError('prefix must not be empty');
     this.redis = options.redis;
-    this.fanout = options.subscriber ? new ChannelFanout(options.subscriber) : undefined;
+    this.fanout = options.subscriber ? new ChannelFanout(options.subscriber, decodeSequencedEvent) : undefined;
     this.prefix = options.prefix;
     this.logTtlSeconds = ttl;
   }
@@ -71,29 +72,33 @@ export class RunEventBus {
    * feet), it fails as `unavailable`: the run's record has the ending. The subscription starts
    * with the first `next()`: the log replay makes subscribing before the run's first append
    * unnecessary. It is released when the iteration ends; that waits for Redis to answer the
-   * UNSUBSCRIBE (also across a reconnect).
+   * UNSUBSCRIBE (also across a reconnect). `return()` ends it at once, even with a `next()`
+   * waiting (see `RunEventIterator`); call `next()` once at a time, as `for await` does.
    */
-  async *events(runId: string, options: RunEventStreamOptions = {}): AsyncGenerator<SequencedEvent, void, undefined> {
+  events(runId: string, options: RunEventStreamOptions = {}): RunEventIterator {
     const { afterSeq = 0, signal } = options;
-    if (!this.fanout) throw new Error('this run event bus has no subscriber connection');
-    if (!Number.isInteger(afterSeq) || afterSeq < 0) throw new RangeError(`afterSeq must be a non-negative integer, got ${afterSeq}`);
-    if (this.closed || signal?.aborted) return;
+    const fanout = this.fanout;
+    if (!fanout) return new RunEventIterator(undefined, undefined, new Error('this run event bus has no subscriber connection'));
+    if (!Number.isInteger(afterSeq) || afterSeq < 0) return new RunEventIterator(undefined, undefined, new RangeError(`afterSeq must be a non-negative integer, got ${afterSeq}`));
+    if (this.closed || signal?.aborted) return new RunEventIterator(undefined, undefined);
     const { channel } = runEventKeys(this.prefix, runId);
     const cursor = new RunEventCursor(runId, afterSeq, (after) => this.readWithTail(runId, after));
-    const stop = () => cursor.stop();
-    signal?.addEventListener('abort', stop, { once: true });
-    this.cursors.add(cursor);
-    try {
-      // Subscribed before the first log read: an event appended in between is then both in the
-      // log and on the channel, and the cursor drops the second copy by its seq.
-      await this.fanout.add(channel, cursor);
-      cursor.catchUp();
-      for (let item = await cursor.next(); item; item = await cursor.next()) yield item;
-    } finally {
-      signal?.removeEventListener('abort', stop);
-      this.cursors.delete(cursor);
-      await this.fanout.remove(channel, cursor);
-    }
+    // The cursor is the abort listener itself (handleEvent): no closure per stream.
+    signal?.addEventListener('abort', cursor, { once: true });
+    const { cursors } = this;
+    cursors.add(cursor);
+    // Methods, not arrows bound to properties: tsx names those, and a named closure carries a
+    // property dictionary (about 256 bytes) for as long as the stream is open.
+    return new RunEventIterator(cursor, {
+      open() {
+        return fanout.add(channel, cursor);
+      },
+      close() {
+        signal?.removeEventListener('abort', cursor);
+        cursors.delete(cursor);
+        return fanout.remove(channel, cursor);
+      },
+    });
   }
 
   /** The run's logged events with seq > `afterSeq`, oldest first (empty when there is no log). */

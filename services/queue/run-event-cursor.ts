@@ -1,6 +1,6 @@
 import { AppError } from '../platform/app-error';
 import type { ChannelListener } from './channel-fanout';
-import { isTerminalEvent, parseSequencedEvent, type SequencedEvent } from './sequenced-event';
+import { isTerminalEvent, type SequencedEvent } from './sequenced-event';
 
 /** One read of a run's log, taken atomically. */
 export interface RunLogRead {
@@ -23,7 +23,7 @@ export type ReadRunLog = (afterSeq: number) => Promise<RunLogRead>;
  * That works because the append script pushes to the log before it publishes: by the time a
  * message with seq s arrives, the log holds every seq up to s.
  */
-export class RunEventCursor implements ChannelListener {
+export class RunEventCursor implements ChannelListener<SequencedEvent | Error> {
   private last: number;
   private readonly ready: SequencedEvent[] = [];
   private readonly ahead = new Map<number, SequencedEvent>();
@@ -43,13 +43,11 @@ export class RunEventCursor implements ChannelListener {
     this.last = afterSeq;
   }
 
-  message(payload: string): void {
+  /** A live message, decoded once for every stream of the run: shared, so never changed here. */
+  message(item: SequencedEvent | Error): void {
     if (this.ended || this.stopped) return;
-    let item: SequencedEvent;
-    try {
-      item = parseSequencedEvent(payload);
-    } catch (err) {
-      this.fail(err);
+    if (item instanceof Error) {
+      this.fail(item);
       return;
     }
     if (item.seq <= this.last) {
@@ -87,6 +85,11 @@ export class RunEventCursor implements ChannelListener {
   stop(): void {
     this.stopped = true;
     this.notify();
+  }
+
+  /** The stream's signal aborted (the cursor is its listener): stops. */
+  handleEvent(): void {
+    this.stop();
   }
 
   /** The next event, or undefined when the stream is over. Throws what broke the stream. */

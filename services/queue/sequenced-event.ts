@@ -19,3 +19,15 @@ export function parseSequencedEvent(text: string): SequencedEvent {
   }
   return value as SequencedEvent;
 }
+
+/**
+ * A live message decoded for every stream of its run at once (`ChannelFanout`): the event, or
+ * what was wrong with it, which then fails each of those streams as a bad log entry would.
+ */
+export function decodeSequencedEvent(text: string): SequencedEvent | Error {
+  try {
+    return parseSequencedEvent(text);
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}

@@ -15,7 +15,8 @@ export type StoredRun = Pick<RunRecord, 'id' | 'orgId' | 'status' | 'error' | 'o
 export interface RunEventSource {
   /**
    * Events with seq > `afterSeq`, in order and each once; ends after the terminal event, at once
-   * when resumed at or after it, or when `signal` aborts.
+   * when resumed at or after it, or when `signal` aborts. Its `return()` ends it at once, also
+   * while a `next()` waits for an event (an async generator's would wait behind that `next()`).
    */
   events(runId: string, options: { afterSeq?: number; signal?: AbortSignal }): AsyncIterable<SequencedEvent>;
   /** Seq of the run's last logged event; 0 when its log never existed or has expired. */
@@ -118,9 +119,40 @@ type Wake =
   | { kind: 'timer' }
   | { kind: 'aborted' };
 
-const NEVER = new Promise<Wake>(() => undefined);
+/**
+ * What wakes one stream, delivered in arrival order. Each source (the log's pending read, the
+ * record check, the one timer, the client's abort) delivers here once per settlement, so waiting
+ * costs one promise and nothing stays behind on a promise that outlives the wait: racing the
+ * long-lived ones afresh for every event left a reaction on each per event, for as long as the
+ * stream (or, on a shared never-settling promise, the process) lived.
+ *
+ * It is also the client signal's abort listener (`handleEvent`). Callbacks kept per stream are
+ * methods or unnamed arrows on purpose: tsx (the service's runtime) names every function bound to
+ * a name, and a named closure carries a property dictionary of about 256 bytes.
+ */
+class Wakes {
+  private readonly queued: Wake[] = [];
+  private waiting: ((wake: Wake) => void) | undefined;
 
-const settle = <T>(promise: Promise<T>, ok: (value: T) => Wake, failed: (err: unknown) => Wake): Promise<Wake> => promise.then(ok, failed);
+  deliver(wake: Wake): void {
+    const waiting = this.waiting;
+    if (!waiting) {
+      this.queued.push(wake);
+      return;
+    }
+    this.waiting = undefined;
+    waiting(wake);
+  }
+
+  next(): Wake | Promise<Wake> {
+    return this.queued.shift() ?? new Promise<Wake>((resolve) => (this.waiting = resolve));
+  }
+
+  /** The client's signal aborted. */
+  handleEvent(): void {
+    this.deliver({ kind: 'aborted' });
+  }
+}
 
 /**
  * The run's events after `afterSeq`, from its log and then live, to its terminal event.
@@ -139,19 +171,18 @@ export async function* followRunEvents(
   loadRun: () => Promise<StoredRun | null>,
   options: FollowOptions,
 ): AsyncGenerator<SequencedEvent> {
-  // The log's stream gets its own signal, so that it can be ended here as well as by the client.
-  const inner = new AbortController();
-  const stop = () => inner.abort();
-  options.signal.addEventListener('abort', stop, { once: true });
-  if (options.signal.aborted) inner.abort();
-  const aborted = new Promise<Wake>((resolve) => {
-    if (inner.signal.aborted) resolve({ kind: 'aborted' });
-    else inner.signal.addEventListener('abort', () => resolve({ kind: 'aborted' }), { once: true });
-  });
+  const { signal } = options;
+  const wakes = new Wakes();
+  signal.addEventListener('abort', wakes, { once: true });
+  // One timer, moved only earlier: an event pushes the silence deadline later without touching it,
+  // and a timer that fires before the deadline it was set for is set again (a timer per event was
+  // most of a stream's cost per event).
+  let timer: NodeJS.Timeout | undefined;
+  let timerAt = Infinity;
   let iterator: AsyncIterator<SequencedEvent> | undefined;
-  // Pending reads survive a wake-up by something else: they are raced again, never lost.
-  let next: Promise<Wake> | undefined;
-  let check: Promise<Wake> | undefined;
+  // A log read and a record read under way survive a wake-up by something else: never lost.
+  let reading = false;
+  let checking = false;
   let finished = options.finished;
   let last = options.afterSeq;
   // The type of the last event this stream gave, and whether the log has ended without its terminal one.
@@ -162,20 +193,36 @@ export async function* followRunEvents(
   let quietUntil = Date.now() + options.checkMs;
   try {
     for (;;) {
-      if (inner.signal.aborted) return;
-      if (!iterator && !logEnded && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, inner.signal);
-      if (iterator && !next) next = settle(iterator.next(), (step) => ({ kind: 'step', step }), (err) => ({ kind: 'logFailed', err }));
+      if (signal.aborted) return;
+      // The log's stream ends with the client's signal, or by its return() when it ends here.
+      if (!iterator && !logEnded && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, signal);
+      if (iterator && !reading) {
+        reading = true;
+        iterator.next().then(
+          (step) => wakes.deliver({ kind: 'step', step }),
+          (err: unknown) => wakes.deliver({ kind: 'logFailed', err }),
+        );
+      }
       // While a record read is under way, silence is not measured; while the log is down, its retry is due.
-      const quietAt = check ? Infinity : quietUntil;
-      const wakeAt = next || logEnded ? quietAt : Math.min(quietAt, retryAt);
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = wakeAt === Infinity ? NEVER : new Promise<Wake>((resolve) => (timer = setTimeout(() => resolve({ kind: 'timer' }), Math.max(0, wakeAt - Date.now()))));
-      const wake = await Promise.race([next ?? NEVER, check ?? NEVER, timeout, aborted]).finally(() => clearTimeout(timer));
+      const quietAt = checking ? Infinity : quietUntil;
+      const wakeAt = reading || logEnded ? quietAt : Math.min(quietAt, retryAt);
+      if (wakeAt < timerAt) {
+        clearTimeout(timer);
+        timerAt = wakeAt;
+        timer = setTimeout(() => {
+          timer = undefined;
+          timerAt = Infinity;
+          wakes.deliver({ kind: 'timer' });
+        }, Math.max(0, wakeAt - Date.now()));
+      }
+      const wake = await wakes.next();
       switch (wake.kind) {
         case 'aborted':
           return;
         case 'step':
-          next = undefined;
+          reading = false;
+          // The log's stream ended because the client went away: not an ending of the log.
+          if (signal.aborted) return;
           if (wake.step.done) {
             // The log ends after a terminal event, or at once when resumed at it. Ended after an
             // event of ours that was not terminal, it ended on a terminal event at a seq this
@@ -195,41 +242,44 @@ export async function* followRunEvents(
           break;
         case 'logFailed':
           // The failed stream has already released its subscription (its own finally ran).
-          next = undefined;
+          reading = false;
           iterator = undefined;
           failures++;
           retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
           options.onTrouble?.(wake.err, 'log');
           break;
         case 'record':
-          check = undefined;
+          checking = false;
           if (wake.run && isFinished(wake.run)) finished = wake.run;
           quietUntil = Date.now() + options.checkMs;
           break;
         case 'recordFailed':
-          check = undefined;
+          checking = false;
           quietUntil = Date.now() + options.checkMs;
           options.onTrouble?.(wake.err, 'record');
           break;
         case 'timer':
-          if (Date.now() < quietUntil) break;
+          // The timer may be one set for an earlier deadline (or a log retry): only silence counts.
+          if (checking || Date.now() < quietUntil) break;
           if (finished) {
             const event = terminalEventOf(finished);
             if (event) yield { seq: last + 1, event };
             return;
           }
-          check = settle(
-            Promise.resolve().then(loadRun),
-            (run) => ({ kind: 'record', run }),
-            (err) => ({ kind: 'recordFailed', err }),
-          );
+          checking = true;
+          Promise.resolve()
+            .then(loadRun)
+            .then(
+              (run) => wakes.deliver({ kind: 'record', run }),
+              (err: unknown) => wakes.deliver({ kind: 'recordFailed', err }),
+            );
           break;
       }
     }
   } finally {
-    options.signal.removeEventListener('abort', stop);
-    // Aborting first settles a next() still pending; return() then releases the subscription.
-    inner.abort();
+    clearTimeout(timer);
+    signal.removeEventListener('abort', wakes);
+    // Ends a next() still pending at once (the port's promise) and releases the subscription.
     await iterator?.return?.(undefined).catch(() => undefined);
   }
 }

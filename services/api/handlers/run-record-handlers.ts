@@ -41,6 +41,16 @@ function noSuchRun(id: string): AppError {
   return new AppError({ code: 'not_found', message: `no run with id "${id}" in your organization` });
 }
 
+/**
+ * Reads a run's record again, for a stream that outlives the handler. It keeps the ids, not the
+ * record with its steps (about a kilobyte per open stream), and is returned rather than written
+ * inline as `loadRun: () => …`: tsx, the service's runtime, names such a closure, and a named
+ * closure carries a property dictionary of about 256 bytes for as long as its stream is open.
+ */
+function recordReader(runs: RunReader, runId: string, orgId: string): () => Promise<RunRecord | null> {
+  return () => runs.getRun(runId, orgId);
+}
+
 /** The caller; the routes are `auth: 'required'`, so `invoke` guarantees one. */
 const authOf = (ctx: CallContext): AuthContext => ctx.auth!;
 
@@ -110,7 +120,7 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { 'runs.list': Ha
         signal: ctx.signal,
         finishedGraceMs: deps.finishedRunGraceMs ?? DEFAULT_FINISHED_RUN_GRACE_MS,
         recordCheckMs: deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS,
-        loadRun: () => deps.runs.getRun(run.id, run.orgId),
+        loadRun: recordReader(deps.runs, run.id, run.orgId),
       });
     },
   };

@@ -88,14 +88,20 @@ export function operationRoutes(options: OperationRouteOptions): Router {
       res.on('close', () => controller.abort());
       const requestId = String(res.locals.requestId);
       const lastEventId = req.get('last-event-id');
+      // The context lives as long as the call, a stream's whole life: its logger is made when first
+      // used (a stream rarely logs), and its function is a method because tsx names an arrow
+      // bound to a property, and a named closure carries a property dictionary of about 256 bytes.
+      let log: Logger | undefined;
       const ctx: InvokeContext = {
         auth,
         requestId,
-        log: options.log.child({ requestId }),
+        get log() {
+          return (log ??= options.log.child({ requestId }));
+        },
         signal: controller.signal,
         clientAddress: req.ip ?? req.socket.remoteAddress ?? 'unknown',
         ...(lastEventId === undefined ? {} : { lastEventId }),
-        onTokenLimit: (state: RateLimitResult) => {
+        onTokenLimit(state: RateLimitResult) {
           const shown = res.locals.ipLimit as RateLimitResult | undefined;
           if (!shown || !state.allowed || state.remaining <= shown.remaining) setRateLimitHeaders(res, state);
         },

@@ -1,5 +1,5 @@
 import type { Response } from 'express';
-import { TERMINAL_EVENT_TYPES } from '../../contract';
+import { TERMINAL_EVENT_TYPES, type SequencedEvent } from '../../contract';
 import type { EventStream } from '../handlers/handler-types';
 
 /** What a stream tells metrics: opened and closed, and each event written with its append time. */
@@ -11,6 +11,21 @@ export interface StreamMetrics {
 }
 
 const DONE = 'data: [DONE]\n\n';
+
+/**
+ * The SSE text of each event, kept while the event lives: the streams of one run all get the same
+ * event object (decoded once for them), so an event sent to a thousand streams is serialized once.
+ */
+const frames = new WeakMap<SequencedEvent, string>();
+
+function frameOf(item: SequencedEvent): string {
+  let text = frames.get(item);
+  if (text === undefined) {
+    text = `id: ${item.seq}\ndata: ${JSON.stringify(item.event)}\n\n`;
+    frames.set(item, text);
+  }
+  return text;
+}
 
 export interface SseOptions {
   heartbeatMs: number;
@@ -45,14 +60,14 @@ export async function writeEventStream(res: Response, events: EventStream, optio
   options.metrics?.opened();
 
   try {
-    for await (const { seq, at, event } of events) {
+    for await (const item of events) {
       if (closed) break;
-      const text = `id: ${seq}\ndata: ${JSON.stringify(event)}\n\n`;
-      const terminal = TERMINAL_EVENT_TYPES.includes(event.type);
+      const text = frameOf(item);
+      const terminal = TERMINAL_EVENT_TYPES.includes(item.event.type);
       // The terminal event and [DONE] leave in one write: one packet less per run.
       if (terminal) res.end(`${text}${DONE}`);
       else res.write(text);
-      options.metrics?.sent(at, openedAt);
+      options.metrics?.sent(item.at, openedAt);
       if (terminal) {
         closed = true;
         break;

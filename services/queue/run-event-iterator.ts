@@ -1,0 +1,79 @@
+import type { RunEventCursor } from './run-event-cursor';
+import type { SequencedEvent } from './sequenced-event';
+
+const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
+
+/** How one stream of `RunEventBus.events` is opened and given back. */
+export interface RunEventSubscription {
+  /** Subscribes the run's channel for the cursor; resolves once Redis has answered. */
+  open(): Promise<void>;
+  /** Gives the subscription back (and forgets the cursor); never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * The iteration `RunEventBus.events` returns: a cursor's events, one `next()` at a time, as an
+ * async generator would give them, with one difference that is the reason it is not one:
+ * `return()` ends it at once, even while a `next()` waits for the run's next event (a
+ * generator's `return()` would wait behind that `next()`, possibly for ever). A stream can so be
+ * ended by its consumer without an `AbortSignal` of its own, and holds no generator either: both
+ * cost memory on every open stream (docs/performance.md, B6).
+ *
+ * The subscription starts with the first `next()` and is released when the iteration ends
+ * (terminal event, failure, `return()`, the cursor stopped by an abort or the bus closing); the
+ * call that ends it waits for the release.
+ */
+export class RunEventIterator implements AsyncIterableIterator<SequencedEvent> {
+  private opened = false;
+  private released: Promise<void> | undefined;
+
+  /** `failure`: what the first `next()` throws instead of opening (bad arguments, no subscriber). */
+  constructor(
+    private readonly cursor: RunEventCursor | undefined,
+    private readonly subscription: RunEventSubscription | undefined,
+    private failure?: unknown,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  async next(): Promise<IteratorResult<SequencedEvent, undefined>> {
+    if (this.failure !== undefined) {
+      const failure = this.failure;
+      this.failure = undefined;
+      this.released = Promise.resolve();
+      throw failure;
+    }
+    const { cursor } = this;
+    if (!cursor || this.released) return DONE;
+    try {
+      if (!this.opened) {
+        this.opened = true;
+        // Subscribed before the first log read: an event appended in between is then both in the
+        // log and on the channel, and the cursor drops the second copy by its seq.
+        await this.subscription?.open();
+        cursor.catchUp();
+      }
+      const item = await cursor.next();
+      if (item) return { value: item, done: false };
+    } catch (err) {
+      await this.release();
+      throw err;
+    }
+    await this.release();
+    return DONE;
+  }
+
+  async return(): Promise<IteratorResult<SequencedEvent, undefined>> {
+    this.failure = undefined;
+    this.cursor?.stop();
+    await this.release();
+    return DONE;
+  }
+
+  private release(): Promise<void> {
+    this.released ??= this.subscription?.close() ?? Promise.resolve();
+    return this.released;
+  }
+}
