@@ -261,6 +261,22 @@ describe('open run streams per organization across two API replicas', () => {
     expect((await startRun(urls[1], owner)).status).toBe(429);
     expect(await runCount(owner)).toBe(2);
   });
+
+  it('holds no slot for a call refused for its input or its scope (the slot is asked for beside the limit, and given back)', async () => {
+    const owner = await account();
+    const readOnly = await seedAccount(service.prisma, { slug: 'streams-read', scopes: ['read'] });
+    await service.prisma.accessToken.update({ where: { id: readOnly.tokenId! }, data: { orgId: owner.orgId } });
+    for (let i = 0; i < 5; i++) {
+      const invalid = await fetch(`${urls[i % 2]}/v1/runs`, { method: 'POST', headers: bearer(owner.token), body: JSON.stringify({ workflow: { version: 2, nodes: 'none' } }) });
+      expect(invalid.status).toBe(400);
+      expect((await startRun(urls[i % 2], readOnly)).status).toBe(403);
+    }
+    // Both slots free: two streams open, a third is refused.
+    const runId = await runningRun(owner);
+    await eventually(async () => (await hold(urls[0], owner, runId)).status === 200, { what: 'the first slot' });
+    expect((await hold(urls[1], owner, runId)).status).toBe(200);
+    expect((await hold(urls[0], owner, runId)).status).toBe(429);
+  });
 });
 
 describe('stream leases in Redis', () => {
