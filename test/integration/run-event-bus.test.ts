@@ -398,4 +398,84 @@ describe('the run event bus', () => {
     expect(events(items)).toEqual([runStarted(runId), progress('before'), { type: 'run.completed', outputs: { total: { kind: 'int', value: 3 } } }]);
     controller.abort();
   });
+
+  it('gives streams of one run at different positions every event once, in order, each live event decoded once for all of them', async () => {
+    const runId = randomUUID();
+    for (let i = 1; i <= 4; i++) await bus.append(runId, progress(`e${i}`));
+    // Positions 0, 2 and 4: replays of different lengths from the log, then the same live events.
+    const received = [0, 2, 4].map(() => [] as SequencedEvent[]);
+    const streams = [0, 2, 4].map(async (afterSeq, i) => {
+      for await (const item of bus.events(runId, { afterSeq })) received[i]!.push(item);
+    });
+    await eventually(() => received.every((items) => items.at(-1)?.seq === 5), { what: 'every stream at the log end' });
+    for (let i = 5; i <= 9; i++) await bus.append(runId, progress(`e${i}`));
+    await bus.append(runId, completed);
+    await Promise.all(streams);
+    const [all, fromTwo, fromFour] = received as [SequencedEvent[], SequencedEvent[], SequencedEvent[]];
+    expect(seqs(all)).toEqual(range(1, 11));
+    expect(seqs(fromTwo)).toEqual(range(3, 11));
+    expect(seqs(fromFour)).toEqual(range(5, 11));
+    expect(events(all).slice(5)).toEqual([...range(5, 9).map((i) => progress(`e${i}`)), completed]);
+    // Caught up, the three take each live event (seq 6..11) as one object: one JSON.parse for all.
+    for (let seq = 6; seq <= 11; seq++) {
+      const shared = fromFour[seq - 5];
+      expect(all[seq - 1]).toBe(shared);
+      expect(fromTwo[seq - 3]).toBe(shared);
+    }
+  });
+
+  it('fails every stream of a run on a live message that is not an event of ours, decoded once for all of them', async () => {
+    const runId = randomUUID();
+    await bus.append(runId, progress('e1'));
+    const streams = [0, 1].map((afterSeq) => collect(bus.events(runId, { afterSeq })));
+    await eventually(() => bus.stats().listeners === 2, { what: 'two listeners' });
+    await subscribedOnRedis(runId);
+    await admin.publish(runEventKeys(prefix, runId).channel, '{"not":"an event"}');
+    for (const stream of streams) await expect(stream).rejects.toThrow(/not a sequenced run event/);
+    expect(await numsub(runId)).toBe(0);
+  });
+
+  it("ends a stream at once when its consumer returns while a next() waits for the run's next event, and gives its subscription back", async () => {
+    const runId = randomUUID();
+    await bus.append(runId, progress('e1'));
+    const stream = bus.events(runId, { afterSeq: 2 });
+    const waiting = stream.next();
+    await subscribedOnRedis(runId);
+    expect(bus.stats()).toEqual({ streams: 1, channels: 1, listeners: 1 });
+    // No event comes: an async generator's return() would wait behind the pending next() for ever.
+    expect(await stream.return()).toEqual({ value: undefined, done: true });
+    expect(await waiting).toEqual({ value: undefined, done: true });
+    expect(await stream.next()).toEqual({ value: undefined, done: true });
+    expect(await numsub(runId)).toBe(0);
+  });
+
+  it('reports a bad position or a bus without a subscriber on the first next(), not when the stream is asked for', async () => {
+    const runId = randomUUID();
+    const bad = bus.events(runId, { afterSeq: -1 });
+    await expect(bad.next()).rejects.toThrow(RangeError);
+    expect(await bad.next()).toEqual({ value: undefined, done: true });
+    const appendOnly = new RunEventBus({ redis: admin, prefix });
+    await expect(appendOnly.events(runId).next()).rejects.toThrow(/no subscriber connection/);
+  });
+
+  it("ends a followed stream whose client goes away while it waits, and one that ends on its run record's terminal event, each giving its subscription back", async () => {
+    const runId = randomUUID();
+    await bus.append(runId, progress('e1'));
+    const record: StoredRun = { id: runId, orgId: randomUUID(), status: 'running', error: null, outputs: null };
+    const controller = new AbortController();
+    const items: SequencedEvent[] = [];
+    const left = (async () => {
+      for await (const item of followRunEvents(bus, async () => record, { runId, afterSeq: 0, signal: controller.signal, checkMs: 60_000 })) items.push(item);
+    })();
+    await eventually(() => items.length === 2, { what: 'the first two events' });
+    controller.abort();
+    await left;
+    expect(bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
+    // The run finished in Postgres and its log never got the terminal event: after two silent
+    // checks the record's ending ends the stream, and the log's stream (waiting) is returned.
+    const finished: StoredRun = { ...record, status: 'failed', error: { code: 'step_failed', message: 'boom' } };
+    const ended = await collect(followRunEvents(bus, async () => finished, { runId, afterSeq: 2, signal: new AbortController().signal, checkMs: 50 }));
+    expect(ended).toEqual([{ seq: 3, event: failed }]);
+    expect(await numsub(runId)).toBe(0);
+  });
 });
