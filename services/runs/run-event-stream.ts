@@ -133,6 +133,8 @@ type Wake =
 class Wakes {
   private readonly queued: Wake[] = [];
   private waiting: ((wake: Wake) => void) | undefined;
+  /** The client's signal aborted (read here per event: AbortSignal's own getter is not cheap). */
+  aborted = false;
 
   deliver(wake: Wake): void {
     const waiting = this.waiting;
@@ -150,6 +152,7 @@ class Wakes {
 
   /** The client's signal aborted. */
   handleEvent(): void {
+    this.aborted = true;
     this.deliver({ kind: 'aborted' });
   }
 }
@@ -174,6 +177,7 @@ export async function* followRunEvents(
   const { signal } = options;
   const wakes = new Wakes();
   signal.addEventListener('abort', wakes, { once: true });
+  wakes.aborted = signal.aborted;
   // One timer, moved only earlier: an event pushes the silence deadline later without touching it,
   // and a timer that fires before the deadline it was set for is set again (a timer per event was
   // most of a stream's cost per event).
@@ -193,7 +197,7 @@ export async function* followRunEvents(
   let quietUntil = Date.now() + options.checkMs;
   try {
     for (;;) {
-      if (signal.aborted) return;
+      if (wakes.aborted) return;
       // The log's stream ends with the client's signal, or by its return() when it ends here.
       if (!iterator && !logEnded && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, signal);
       if (iterator && !reading) {
@@ -222,7 +226,7 @@ export async function* followRunEvents(
         case 'step':
           reading = false;
           // The log's stream ended because the client went away: not an ending of the log.
-          if (signal.aborted) return;
+          if (wakes.aborted) return;
           if (wake.step.done) {
             // The log ends after a terminal event, or at once when resumed at it. Ended after an
             // event of ours that was not terminal, it ended on a terminal event at a seq this
