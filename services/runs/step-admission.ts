@@ -4,6 +4,7 @@ import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import type { RunRepository, StepRepository } from '../store';
 import { UnpreparableRunError, type RunContext, type RunContextCache } from './run-context-cache';
+import { HeldStart, startsAndEndsTogether } from './held-start';
 import type { RunOutbox } from './run-outbox';
 import { attemptRefused, stepError } from './step-errors';
 import { lostChargeOf } from './step-result';
@@ -54,6 +55,10 @@ export class StepAdmission {
     if (!prepared) return null;
     const attemptToken = start.how === 'reservedWithRun' ? start.attemptToken : await this.reserve(runId, prepared, start.how === 'redelivered' ? dependents : []);
     if (attemptToken === null) return null;
+    const node = context.prepared.workflow.nodes.get(nodeId)!;
+    if (node.role === 'platform' && this.deps.mayRunInline(node.uses) && startsAndEndsTogether(prepared.definition)) {
+      return { ...prepared, context, runId, attemptToken, dependents, batch: undefined, mayContinue, startHeld: new HeldStart(nodeId) };
+    }
     await this.deps.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
     return { ...prepared, context, runId, attemptToken, dependents, batch: undefined, mayContinue };
   }

@@ -106,8 +106,13 @@ export class StepExecutor {
         }
         const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS);
         if (!step) return;
-        await this.deps.failpoints.hit('step.afterReserve', step.nodeId);
-        next = await this.runAttempts(step);
+        try {
+          await this.deps.failpoints.hit('step.afterReserve', step.nodeId);
+          next = await this.runAttempts(step);
+        } finally {
+          // Not released with an outcome (the result was dropped as stale, or the job failed): dropped.
+          step.startHeld?.take();
+        }
       }
     } finally {
       // The job ends when its events are out (a failed append fails the job: BullMQ retries it).
@@ -126,6 +131,8 @@ export class StepExecutor {
         if (checked.ok) return this.settle(step, finishedStep(step, outcome.outputs, checked.costMicros, ms), checked.runOutputs);
         outcome = checked;
       }
+      // Out before whatever the failure releases (the outbox keeps the order).
+      await this.outbox.release(step.runId, [{ kind: 'events', events: step.startHeld?.take() ?? [] }]);
       const retrying = await this.afterFailure(step, outcome.err, attempt, ms);
       if (!retrying) return null;
       step = retrying;
@@ -149,7 +156,7 @@ export class StepExecutor {
         progress: (message) => {
           const event: RunEvent = { type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) };
           if (held) held.hold(event);
-          else void this.outbox.release(runId, [{ kind: 'events', events: [event] }]);
+          else void this.outbox.release(runId, [{ kind: 'events', events: [...(step.startHeld?.take() ?? []), event] }]);
         },
       }));
       return { ok: true, outputs };
@@ -234,7 +241,7 @@ export class StepExecutor {
     const { context, runId } = step;
     const { done, commit, result, candidate, runOutputs } = settled;
     const outputsInHand = new Map([[done.nodeId, done.output]]);
-    const events = this.observe(commit, result);
+    const events = [...(step.startHeld?.take() ?? []), ...this.observe(commit, result)];
     // The run stopped while the batch ran: what it committed is out, its terminal event is someone else's.
     if (commit.dropped(result)) {
       await this.outbox.release(runId, [{ kind: 'events', events }]);

@@ -1,6 +1,7 @@
 import type { NodeDefinition } from '../nodes';
 import type { StepAttempt } from '../store';
 import type { RunContext } from './run-context-cache';
+import type { HeldStart } from './held-start';
 import type { StepBatch } from './step-batch';
 
 /** A step whose inputs and worst case are known before it is reserved. */
@@ -54,4 +55,6 @@ export interface ReservedStep extends PreparedStep, StepAttempt {
   batch: StepBatch | undefined;
   /** Whether its job may run another step after it (not at the job's last inline step). */
   mayContinue: boolean;
+  /** Its `step.started`, when held to go out with its outcome (a local step: see HeldStart). */
+  startHeld?: HeldStart;
 }

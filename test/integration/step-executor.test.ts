@@ -5,9 +5,13 @@ import { connector, ports } from '../../services/nodes/spec-builders';
 import { flatPricing } from '../../services/nodes/pricing';
 import { AppError } from '../../services/platform/app-error';
 import { createLogger } from '../../services/platform/logger';
+import { createRedisConnection, runEventKeys, RunEventBus } from '../../services/queue';
+
+const original = RunEventBus.prototype.appendAll;
 import { LedgerRepository, RunRepository } from '../../services/store';
 import { eventually } from '../support/eventually';
 import { startTestService, type TestService } from '../support/service';
+import { stack } from '../support/stack';
 
 /**
  * The step executor with nodes that behave like providers do (flaky, slow, failing), which the
@@ -276,6 +280,56 @@ describe('step executor: transient retries and aborts', () => {
       const record = (await runs.getRun(runId))!;
       expect(record).toMatchObject({ status: 'failed', spentMicros: 8, reservedMicros: 0 });
       expect(record.steps.find((s) => s.nodeId === 'n4')).toMatchObject({ status: 'failed', costMicros: 0 });
+    });
+  });
+
+  describe("a quick local step's start, held for its outcome", () => {
+    const redis = createRedisConnection(stack().redisUrl);
+    afterAll(() => redis.disconnect());
+
+    /** The run's log as Redis holds it: each entry's event type (and node) and the time of the append that wrote it. */
+    async function logOf(runId: string): Promise<{ what: string; at: number }[]> {
+      const entries = await redis.lrange(runEventKeys(service.config.redisPrefix, runId).log, 0, -1);
+      return entries.map((raw) => {
+        const { event, at } = JSON.parse(raw) as { event: RunEvent; at: number };
+        return { what: 'nodeId' in event ? `${event.type} ${event.nodeId}` : event.type, at };
+      });
+    }
+
+    it("goes out in the same append as its completion and the run's end", async () => {
+      const appends: string[][] = [];
+      const spy = jest.spyOn(RunEventBus.prototype, 'appendAll').mockImplementation(function (this: RunEventBus, runId: string, events: readonly RunEvent[]) {
+        appends.push([runId, ...events.map((e) => e.type)]);
+        return original.call(this, runId, events);
+      });
+      let runId: string;
+      try {
+        ({ runId } = await run({ version: 2, nodes: [{ id: 's', uses: 'math-add', inputs: { a: 1, b: 2 } }, { id: 'o', uses: 'output', inputs: { value: '${s.result}' } }] }));
+      } finally {
+        spy.mockRestore();
+      }
+      expect(appends.filter(([id]) => id === runId).map(([, ...types]) => types)).toEqual([['run.started'], ['step.started', 'step.completed', 'run.completed']]);
+      expect((await logOf(runId)).map((e) => e.what)).toEqual(['run.started', 'step.started s', 'step.completed s', 'run.completed']);
+    });
+
+    it('goes out with the first progress a step reports', async () => {
+      const { runId } = await run(localChain(1));
+      expect((await logOf(runId)).map((e) => e.what)).toEqual(['run.started', 'step.started n0', 'step.progress n0', 'step.completed n0', 'run.completed']);
+    });
+
+    it("goes out before the failure of a step that fails, and before a retry's progress", async () => {
+      const failed = await run(localChain(1, () => 'test-local-fail'));
+      expect((await logOf(failed.runId)).map((e) => e.what)).toEqual(['run.started', 'step.started n0', 'step.failed n0', 'run.failed']);
+      localFlakyFailures = 1;
+      const retried = await run({ version: 2, nodes: [{ id: 'n0', uses: 'test-local-flaky', inputs: { n: 0 } }, { id: 'o', uses: 'output', inputs: { value: '${n0.n}' } }] });
+      expect((await logOf(retried.runId)).map((e) => e.what)).toEqual(['run.started', 'step.started n0', 'step.progress n0', 'step.completed n0', 'run.completed']);
+    });
+
+    it('is not held for a node that calls a provider', async () => {
+      flakyCalls = 0;
+      const { runId } = await run({ version: 2, nodes: [{ id: 'f', uses: 'test-flaky', inputs: { failures: 0 } }, { id: 'o', uses: 'output', inputs: { value: '${f.text}' } }] });
+      const log = await logOf(runId);
+      expect(log.map((e) => e.what)).toEqual(['run.started', 'step.started f', 'step.completed f', 'run.completed']);
     });
   });
 });
