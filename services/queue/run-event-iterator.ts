@@ -38,31 +38,21 @@ export class RunEventIterator implements AsyncIterableIterator<SequencedEvent> {
     return this;
   }
 
-  async next(): Promise<IteratorResult<SequencedEvent, undefined>> {
+  next(): Promise<IteratorResult<SequencedEvent, undefined>> {
     if (this.failure !== undefined) {
       const failure = this.failure;
       this.failure = undefined;
       this.released = Promise.resolve();
-      throw failure;
+      return Promise.reject(failure);
     }
     const { cursor } = this;
-    if (!cursor || this.released) return DONE;
-    try {
-      if (!this.opened) {
-        this.opened = true;
-        // Subscribed before the first log read: an event appended in between is then both in the
-        // log and on the channel, and the cursor drops the second copy by its seq.
-        await this.subscription?.open();
-        cursor.catchUp();
-      }
-      const item = await cursor.next();
-      if (item) return { value: item, done: false };
-    } catch (err) {
-      await this.release();
-      throw err;
-    }
-    await this.release();
-    return DONE;
+    if (!cursor || this.released) return Promise.resolve(DONE);
+    if (!this.opened) return this.open(cursor);
+    // Not an async function: one promise hop from the cursor's event to this result, not three.
+    return cursor.next().then(
+      (item) => (item ? { value: item, done: false } : this.release().then(() => DONE)),
+      (err: unknown) => this.release().then(() => Promise.reject(err)),
+    );
   }
 
   async return(): Promise<IteratorResult<SequencedEvent, undefined>> {
@@ -70,6 +60,20 @@ export class RunEventIterator implements AsyncIterableIterator<SequencedEvent> {
     this.cursor?.stop();
     await this.release();
     return DONE;
+  }
+
+  private async open(cursor: RunEventCursor): Promise<IteratorResult<SequencedEvent, undefined>> {
+    this.opened = true;
+    try {
+      // Subscribed before the first log read: an event appended in between is then both in the
+      // log and on the channel, and the cursor drops the second copy by its seq.
+      await this.subscription?.open();
+    } catch (err) {
+      await this.release();
+      throw err;
+    }
+    cursor.catchUp();
+    return this.next();
   }
 
   private release(): Promise<void> {
