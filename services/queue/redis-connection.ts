@@ -14,8 +14,8 @@ function timed(redis: Redis): Redis {
   // Every argument passes through: a Cluster's sendCommand takes a third (the node).
   redis.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
     const [command] = args;
-    const name = command.name.toLowerCase();
-    if (redisCalls.hasSubscribers && !WAITING_COMMANDS.has(name)) {
+    const name = redisCalls.hasSubscribers ? command.name.toLowerCase() : '';
+    if (name !== '' && !WAITING_COMMANDS.has(name)) {
       const started = performance.now();
       const report = (ok: boolean) => redisCalls.publish({ command: name, seconds: (performance.now() - started) / 1000, ok } satisfies RedisCall);
       command.promise.then(
