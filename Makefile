@@ -11,7 +11,7 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile install system-deps stop clean-data studio
+.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile timeline install system-deps stop clean-data studio
 
 # make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
 # alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
@@ -27,6 +27,7 @@ help:
 	@echo "make bench      run the benchmarks in test/bench (the suite against its peers, fsync on) and print their figures"
 	@echo "make bench-quick the same suite with shorter phases (a few minutes)"
 	@echo "make profile    a CPU profile of the service under load, and what one run asks of Redis and Postgres"
+	@echo "make timeline   where one run's latency goes: every Redis command and Postgres statement of a few runs, timed"
 	@echo "make stop       stop the Redis and Postgres started by make run"
 	@echo "make admin ARGS=\"...\"  the admin command (accounts, credit, tokens) against make run's database"
 
@@ -106,6 +107,9 @@ bench: install
 
 bench-quick: install
 	BENCH_QUICK=1 $(NODE_BIN)/tsx test/bench/suite.bench.ts
+
+timeline: install
+	$(NODE_BIN)/tsx test/bench/run-timeline.ts
 
 profile: install
 	@rm -rf .test-artifacts/profile && mkdir -p .test-artifacts/profile

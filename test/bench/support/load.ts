@@ -1,4 +1,4 @@
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchContext } from './context';
 import { Latency } from './latency';
@@ -25,6 +25,30 @@ export interface OpenLoopResult {
   /** From each call's scheduled start (so a stall counts for every call it delayed: no coordinated omission). */
   latency: Latency;
   failed: number;
+  /** This process' stalls while the calls ran: the longest event loop delay, and garbage collection's longest and total pauses (ms). */
+  stalls: { loopMaxMs: number; gcMaxMs: number; gcTotalMs: number };
+}
+
+/** Watches this process' event loop delay and GC pauses until `stop` (where a latency tail comes from). */
+function watchStalls(): { stop(): OpenLoopResult['stalls'] } {
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  let gcMaxMs = 0;
+  let gcTotalMs = 0;
+  const gc = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gcMaxMs = Math.max(gcMaxMs, entry.duration);
+      gcTotalMs += entry.duration;
+    }
+  });
+  gc.observe({ entryTypes: ['gc'] });
+  return {
+    stop() {
+      loop.disable();
+      gc.disconnect();
+      return { loopMaxMs: loop.max / 1e6, gcMaxMs, gcTotalMs };
+    },
+  };
 }
 
 /**
@@ -45,7 +69,9 @@ export async function openLoop(ctx: BenchContext, phase: string, options: { rate
   const total = Math.round((warmup + seconds) * rate);
   const firstMeasured = Math.round(warmup * rate);
   let measuredEnd = 0;
+  let stalls: ReturnType<typeof watchStalls> | undefined;
   for (let i = 0; i < total; i++) {
+    if (i === firstMeasured) stalls = watchStalls();
     const scheduled = start + (i * 1000) / rate;
     const wait = scheduled - performance.now();
     if (wait > 1) await sleep(wait);
@@ -74,7 +100,9 @@ export async function openLoop(ctx: BenchContext, phase: string, options: { rate
   const startedAll = performance.now();
   await Promise.all(pending);
   const measuredStart = start + (firstMeasured * 1000) / rate;
+  const watched = stalls?.stop() ?? { loopMaxMs: 0, gcMaxMs: 0, gcTotalMs: 0 };
   return {
+    stalls: watched,
     offered: (total - firstMeasured) / ((startedAll - measuredStart) / 1000),
     completed: measuredDone / ((Math.max(measuredEnd, startedAll) - measuredStart) / 1000),
     latency,
@@ -92,7 +120,8 @@ export async function sustainedRate(ctx: BenchContext, phase: string, options: {
   for (const rate of options.rates) {
     const result = { rate, ...(await openLoop(ctx, `${phase} at ${rate}/s`, { rate, seconds: options.seconds }, once)) };
     tried.push(result);
-    ctx.say(`${rate}/s offered: ${result.completed.toFixed(0)}/s completed, latency ${result.latency.summary()}${result.failed ? `, ${result.failed} failed` : ''}`);
+    const { loopMaxMs, gcMaxMs, gcTotalMs } = result.stalls;
+    ctx.say(`${rate}/s offered: ${result.completed.toFixed(0)}/s completed, latency ${result.latency.summary()}${result.failed ? `, ${result.failed} failed` : ''}; this process: event loop delay max ${loopMaxMs.toFixed(0)} ms, GC max ${gcMaxMs.toFixed(0)} ms (${gcTotalMs.toFixed(0)} ms in all)`);
     const keptUp = result.failed === 0 && result.completed >= rate * 0.95 && result.latency.percentile(99) <= options.p99Ms;
     if (!keptUp) break;
     best = result;
