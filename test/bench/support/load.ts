@@ -1,6 +1,9 @@
 import { monitorEventLoopDelay, performance, PerformanceObserver } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import pg from 'pg';
 import type { BenchContext } from './context';
+import { cpuBetween, stackCpu, type StackCpu } from './process-cpu';
 import { Latency } from './latency';
 
 /** `count` sequential calls after `warmup` untimed ones; a call that throws is a failure of `phase`. */
@@ -110,6 +113,40 @@ export async function openLoop(ctx: BenchContext, phase: string, options: { rate
   };
 }
 
+/** Counters of the stack's servers that move when they stall writers: Redis' delayed AOF fsyncs, forks and rewrites; Postgres' checkpoints. */
+async function serverCounters(ctx: BenchContext): Promise<Record<string, number>> {
+  const redis = new Redis(ctx.stack.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  const client = new pg.Client({ connectionString: ctx.stack.databaseUrl });
+  try {
+    await redis.connect();
+    const info = await redis.info();
+    const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+    await client.connect();
+    const { rows } = await client.query<{ checkpoints: string }>('SELECT checkpoints_timed + checkpoints_req AS checkpoints FROM pg_stat_bgwriter');
+    return { aofDelayedFsyncs: field('aof_delayed_fsync'), aofRewrites: field('aof_rewrites'), rdbSaves: field('rdb_saves'), lastForkUs: field('latest_fork_usec'), checkpoints: Number(rows[0]?.checkpoints ?? 0) };
+  } finally {
+    redis.disconnect();
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** CPU milliseconds per call of this process, Postgres and Redis between two readings, over `calls` calls (warm-up included). */
+function cpuPerCall(before: StackCpu, after: StackCpu, calls: number): string {
+  const used = cpuBetween(before, after);
+  const ms = (seconds: number) => ((seconds * 1000) / Math.max(calls, 1)).toFixed(2);
+  return `this process ${ms(used.self)} ms, Postgres ${ms(used.postgres)} ms, Redis ${ms(used.redis)} ms`;
+}
+
+/** What moved between two readings of `serverCounters`, in words ('' when nothing did). */
+function serverStalls(before: Record<string, number>, after: Record<string, number>): string {
+  const moved: string[] = [];
+  const delta = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
+  if (delta('aofDelayedFsyncs') > 0) moved.push(`Redis delayed ${delta('aofDelayedFsyncs')} AOF fsyncs`);
+  if (delta('aofRewrites') > 0 || delta('rdbSaves') > 0) moved.push(`Redis forked (rewrite/save; last fork ${((after.lastForkUs ?? 0) / 1000).toFixed(1)} ms)`);
+  if (delta('checkpoints') > 0) moved.push(`Postgres checkpointed ${delta('checkpoints')}×`);
+  return moved.join(', ');
+}
+
 /**
  * The highest rate (of `rates`, ascending) at which the open loop keeps up, its completions
  * within 5% of the offered rate and its p99 within `p99Ms`; and every step tried, for the report.
@@ -118,10 +155,14 @@ export async function sustainedRate(ctx: BenchContext, phase: string, options: {
   const tried: (OpenLoopResult & { rate: number })[] = [];
   let best: (OpenLoopResult & { rate: number }) | undefined;
   for (const rate of options.rates) {
+    const before = await serverCounters(ctx);
+    const cpuBefore = stackCpu(ctx.stack);
     const result = { rate, ...(await openLoop(ctx, `${phase} at ${rate}/s`, { rate, seconds: options.seconds }, once)) };
+    const cpu = cpuPerCall(cpuBefore, stackCpu(ctx.stack), Math.round(rate * options.seconds * 1.2));
+    const servers = serverStalls(before, await serverCounters(ctx));
     tried.push(result);
     const { loopMaxMs, gcMaxMs, gcTotalMs } = result.stalls;
-    ctx.say(`${rate}/s offered: ${result.completed.toFixed(0)}/s completed, latency ${result.latency.summary()}${result.failed ? `, ${result.failed} failed` : ''}; this process: event loop delay max ${loopMaxMs.toFixed(0)} ms, GC max ${gcMaxMs.toFixed(0)} ms (${gcTotalMs.toFixed(0)} ms in all)`);
+    ctx.say(`${rate}/s offered: ${result.completed.toFixed(0)}/s completed, latency ${result.latency.summary()}${result.failed ? `, ${result.failed} failed` : ''}; this process: event loop delay max ${loopMaxMs.toFixed(0)} ms, GC max ${gcMaxMs.toFixed(0)} ms (${gcTotalMs.toFixed(0)} ms in all)${servers ? `; ${servers}` : ''}; CPU per call: ${cpu}`);
     const keptUp = result.failed === 0 && result.completed >= rate * 0.95 && result.latency.percentile(99) <= options.p99Ms;
     if (!keptUp) break;
     best = result;
