@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { listen, type RunningServer } from '../../services/api';
 import { createRedisConnection, StreamLeases } from '../../services/queue';
 import { RunRepository } from '../../services/store';
@@ -262,7 +263,7 @@ describe('open run streams per organization across two API replicas', () => {
     expect(await runCount(owner)).toBe(2);
   });
 
-  it('holds no slot for a call refused for its input or its scope (the slot is asked for beside the limit, and given back)', async () => {
+  it('holds no slot for a call refused for its input or its scope (the slot is taken last, once the body is read and valid)', async () => {
     const owner = await account();
     const readOnly = await seedAccount(service.prisma, { slug: 'streams-read', scopes: ['read'] });
     await service.prisma.accessToken.update({ where: { id: readOnly.tokenId! }, data: { orgId: owner.orgId } });
@@ -270,6 +271,28 @@ describe('open run streams per organization across two API replicas', () => {
       const invalid = await fetch(`${urls[i % 2]}/v1/runs`, { method: 'POST', headers: bearer(owner.token), body: JSON.stringify({ workflow: { version: 2, nodes: 'none' } }) });
       expect(invalid.status).toBe(400);
       expect((await startRun(urls[i % 2], readOnly)).status).toBe(403);
+    }
+    // Clients still sending their bodies hold no slot either (a slow body must not starve the
+    // organization's streams): three trickling a body, and a run still starts.
+    const trickling = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const { hostname, port } = new URL(urls[0]!);
+        const socket = net.connect(Number(port), hostname);
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        socket.write(['POST /v1/runs HTTP/1.1', `Host: ${hostname}`, `Authorization: Bearer ${owner.token}`, 'Content-Type: application/json', 'Content-Length: 1000', '', '{'].join('\r\n'));
+        return socket;
+      }),
+    );
+    const leases = createRedisConnection(stack().redisUrl);
+    try {
+      const held = () => leases.zcard(`${service.config.redisPrefix}:stream-leases:${owner.orgId}`);
+      await stillTrueFor(async () => (await held()) === 0, 500, { what: 'no stream slot held by a client still sending its body' });
+      const started = await startRun(urls[0]!, owner);
+      expect(started.status).toBe(200);
+      expect((await readSse(started)).at(-1)?.data).toBe('[DONE]');
+    } finally {
+      for (const socket of trickling) socket.destroy();
+      leases.disconnect();
     }
     // Both slots free: two streams open, a third is refused.
     const runId = await runningRun(owner);

@@ -75,10 +75,12 @@ export interface StreamSlots {
 /** What a client that found every slot held is told to wait before trying again. */
 const SLOT_RETRY_AFTER_SECONDS = 5;
 
-/** The refusal of a streaming call whose organization holds every one of its slots: `429 rate_limited`. */
-export function slotsRefused(slots: StreamSlots): AppError {
+/** One of the organization's stream slots; every slot held: `429 rate_limited`. */
+export async function takeStreamSlot(slots: StreamSlots, orgId: string): Promise<StreamSlot> {
+  const slot = await slots.take(orgId);
+  if (slot) return slot;
   slots.onRefused?.();
-  return rateLimited(
+  throw rateLimited(
     `your organization already has ${slots.perOrg} run streams open, the most it may; wait for one to end (or close one), then retry`,
     'open_streams',
     SLOT_RETRY_AFTER_SECONDS,

@@ -3,9 +3,9 @@ import { AppError } from '../../platform/app-error';
 import { inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { RateLimitResult } from '../../queue';
 import type { AuthContext } from '../auth/auth-context';
-import { admitCaller, type Requirement } from '../auth/admit-caller';
+import { admitCaller } from '../auth/admit-caller';
 import type { CallContext, CallName, EventStream, Handlers } from '../handlers/handler-types';
-import { slotsRefused, type StreamSlot, type TokenLimit, type StreamSlots } from './call-limits';
+import { takeStreamSlot, type StreamSlot, type StreamSlots, type TokenLimit } from './call-limits';
 
 /**
  * An input read only once the caller is admitted: HTTP reads the body after authentication,
@@ -79,59 +79,35 @@ function unobservedInvoker(deps: InvokerDeps): Invoke {
     if (op.auth === 'required' && !auth) {
       throw new AppError({ code: 'unauthorized', message: `${what} needs an access token: send the header "Authorization: Bearer <token>"` });
     }
-    const requirement = { what, scope: op.scope, kinds: op.kinds, optional: op.auth === 'optional' };
-    // A streaming call's slot is asked for beside the token's count, so that both take one round
-    // trip. It is held before the handler starts a run (a refused call creates none), and given
-    // back when the call is refused after all (limit, scope, input), before anything ran.
-    const slots = auth && op.holdsStream && admits(requirement, auth) ? deps.streamSlots : undefined;
-    const asking = slots?.take(auth!.orgId);
-    // Awaited below or given back in the catch; marked handled now, as it may fail first.
-    asking?.catch(() => undefined);
-    let slot: StreamSlot | null | undefined;
-    let value: unknown;
-    try {
-      if (auth) {
-        await deps.tokenLimit?.count(auth, ctx.onTokenLimit);
-        admitCaller(requirement, auth);
-      }
-      const raw = input instanceof DeferredInput ? await input.read() : input;
-      const checked = validate(op.input, raw);
-      if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
-      value = checked.value;
-      slot = await asking;
-    } catch (err) {
-      asking?.then((taken) => taken?.release(), () => undefined);
-      throw err;
+    if (auth) {
+      await deps.tokenLimit?.count(auth, ctx.onTokenLimit);
+      admitCaller({ what, scope: op.scope, kinds: op.kinds, optional: op.auth === 'optional' }, auth);
     }
-    if (slots && !slot) throw slotsRefused(slots);
+    const raw = input instanceof DeferredInput ? await input.read() : input;
+    const checked = validate(op.input, raw);
+    if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { issues: checked.issues } });
     const handler = deps.handlers[name] as (input: unknown, ctx: CallContext) => Promise<unknown>;
-    if (!slot) return handler(value, ctx);
-    const held = slot;
+    if (!op.holdsStream || !deps.streamSlots) return handler(checked.value, ctx);
+    // The slot is taken before the handler starts a run (a refused call creates none), and only
+    // once the body is read and valid: a client trickling its body must not hold a slot meanwhile
+    // (asking for it beside the token's count saved a round trip and let slow bodies take every
+    // slot: S4 in docs/guarantees.md).
+    const slot = await takeStreamSlot(deps.streamSlots, (auth as AuthContext).orgId);
     // Given back as soon as the caller goes away, even while the stream's own cleanup goes on.
-    ctx.signal.addEventListener('abort', () => held.release(), { once: true });
+    ctx.signal.addEventListener('abort', () => slot.release(), { once: true });
     let result: unknown;
     try {
-      result = await handler(value, ctx);
+      result = await handler(checked.value, ctx);
     } catch (err) {
-      held.release();
+      slot.release();
       throw err;
     }
     if (op.response !== 'sse') {
-      held.release();
+      slot.release();
       return result;
     }
-    return holding(result as EventStream, held);
+    return holding(result as EventStream, slot);
   };
-}
-
-/** Whether the caller passes the requirement (its refusal, if any, comes after the limit's). */
-function admits(requirement: Requirement, auth: AuthContext): boolean {
-  try {
-    admitCaller(requirement, auth);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The stream, holding its slot until it ends however it ends. */
