@@ -128,7 +128,8 @@ export async function startBenchService(stack: BenchStack, options: BenchService
     HOST: '127.0.0.1',
     PORT: String(port),
     PUBLIC_BASE_URL: url,
-    LOG_LEVEL: 'silent',
+    // Errors only (a failed run's cause, e.g. a 500's, is printed); BENCH_LOG_LEVEL=silent for none.
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'error',
     WORKER_CONCURRENCY: '16',
     // The limits stay on (their Redis calls are part of a request's cost) but never refuse.
     RATE_LIMIT_TOKEN_PER_MINUTE: '10000000',
