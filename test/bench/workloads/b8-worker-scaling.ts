@@ -136,6 +136,15 @@ async function startProcesses(ctx: BenchContext, dir: string): Promise<{ api: Se
   return { api, account, env, logDir, close: () => api.kill() };
 }
 
+/** The error-level lines (pino level 50 and up) of the processes' logs, shortened. */
+function errorLines(logDir: string): string[] {
+  return fs
+    .readdirSync(logDir)
+    .flatMap((file) => fs.readFileSync(path.join(logDir, file), 'utf8').split('\n'))
+    .filter((line) => /"level":(50|60)/.test(line))
+    .map((line) => line.slice(0, 1500));
+}
+
 export const b8: Workload = {
   id: 'B8',
   title: `worker scaling: 1 → ${workerCounts().slice(-1)[0]} worker processes (one API process, ${CHAIN}-node math chains, closed loop)`,
@@ -164,6 +173,8 @@ export const b8: Workload = {
           ctx.say(`CPU (% of one core, warm-up included): ${cpu()}`);
           rates.set(k, result.rate);
           ctx.say(`${k} worker process(es): ${result.rate.toFixed(1)} runs/s (${(result.rate * CHAIN).toFixed(0)} steps/s; ${result.completed} runs in ${seconds} s${result.failed ? `, ${result.failed} failed` : ''})`);
+          // The processes' logs go with the stack's directory: a failure's logged cause is printed now.
+          if (result.failed) for (const line of errorLines(stack.logDir).slice(0, 5)) ctx.say(`logged: ${line}`);
           rows.push({ id: 'B8', figure: `throughput, ${k} worker process${k > 1 ? 'es' : ''} (${CHAIN}-node chains, ${cpus} CPUs)`, ours: result.rate, unit: 'runs/s', kind: 'rate' });
         } finally {
           // SIGTERM: a graceful stop (the queue is already empty: the closed loop awaited every run).
