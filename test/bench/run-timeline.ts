@@ -10,9 +10,8 @@ import diagnostics from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { dbCalls, redisCalls, type DbCall, type RedisCall } from '../../services/platform/call-channels';
-import { withBenchStack } from '../support/bench-stack';
 import { sseMessages } from '../support/sse';
-import { benchContext } from './support/context';
+import { withBenchService } from './support/context';
 import { sequential } from './support/load';
 import { ONE_NODE, ONE_NODE_OUTPUTS, runOnce } from './support/service-client';
 
@@ -24,67 +23,59 @@ const now = () => performance.timeOrigin + performance.now();
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<void> {
-  const failures = new Map<string, string[]>();
-  await withBenchStack(async (stack) => {
-    const ctx = benchContext(stack, false, failures);
+  await withBenchService(async (ctx, service) => {
+    const body = JSON.stringify(ONE_NODE);
+    await sequential(ctx, 'warm-up', 0, 300, () => runOnce(service, body, ONE_NODE_OUTPUTS));
+    let marks: [number, string][] = [];
+    const span = (what: string, seconds: number) => {
+      const end = now();
+      marks.push([end - seconds * 1000, `${what} …`], [end, `${what} done (${(seconds * 1000).toFixed(2)} ms)`]);
+    };
+    const onDb = (message: unknown) => span(`pg ${(message as DbCall).operation}`, (message as DbCall).seconds);
+    const onRedis = (message: unknown) => span(`  redis ${(message as RedisCall).command}`, (message as RedisCall).seconds);
+    const onRequest = (message: unknown) => {
+      const { request } = message as { request: { method: string; url: string } };
+      marks.push([now(), `server: ${request.method} ${request.url}`]);
+    };
+    const onFinish = () => marks.push([now(), 'server: response finished']);
+    dbCalls.subscribe(onDb);
+    redisCalls.subscribe(onRedis);
+    diagnostics.subscribe('http.server.request.start', onRequest);
+    diagnostics.subscribe('http.server.response.finish', onFinish);
+    const totals: number[] = [];
+    const statements = new Map<string, number[]>();
     try {
-      const service = await ctx.service();
-      const body = JSON.stringify(ONE_NODE);
-      await sequential(ctx, 'warm-up', 0, 300, () => runOnce(service, body, ONE_NODE_OUTPUTS));
-      let marks: [number, string][] = [];
-      const span = (what: string, seconds: number) => {
+      for (let run = 0; run < RUNS; run++) {
+        marks = [];
+        await sleep(2);
+        const t0 = now();
+        marks.push([t0, 'client: POST /v1/runs']);
+        const res = await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: { Authorization: `Bearer ${service.account.token}`, 'Content-Type': 'application/json' }, body });
+        marks.push([now(), 'client: headers']);
+        for await (const message of sseMessages(res.body!)) marks.push([now(), `client: ${message.data.slice(0, 48)}`]);
         const end = now();
-        marks.push([end - seconds * 1000, `${what} …`], [end, `${what} done (${(seconds * 1000).toFixed(2)} ms)`]);
-      };
-      const onDb = (message: unknown) => span(`pg ${(message as DbCall).operation}`, (message as DbCall).seconds);
-      const onRedis = (message: unknown) => span(`  redis ${(message as RedisCall).command}`, (message as RedisCall).seconds);
-      const onRequest = (message: unknown) => {
-        const { request } = message as { request: { method: string; url: string } };
-        marks.push([now(), `server: ${request.method} ${request.url}`]);
-      };
-      const onFinish = () => marks.push([now(), 'server: response finished']);
-      dbCalls.subscribe(onDb);
-      redisCalls.subscribe(onRedis);
-      diagnostics.subscribe('http.server.request.start', onRequest);
-      diagnostics.subscribe('http.server.response.finish', onFinish);
-      const totals: number[] = [];
-      const statements = new Map<string, number[]>();
-      try {
-        for (let run = 0; run < RUNS; run++) {
-          marks = [];
-          await sleep(2);
-          const t0 = now();
-          marks.push([t0, 'client: POST /v1/runs']);
-          const res = await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: { Authorization: `Bearer ${service.account.token}`, 'Content-Type': 'application/json' }, body });
-          marks.push([now(), 'client: headers']);
-          for await (const message of sseMessages(res.body!)) marks.push([now(), `client: ${message.data.slice(0, 48)}`]);
-          const end = now();
-          marks.push([end, 'client: end']);
-          // The worker's last commands (the job's completion) finish after the client's end.
-          await sleep(50);
-          totals.push(end - t0);
-          const sorted = marks.sort((a, b) => a[0] - b[0]);
-          for (const [, what] of sorted) {
-            const statement = /^pg (\w+) done \(([\d.]+) ms\)/.exec(what);
-            if (statement) statements.set(statement[1]!, [...(statements.get(statement[1]!) ?? []), Number(statement[2])]);
-          }
-          if (run >= PRINTED) continue;
-          console.log(`--- run ${run + 1}`);
-          for (const [at, what] of sorted) console.log(`${(at - t0).toFixed(2).padStart(7)}  ${what}`);
+        marks.push([end, 'client: end']);
+        // The worker's last commands (the job's completion) finish after the client's end.
+        await sleep(50);
+        totals.push(end - t0);
+        const sorted = marks.sort((a, b) => a[0] - b[0]);
+        for (const [, what] of sorted) {
+          const statement = /^pg (\w+) done \(([\d.]+) ms\)/.exec(what);
+          if (statement) statements.set(statement[1]!, [...(statements.get(statement[1]!) ?? []), Number(statement[2])]);
         }
-      } finally {
-        dbCalls.unsubscribe(onDb);
-        redisCalls.unsubscribe(onRedis);
-        diagnostics.unsubscribe('http.server.request.start', onRequest);
-        diagnostics.unsubscribe('http.server.response.finish', onFinish);
+        if (run >= PRINTED) continue;
+        console.log(`--- run ${run + 1}`);
+        for (const [at, what] of sorted) console.log(`${(at - t0).toFixed(2).padStart(7)}  ${what}`);
       }
-      console.log(`POST → end of stream: median ${median(totals).toFixed(2)} ms over ${totals.length} runs`);
-      for (const [operation, times] of statements) console.log(`pg ${operation}: median ${median(times).toFixed(2)} ms, ${(times.length / totals.length).toFixed(1)} per run`);
     } finally {
-      await ctx.close();
+      dbCalls.unsubscribe(onDb);
+      redisCalls.unsubscribe(onRedis);
+      diagnostics.unsubscribe('http.server.request.start', onRequest);
+      diagnostics.unsubscribe('http.server.response.finish', onFinish);
     }
+    console.log(`POST → end of stream: median ${median(totals).toFixed(2)} ms over ${totals.length} runs`);
+    for (const [operation, times] of statements) console.log(`pg ${operation}: median ${median(times).toFixed(2)} ms, ${(times.length / totals.length).toFixed(1)} per run`);
   });
-  if (failures.size) console.log('failures:', [...failures.entries()].map(([k, v]) => `${k}: ${v.length} (${v[0]})`).join('; '));
 }
 
 void main();

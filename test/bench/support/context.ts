@@ -1,4 +1,4 @@
-import { startBenchService, type BenchService, type BenchServiceOptions, type BenchStack } from '../../support/bench-stack';
+import { startBenchService, withBenchStack, type BenchService, type BenchServiceOptions, type BenchStack } from '../../support/bench-stack';
 import type { Row } from './report';
 
 /**
@@ -58,4 +58,21 @@ export function benchContext(stack: BenchStack, quick: boolean, failures: Map<st
       shared = undefined;
     },
   };
+}
+
+/**
+ * For the tools beside the suite (`make profile`, `make timeline`): a bench stack and its shared
+ * service for `work`, then everything closed, and any wrong result printed.
+ */
+export async function withBenchService(work: (ctx: BenchContext, service: BenchService) => Promise<void>): Promise<void> {
+  const failures = new Map<string, string[]>();
+  await withBenchStack(async (stack) => {
+    const ctx = benchContext(stack, false, failures);
+    try {
+      await work(ctx, await ctx.service());
+    } finally {
+      await ctx.close();
+    }
+  });
+  if (failures.size) console.log('failures:', [...failures.entries()].map(([k, v]) => `${k}: ${v.length} (${v[0]})`).join('; '));
 }
