@@ -296,19 +296,24 @@ describe('step executor: transient retries and aborts', () => {
       });
     }
 
-    it("goes out in the same append as its completion and the run's end", async () => {
-      const appends: string[][] = [];
+    /** Runs `workflow`, recording the event types of each append to its log, in order. */
+    async function appendsOf(workflow: Workflow): Promise<{ runId: string; appends: string[][] }> {
+      const seen: string[][] = [];
       const spy = jest.spyOn(RunEventBus.prototype, 'appendAll').mockImplementation(function (this: RunEventBus, runId: string, events: readonly RunEvent[]) {
-        appends.push([runId, ...events.map((e) => e.type)]);
+        seen.push([runId, ...events.map((e) => e.type)]);
         return original.call(this, runId, events);
       });
-      let runId: string;
       try {
-        ({ runId } = await run({ version: 2, nodes: [{ id: 's', uses: 'math-add', inputs: { a: 1, b: 2 } }, { id: 'o', uses: 'output', inputs: { value: '${s.result}' } }] }));
+        const { runId } = await run(workflow);
+        return { runId, appends: seen.filter(([id]) => id === runId).map(([, ...types]) => types) };
       } finally {
         spy.mockRestore();
       }
-      expect(appends.filter(([id]) => id === runId).map(([, ...types]) => types)).toEqual([['run.started'], ['step.started', 'step.completed', 'run.completed']]);
+    }
+
+    it("goes out in the same append as its completion and the run's end", async () => {
+      const { runId, appends } = await appendsOf({ version: 2, nodes: [{ id: 's', uses: 'math-add', inputs: { a: 1, b: 2 } }, { id: 'o', uses: 'output', inputs: { value: '${s.result}' } }] });
+      expect(appends).toEqual([['run.started'], ['step.started', 'step.completed', 'run.completed']]);
       expect((await logOf(runId)).map((e) => e.what)).toEqual(['run.started', 'step.started s', 'step.completed s', 'run.completed']);
     });
 
@@ -327,9 +332,10 @@ describe('step executor: transient retries and aborts', () => {
 
     it('is not held for a node that calls a provider', async () => {
       flakyCalls = 0;
-      const { runId } = await run({ version: 2, nodes: [{ id: 'f', uses: 'test-flaky', inputs: { failures: 0 } }, { id: 'o', uses: 'output', inputs: { value: '${f.text}' } }] });
-      const log = await logOf(runId);
-      expect(log.map((e) => e.what)).toEqual(['run.started', 'step.started f', 'step.completed f', 'run.completed']);
+      const { runId, appends } = await appendsOf({ version: 2, nodes: [{ id: 'f', uses: 'test-flaky', inputs: { failures: 0 } }, { id: 'o', uses: 'output', inputs: { value: '${f.text}' } }] });
+      // Its start goes out on its own, before the call: a client sees the step running.
+      expect(appends).toEqual([['run.started'], ['step.started'], ['step.completed', 'run.completed']]);
+      expect((await logOf(runId)).map((e) => e.what)).toEqual(['run.started', 'step.started f', 'step.completed f', 'run.completed']);
     });
   });
 });
