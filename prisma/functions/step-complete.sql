@@ -11,12 +11,15 @@ DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
 -- unblocked.
 --
 -- followers (a JSON array, or null): steps the same worker ran after this one inside its
--- reservation (a lease, see lease), in order: {node_id, cost_micros, estimate_micros, output, ms,
--- dependents}. Each must be ready when its turn comes (its predecessors completed just before
+-- reservation (a lease, see lease, or a group, see svc_reserve_step), in order: {node_id,
+-- cost_micros, estimate_micros, output, ms, dependents, skippable}. Each must be ready when its turn comes (its predecessors completed just before
 -- it); each is completed as its own attempt under attempt_token, charged min(cost, estimate),
 -- and unblocks its dependents. Together they never spend more than this step's reservation (else
 -- an exception rolls everything back: the caller's arithmetic is wrong). Followers of a run that
--- stopped meanwhile are dropped (follower_totals says how many went in).
+-- stopped meanwhile are dropped (follower_totals says how many went in). A follower marked
+-- skippable (a sibling a group job ran: ready before this attempt started, with no job of its
+-- own) that another attempt has taken meanwhile (the reaper enqueued it) is skipped: its total
+-- is null, it adds nothing, and its dependents are left to that attempt.
 --
 -- When this was the run's last unfinished step and the caller already knows the run's outputs
 -- (run_outputs not null: they read only the last step), the run is completed in the same call.
@@ -34,7 +37,8 @@ DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
 --         was charged), held_micros (what the attempt held), ready (text array or null),
 --         remaining int (steps not completed; -1 when not committed), run_completed boolean,
 --         next_verdict ('ok' | 'cap_exceeded' | 'insufficient_credit' | null: not ready or none
---         asked), next_attempt int, next_lease_micros, follower_totals (array of micro-USD).
+--         asked), next_attempt int, next_lease_micros, follower_totals (array of micro-USD, null
+--         for a skipped follower).
 -- Locks:  the run row, then the step row (FOR UPDATE), then its dependents, followers and the
 --         next step (UPDATE), then the organization row (svc_charge_step, svc_sync_hold).
 CREATE FUNCTION svc_complete_step(args jsonb) RETURNS jsonb
@@ -93,24 +97,32 @@ BEGIN
   touched := p_dependents;
   PERFORM svc_charge_step(done);
   FOR f IN SELECT * FROM jsonb_to_recordset(CASE WHEN r.status = 'running' THEN COALESCE(p_followers, '[]'::jsonb) ELSE '[]'::jsonb END)
-                 AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[]) LOOP
-    spent_added := spent_added + LEAST(f.cost_micros, f.estimate_micros);
-    IF spent_added > s.reserved_micros THEN
+                 AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[], skippable boolean) LOOP
+    IF spent_added + LEAST(f.cost_micros, f.estimate_micros) > s.reserved_micros THEN
       RAISE EXCEPTION 'svc_complete_step: the steps run after % in run % cost more than its reservation', p_node, p_run;
     END IF;
     UPDATE steps SET status = 'completed', attempt = attempt + 1, attempt_token = p_token, cost_micros = cost_micros + LEAST(f.cost_micros, f.estimate_micros),
                      reserved_micros = 0, output = f.output, ms = f.ms, error = NULL, started_at = now(), finished_at = now()
     WHERE run_id = p_run AND node_id = f.node_id AND status IN ('pending', 'queued') AND pending_deps = 0
     RETURNING * INTO done;
+    IF NOT FOUND AND COALESCE(f.skippable, false) THEN
+      follower_totals := follower_totals || NULL::bigint;
+      CONTINUE;
+    END IF;
     IF NOT FOUND THEN
       RAISE EXCEPTION 'svc_complete_step: step % of run % was not ready when its turn came', f.node_id, p_run;
     END IF;
+    spent_added := spent_added + LEAST(f.cost_micros, f.estimate_micros);
     follower_totals := follower_totals || done.cost_micros;
     UPDATE steps d SET pending_deps = d.pending_deps - 1
     WHERE d.run_id = p_run AND d.node_id = ANY(f.dependents) AND d.pending_deps > 0;
     touched := touched || f.dependents;
     PERFORM svc_charge_step(done);
   END LOOP;
+  -- The next step may be no dependent of these (a group's sibling, reserved on its own after a failure).
+  IF p_next_node IS NOT NULL THEN
+    touched := touched || p_next_node;
+  END IF;
   SELECT array_agg(DISTINCT node_id ORDER BY node_id) INTO ready FROM steps
   WHERE run_id = p_run AND node_id = ANY(touched) AND pending_deps = 0 AND status IN ('pending', 'queued');
   SELECT count(*) INTO remaining FROM steps WHERE run_id = p_run AND status <> 'completed';

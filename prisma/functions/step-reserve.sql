@@ -16,11 +16,18 @@ DROP FUNCTION IF EXISTS svc_retry_step(jsonb);
 -- cannot start (verdict attempts_exhausted, cap_exceeded or insufficient_credit, with owned) it
 -- holds nothing and the caller fails the step under attempt_token, which settles the charge. A
 -- step that was not running is left untouched by a refusal (owned false).
+-- With group_micros (a job that runs ready sibling steps after this one, inside its reservation:
+-- their estimates' sum), that much more is held with the attempt when it fits too; else the
+-- attempt holds its own estimate alone (group_micros 0 in the output) and the caller runs the
+-- siblings in jobs of their own.
 -- Input:  run_id uuid, node_id text, estimate_micros, stale_ms int (a running step is taken over
 --         only when it started at least this long ago; 0: whenever asked), attempt_token text,
---         lost_charge_micros (what this attempt is charged if lost), max_attempts int.
+--         lost_charge_micros (what this attempt is charged if lost), max_attempts int,
+--         group_micros (optional, default 0).
 -- Output: verdict ('ok' | 'run_not_running' | 'step_not_runnable' | 'attempts_exhausted' |
---         'cap_exceeded' | 'insufficient_credit'), attempt (int, null unless owned), owned boolean.
+--         'cap_exceeded' | 'insufficient_credit'), attempt (int, null unless owned), owned boolean,
+--         group_micros (what was held for the siblings: the asked amount, or null when it did
+--         not fit or the attempt did not start).
 -- Locks:  the run row, then the step row (FOR UPDATE). No ledger entry, no organization row.
 CREATE FUNCTION svc_reserve_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -32,12 +39,14 @@ DECLARE
   p_token text := svc_arg(args, 'attempt_token');
   p_lost_charge bigint := svc_arg(args, 'lost_charge_micros')::bigint;
   p_max_attempts int := svc_arg(args, 'max_attempts')::int;
+  p_group bigint := COALESCE((args->>'group_micros')::bigint, 0);
   r record;
   s record;
   lost bigint;
   others bigint;
   verdict text;
   held bigint;
+  group_held bigint;
   new_attempt int;
 BEGIN
   SELECT status, cap_micros, authorized_micros, reserved_micros, spent_micros INTO r FROM runs WHERE id = p_run FOR UPDATE;
@@ -60,14 +69,17 @@ BEGIN
   IF verdict <> 'ok' AND s.status <> 'running' THEN
     RETURN jsonb_build_object('verdict', verdict, 'attempt', NULL, 'owned', false);
   END IF;
-  held := CASE WHEN verdict = 'ok' THEN p_estimate ELSE 0 END;
+  IF verdict = 'ok' AND r.spent_micros + lost + others + p_estimate + p_group <= LEAST(r.cap_micros, COALESCE(r.authorized_micros, r.cap_micros)) THEN
+    group_held := p_group;
+  END IF;
+  held := CASE WHEN verdict = 'ok' THEN p_estimate + COALESCE(group_held, 0) ELSE 0 END;
   UPDATE runs SET reserved_micros = others + held, spent_micros = spent_micros + lost WHERE id = p_run;
   UPDATE steps SET status = 'running', attempt = steps.attempt + CASE WHEN verdict = 'ok' THEN 1 ELSE 0 END, attempt_token = p_token,
                    reserved_micros = held, lost_charge_micros = CASE WHEN verdict = 'ok' THEN LEAST(p_lost_charge, p_estimate) ELSE 0 END,
                    cost_micros = steps.cost_micros + lost, started_at = now(), finished_at = NULL
   WHERE id = s.id
   RETURNING steps.attempt INTO new_attempt;
-  RETURN jsonb_build_object('verdict', verdict, 'attempt', new_attempt, 'owned', true);
+  RETURN jsonb_build_object('verdict', verdict, 'attempt', new_attempt, 'owned', true, 'group_micros', group_held);
 END $$;
 
 -- svc_retry_step(args jsonb) RETURNS jsonb

@@ -7,7 +7,7 @@ export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOp
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
 export { APPEND_RUN_EVENT_LUA } from './append-run-event-script';
-export { StepQueue, type StepQueueOptions } from './step-queue';
+export { GROUP_CLAIM_GRACE_MS, StepQueue, type StepQueueOptions } from './step-queue';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
 export { RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
 export { RedisScript } from './redis-script';

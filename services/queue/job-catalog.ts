@@ -9,8 +9,10 @@ export interface JobCatalog {
    * Execute one node of a run. `attemptToken`: the step was reserved with the run (its attempt
    * token), so the first delivery runs it without reserving; a redelivery reserves as usual.
    * `trace`: the W3C trace context of whoever enqueued it (`traceparent`), when tracing is on.
+   * `group`: ready sibling steps (local nodes, no job of their own) the job runs after its own,
+   * inside its reservation (services/runs/ARCHITECTURE.md, "Groups").
    */
-  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; trace?: Record<string, string> } };
+  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; group?: string[]; trace?: Record<string, string> } };
 }
 
 export type JobName = keyof JobCatalog;

@@ -8,6 +8,15 @@ import { QUEUE_NAMES } from './queue-names';
 export const STEP_JOB_ATTEMPTS = 8;
 export const STEP_JOB_FIRST_BACKOFF_MS = 500;
 
+/**
+ * How long a group's sibling counts as its group job's after the group was enqueued, even when
+ * that job cannot be seen (not added yet, or finished while handing the sibling on): the reaper
+ * leaves it alone that long. Longer than a group takes to run, shorter than a lost step should wait.
+ */
+export const GROUP_CLAIM_GRACE_MS = 60_000;
+/** How long a run's record of its group siblings is kept (a day, as failed jobs are). */
+const GROUP_RECORD_TTL_SECONDS = 86_400;
+
 export interface StepQueueOptions {
   /** Connection for the queue's commands (may be shared; never a subscriber connection). */
   connection: Redis;
@@ -22,8 +31,12 @@ export interface StepQueueOptions {
  */
 export class StepQueue {
   readonly queue: Queue;
+  private readonly redis: Redis;
+  private readonly prefix: string;
 
   constructor(options: StepQueueOptions) {
+    this.redis = options.connection;
+    this.prefix = options.prefix;
     this.queue = new Queue(QUEUE_NAMES.steps, {
       connection: options.connection,
       prefix: options.prefix,
@@ -42,13 +55,20 @@ export class StepQueue {
     });
   }
 
-  /** Enqueues one job per node of the run, in one round trip; `tokens` are carried by the jobs of steps reserved with the run. */
-  async enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>): Promise<void> {
+  /**
+   * Enqueues one job per node of the run, in one round trip; `tokens` are carried by the jobs of
+   * steps reserved with the run, `groups` (by a job's node) the siblings that job runs after it.
+   * Every group is recorded first, one round trip more, also that of a step not enqueued here
+   * (a job's own next group), so that the reaper leaves its siblings to it.
+   */
+  async enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>, groups?: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    if (groups?.size) await this.recordGroups(runId, groups);
     if (nodeIds.length === 0) return;
     const trace = carriedContext();
     const payload = (nodeId: string): JobPayload<'step.execute'> => {
       const attemptToken = tokens?.get(nodeId);
-      return { runId, nodeId, ...(attemptToken === undefined ? {} : { attemptToken }), ...(trace ? { trace } : {}) };
+      const group = groups?.get(nodeId);
+      return { runId, nodeId, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group?.length ? { group: [...group] } : {}), ...(trace ? { trace } : {}) };
     };
     if (nodeIds.length === 1) {
       // One job: a plain add, without addBulk's MULTI.
@@ -62,21 +82,60 @@ export class StepQueue {
   /**
    * Enqueues steps again for the reaper, skipping those whose job is alive (waiting, active,
    * delayed): a job that failed (our infrastructure failed it every time) or finished is removed
-   * first, since its id would otherwise make the new enqueue a no-op. Returns the steps enqueued.
+   * first, since its id would otherwise make the new enqueue a no-op. A group's sibling is left to
+   * its group job while that job is alive or the group is recent, unless `groupGone`: the caller is
+   * that group's job, giving its siblings up. Returns the steps enqueued.
    */
-  async requeue(runId: string, nodeIds: readonly string[]): Promise<string[]> {
-    const requeued: string[] = [];
+  async requeue(runId: string, nodeIds: readonly string[], options: { groupGone?: boolean } = {}): Promise<string[]> {
+    const jobless: string[] = [];
     for (const nodeId of nodeIds) {
-      const job = await this.queue.getJob(stepJobId(runId, nodeId));
-      if (job) {
-        const state = await job.getState();
-        if (state !== 'failed' && state !== 'completed' && state !== 'unknown') continue;
-        await job.remove().catch(() => undefined);
-      }
-      requeued.push(nodeId);
+      if (await this.alive(runId, nodeId, { removeDead: true })) continue;
+      jobless.push(nodeId);
     }
+    const requeued = options.groupGone ? jobless : await this.notInLiveGroups(runId, jobless);
     await this.enqueue(runId, requeued);
     return requeued;
+  }
+
+  /** Whether the step's own job is waiting, active or delayed; with `removeDead`, a failed or finished one is removed. */
+  private async alive(runId: string, nodeId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
+    const job = await this.queue.getJob(stepJobId(runId, nodeId));
+    if (!job) return false;
+    const state = await job.getState();
+    if (state !== 'failed' && state !== 'completed' && state !== 'unknown') return true;
+    if (options.removeDead) await job.remove().catch(() => undefined);
+    return false;
+  }
+
+  /** The run's record of group siblings: by sibling, its group job's step and when the group was enqueued. */
+  private groupsKey(runId: string): string {
+    return `${this.prefix}:step-groups:${runId}`;
+  }
+
+  /**
+   * Records each sibling's group job before the jobs are added: a sibling has no job of its own,
+   * and the reaper must not give it one while its group job may still run it (two attempts would
+   * each hold its worst case against the cap).
+   */
+  private async recordGroups(runId: string, groups: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const now = Date.now();
+    const entries: Record<string, string> = {};
+    for (const [head, siblings] of groups) for (const sibling of siblings) entries[sibling] = `${now} ${head}`;
+    const key = this.groupsKey(runId);
+    await this.redis.multi().hset(key, entries).expire(key, GROUP_RECORD_TTL_SECONDS).exec();
+  }
+
+  /** Of steps without a live job of their own, those that are no group's either (its job alive, or enqueued within the grace). */
+  private async notInLiveGroups(runId: string, nodeIds: readonly string[]): Promise<string[]> {
+    if (nodeIds.length === 0) return [];
+    const records = await this.redis.hmget(this.groupsKey(runId), ...nodeIds);
+    const left: string[] = [];
+    for (const [i, nodeId] of nodeIds.entries()) {
+      const [at, head] = records[i]?.split(' ') ?? [];
+      const claimed = head !== undefined && (Date.now() - Number(at) < GROUP_CLAIM_GRACE_MS || (await this.alive(runId, head)));
+      if (!claimed) left.push(nodeId);
+    }
+    return left;
   }
 
   /** Jobs waiting, delayed, active and failed (kept a day; for metrics and the reaper). */

@@ -72,13 +72,13 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     lockMs: config.stepLockMs,
     log,
     handlers: {
-      'step.execute': async ({ runId, nodeId, attemptToken, trace }, job) => {
+      'step.execute': async ({ runId, nodeId, attemptToken, group, trace }, job) => {
         busy++;
         try {
           // The run's trace goes on from the context the job carries (the API's call, or the step that enqueued it).
           const attributes = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: nodeId, [SPAN_ATTRIBUTES.attempt]: job.attemptsStarted };
           return await inSpan('step.execute', { kind: SpanKind.CONSUMER, parent: contextFrom(trace), attributes }, () =>
-            executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }) }),
+            executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }), ...(group ? { group } : {}) }),
           );
         } finally {
           busy--;

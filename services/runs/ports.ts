@@ -9,13 +9,13 @@ export interface RunEventAppender {
 
 /** Where ready steps go: the step queue (`StepQueue` satisfies it). */
 export interface StepEnqueuer {
-  /** `tokens`: the attempt tokens of steps reserved with the run, carried by their jobs. */
-  enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>): Promise<void>;
+  /** `tokens`: the attempt tokens of steps reserved with the run, carried by their jobs; `groups`: by a job's node, the siblings it runs after it. */
+  enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>, groups?: ReadonlyMap<string, readonly string[]>): Promise<void>;
 }
 
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */
 export interface StepQueuePort extends StepEnqueuer {
-  requeue(runId: string, nodeIds: readonly string[]): Promise<string[]>;
+  requeue(runId: string, nodeIds: readonly string[], options?: { groupGone?: boolean }): Promise<string[]>;
 }
 
 /** Tells every worker process that a run stopped, so its in-flight steps abort. */

@@ -15,9 +15,10 @@ import type { RunEventAppender, StepQueuePort } from './ports';
 export type RunEffect =
   /** Appended behind the run's earlier events; not waited for. */
   | { kind: 'events'; events: readonly RunEvent[] }
-  | { kind: 'enqueue'; nodeIds: readonly string[] }
+  /** `groups`: by a job's node, the ready siblings that job runs after it (no jobs of their own), recorded for the reaper; a group's head may be a step this job runs next, not enqueued. */
+  | { kind: 'enqueue'; nodeIds: readonly string[]; groups?: ReadonlyMap<string, readonly string[]> }
   /** Enqueued again, each unless its job is alive (a redelivery's dependents that a lost worker was running inline). */
-  | { kind: 'requeue'; nodeIds: readonly string[] }
+  | { kind: 'requeue'; nodeIds: readonly string[]; /** The caller is the group job of these steps, giving them up. */ groupGone?: boolean }
   /** Fails the run (`RunLifecycle.fail`), for `nodeId` when given. */
   | { kind: 'failRun'; error: RunError; nodeId?: string }
   /** Fails the step of the attempt (`StepRepository.failStep`), then, after the events before it, announces what that changed. */
@@ -90,10 +91,10 @@ export class RunOutbox {
     const { queue, lifecycle } = this.deps;
     switch (effect.kind) {
       case 'enqueue':
-        await queue.enqueue(runId, effect.nodeIds);
+        await queue.enqueue(runId, effect.nodeIds, undefined, effect.groups);
         return;
       case 'requeue':
-        await queue.requeue(runId, effect.nodeIds);
+        await queue.requeue(runId, effect.nodeIds, { groupGone: effect.groupGone });
         return;
       case 'failRun':
         await lifecycle.fail(runId, effect.error, effect.nodeId);
@@ -125,6 +126,7 @@ export class RunOutbox {
 
 function isEmpty(effect: RunEffect): boolean {
   if (effect.kind === 'events') return effect.events.length === 0;
-  if (effect.kind === 'enqueue' || effect.kind === 'requeue') return effect.nodeIds.length === 0;
+  if (effect.kind === 'enqueue') return effect.nodeIds.length === 0 && !effect.groups?.size;
+  if (effect.kind === 'requeue') return effect.nodeIds.length === 0;
   return false;
 }

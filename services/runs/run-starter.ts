@@ -9,6 +9,7 @@ import type { RunRepository } from '../store';
 import { createRunContext, type RunContextCache } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
 import type { RunEventAppender, StepEnqueuer } from './ports';
+import { planJobs } from './step-groups';
 
 /** A checked run request: the engine has validated the workflow and the inputs. */
 export interface RunRequest {
@@ -89,7 +90,12 @@ export class RunStarter {
       return runId;
     }
     try {
-      await this.deps.queue.enqueue(runId, plan.initial, first && new Map([[first.nodeId, first.reservation.attemptToken]]));
+      if (first) await this.deps.queue.enqueue(runId, plan.initial, new Map([[first.nodeId, first.reservation.attemptToken]]));
+      else {
+        // Several first steps: local ones in groups (a fan-out from the run's inputs), as a commit shares out what it made ready.
+        const jobs = planJobs(plan.initial, (id) => this.deps.nodes.mayRunInline(request.prepared.workflow.nodes.get(id)!.uses), false);
+        await this.deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
+      }
     } catch (err) {
       this.deps.log.error({ err, runId }, 'could not enqueue the first steps; the reaper will');
     }

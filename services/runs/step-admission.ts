@@ -6,9 +6,11 @@ import type { RunRepository, StepRepository } from '../store';
 import { UnpreparableRunError, type RunContext, type RunContextCache } from './run-context-cache';
 import { HeldStart, startsAndEndsTogether } from './held-start';
 import type { RunOutbox } from './run-outbox';
+import { StepBatch } from './step-batch';
 import { attemptRefused, stepError } from './step-errors';
 import { lostChargeOf } from './step-result';
-import { nodeIdOf, type NextStep, type OutputsInHand, type PreparedStep, type ReservedStep, type StepStart } from './step-start';
+import type { PreparedStep } from './prepared-step';
+import { nodeIdOf, type NextStep, type OutputsInHand, type ReservedStep, type StepStart } from './step-start';
 
 export interface StepAdmissionDeps {
   runs: RunRepository;
@@ -45,22 +47,65 @@ export class StepAdmission {
     if (start.how === 'inBatch') return { ...start.step, context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue };
     if (start.how === 'reservedWithCommit') return { ...start.step, context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue };
 
+    const group = (start.how === 'reservedWithRun' ? undefined : start.group)?.filter((id) => id !== nodeId && context.prepared.plan.steps.has(id)) ?? [];
     const stepOutputs = new Map(next.outputsInHand);
-    const missing = planned.dependsOn.filter((id) => !stepOutputs.has(id));
+    const needed = new Set([...planned.dependsOn, ...group.flatMap((id) => context.prepared.plan.steps.get(id)!.dependsOn)]);
+    const missing = [...needed].filter((id) => !stepOutputs.has(id));
     for (const [id, output] of await this.deps.runs.stepInputs(runId, missing)) stepOutputs.set(id, output);
     // A predecessor not completed: the job came early (a duplicate, or a re-enqueue by the
-    // reaper); the step is enqueued again when its last predecessor completes.
-    if (planned.dependsOn.some((id) => !stepOutputs.has(id))) return null;
+    // reaper); the step is enqueued again when its last predecessor completes. Its group, ready
+    // siblings with no jobs of their own, get theirs (a step that already ran refuses its job).
+    if (planned.dependsOn.some((id) => !stepOutputs.has(id))) return this.alone(runId, group);
     const prepared = await this.prepare(context, nodeId, stepOutputs);
-    if (!prepared) return null;
-    const attemptToken = start.how === 'reservedWithRun' ? start.attemptToken : await this.reserve(runId, prepared, start.how === 'redelivered' ? dependents : []);
-    if (attemptToken === null) return null;
+    if (!prepared) return this.alone(runId, group);
+    const members = this.prepareGroup(context, group, stepOutputs);
+    const reserved =
+      start.how === 'reservedWithRun'
+        ? { attemptToken: start.attemptToken, groupHeld: false }
+        : await this.reserve(runId, prepared, members.ready, { dependents: start.how === 'redelivered' ? dependents : [], group });
+    if (reserved === null) return null;
+    const { attemptToken } = reserved;
+    // Siblings that run in jobs of their own: those whose worst cases did not fit beside this step's, and those that cannot be prepared here.
+    const inGroup = reserved.groupHeld ? members.ready : [];
+    await this.alone(runId, [...members.alone, ...(inGroup === members.ready ? [] : members.ready.map((m) => m.nodeId))]);
+    const batch = inGroup.length > 0 ? new StepBatch(attemptToken, sumOfEstimates(inGroup), inGroup) : undefined;
     const node = context.prepared.workflow.nodes.get(nodeId)!;
     if (node.role === 'platform' && this.deps.mayRunInline(node.uses) && startsAndEndsTogether(prepared.definition)) {
-      return { ...prepared, context, runId, attemptToken, dependents, batch: undefined, mayContinue, startHeld: new HeldStart(nodeId) };
+      return { ...prepared, context, runId, attemptToken, dependents, batch, mayContinue, startHeld: new HeldStart(nodeId) };
     }
     await this.deps.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
-    return { ...prepared, context, runId, attemptToken, dependents, batch: undefined, mayContinue };
+    return { ...prepared, context, runId, attemptToken, dependents, batch, mayContinue };
+  }
+
+  /** Enqueues `nodeIds` (ready steps with no jobs of their own) each in a job of its own; null for `admit`. */
+  private async alone(runId: string, nodeIds: readonly string[]): Promise<null> {
+    await this.deps.outbox.release(runId, [{ kind: 'enqueue', nodeIds }]);
+    return null;
+  }
+
+  /**
+   * A group's siblings that can run inside their head's reservation: local nodes whose inputs are
+   * in hand, with their worst cases. The others run in jobs of their own (`alone`), where a
+   * failure to prepare is reported as usual; a sibling whose predecessors are not all completed
+   * is not ready, and is left to its last predecessor's commit.
+   */
+  private prepareGroup(context: RunContext, group: readonly string[], stepOutputs: OutputsInHand): { ready: PreparedStep[]; alone: string[] } {
+    const { workflow, plan } = context.prepared;
+    const ready: PreparedStep[] = [];
+    const alone: string[] = [];
+    for (const id of group) {
+      if (!plan.steps.get(id)!.dependsOn.every((d) => stepOutputs.has(d))) continue;
+      const node = workflow.nodes.get(id)!;
+      const definition = node.role === 'platform' && this.deps.mayRunInline(node.uses) ? this.deps.findNode(node.uses) : undefined;
+      try {
+        if (!definition) throw new Error(`${id} is not a local node`);
+        const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs });
+        ready.push({ nodeId: id, definition, inputs, estimate: definition.estimate(inputs) });
+      } catch {
+        alone.push(id);
+      }
+    }
+    return { ready, alone };
   }
 
   /**
@@ -125,15 +170,18 @@ export class StepAdmission {
   }
 
   /**
-   * Reserves the step's worst case against the cap: its attempt token, or null when refused.
-   * `requeue`: what to enqueue again when another attempt has the step.
+   * Reserves the step's worst case against the cap, and its `group`'s beside it when that fits
+   * too: its attempt token and what was held for the group, or null when refused. `requeue`: what
+   * to enqueue again when another attempt has the step: the dependents a lost worker may have been
+   * running inline, and this job's group, which a lost worker may have been running (one of them
+   * running under its dead attempt, heading the rest): each gets a job of its own.
    */
-  private async reserve(runId: string, step: PreparedStep, requeue: readonly string[]): Promise<string | null> {
+  private async reserve(runId: string, step: PreparedStep, group: readonly PreparedStep[], requeue: { dependents: readonly string[]; group: readonly string[] }): Promise<{ attemptToken: string; groupHeld: boolean } | null> {
     const { nodeId, estimate } = step;
     const { maxAttempts, outbox } = this.deps;
-    const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: this.lostChargeOf(step), maxAttempts });
-    if (reserved.ok) return reserved.attemptToken;
-    if (reserved.reason === 'step_not_runnable') await outbox.release(runId, [{ kind: 'requeue', nodeIds: requeue }]);
+    const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: this.lostChargeOf(step), maxAttempts, groupMicros: sumOfEstimates(group) });
+    if (reserved.ok) return { attemptToken: reserved.attemptToken, groupHeld: group.length > 0 && reserved.groupHeld };
+    if (reserved.reason === 'step_not_runnable') await outbox.release(runId, [{ kind: 'requeue', nodeIds: requeue.dependents }, { kind: 'requeue', nodeIds: requeue.group, groupGone: true }]);
     if (reserved.reason === 'run_not_running' || reserved.reason === 'step_not_runnable') return null; // the run stopped, or another attempt has the step
     const error = attemptRefused(reserved.reason, nodeId, estimate, maxAttempts);
     // A lost attempt taken over: the step is ours, holding nothing; failing it settles what the lost attempt is charged.
@@ -143,9 +191,14 @@ export class StepAdmission {
   }
 }
 
-/** How the step of a job gets its attempt: reserved with its run (first delivery only), taken over (a redelivery), or reserved here. */
-export function startOfJob(nodeId: string, options: { redelivered?: boolean; attemptToken?: string }): StepStart {
-  if (options.redelivered) return { how: 'redelivered', nodeId };
+function sumOfEstimates(steps: readonly PreparedStep[]): number {
+  return steps.reduce((sum, step) => sum + step.estimate, 0);
+}
+
+/** How the step of a job gets its attempt: reserved with its run (first delivery only), taken over (a redelivery), or reserved here, with its group. */
+export function startOfJob(nodeId: string, options: { redelivered?: boolean; attemptToken?: string; group?: readonly string[] }): StepStart {
+  const group = options.group?.length ? { group: options.group } : {};
+  if (options.redelivered) return { how: 'redelivered', nodeId, ...group };
   if (options.attemptToken) return { how: 'reservedWithRun', nodeId, attemptToken: options.attemptToken };
-  return { how: 'reserve', nodeId };
+  return { how: 'reserve', nodeId, ...group };
 }

@@ -1,6 +1,7 @@
 import type { RunEvent } from '../contract';
 import { microsToUsd } from '../engine';
 import type { CompleteStepInput, CompleteStepResult, FollowerStep } from '../store';
+import type { PreparedStep } from './prepared-step';
 
 /** A finished step whose commit is about to be made, or waits for its batch's. */
 export interface FinishedStep extends FollowerStep {
@@ -47,10 +48,15 @@ export class StepCommit {
     return { nodeId: head.nodeId, costMicros: head.costMicros, output: head.output, ms: head.ms, dependents: head.dependents, followers: this.followers };
   }
 
-  /** The steps `result` committed, each with what it was charged. */
+  /** The steps `result` committed, each with what it was charged (not the skipped: another attempt had them). */
   committed(result: CompleteStepResult): { step: FinishedStep; micros: number }[] {
     const charges = [result.chargedMicros, ...result.followerCharges];
-    return this.steps.slice(0, charges.length).map((step, i) => ({ step, micros: charges[i]! }));
+    return this.steps.slice(0, charges.length).flatMap((step, i) => (charges[i] === null ? [] : [{ step, micros: charges[i]! }]));
+  }
+
+  /** The group's siblings the commit skipped because another attempt had taken them: their events are that attempt's. */
+  private skipped(result: CompleteStepResult): Set<string> {
+    return new Set(result.followerCharges.flatMap((charge, i) => (charge === null ? [this.steps[i + 1]!.nodeId] : [])));
   }
 
   /** Whether the run stopped while the batch ran: the commit dropped some of its followers. */
@@ -66,12 +72,14 @@ export class StepCommit {
   events(result: CompleteStepResult): RunEvent[] {
     if (result.duplicate) return [];
     const charged = new Map(this.committed(result).map((entry) => [entry.step.nodeId, entry]));
+    const skipped = this.skipped(result);
     const completedEvent = (nodeId: string): RunEvent | undefined => {
       const entry = charged.get(nodeId);
       return entry && { type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms) } };
     };
     const events: RunEvent[] = [];
     for (const item of this.held) {
+      if (skipped.has('completed' in item ? item.completed : 'nodeId' in item ? item.nodeId : '')) continue;
       if (!('completed' in item)) {
         events.push(item);
         continue;
@@ -87,13 +95,17 @@ export class StepCommit {
 }
 
 /**
- * Local steps of a chain run one after another inside a lease, committed together. The first
- * (the head) holds a reservation in Postgres of its estimate plus the rest of the cap's room,
- * granted only while nothing else of the run is running or ready, so nothing else can want that
- * room. Each further step's estimate is counted against the lease before the step runs (a step
- * that does not fit ends the batch and is reserved as usual), and all are committed with the
- * head in one call: a chain of fast local steps costs one round trip per batch, not per step.
- * Their events wait for that commit, so no client sees a step completed that Postgres has not.
+ * Local steps run one after another inside a lease, committed together. The first (the head)
+ * holds a reservation in Postgres of its estimate plus a lease, either
+ * - the rest of the cap's room, granted only while nothing else of the run is running or ready,
+ *   so nothing else can want that room: the steps of a chain, each the only dependent of the one
+ *   before; or
+ * - its group's worst cases: ready siblings (a fan-out's branches) given to its job with no jobs
+ *   of their own, run in order after the head.
+ * Each further step's estimate is counted against the lease before the step runs (a step that
+ * does not fit ends the batch and is reserved as usual), and all are committed with the head in
+ * one call: fast local steps cost one round trip per batch, not per step. Their events wait for
+ * that commit, so no client sees a step completed that Postgres has not.
  */
 export class StepBatch {
   /** The head once it finished; until then the head is the step running, and nothing is held. */
@@ -105,13 +117,21 @@ export class StepBatch {
   private leaseLeft: number;
   private readonly openedAt = performance.now();
 
-  /** A batch headed by the step reserved under `headToken` with a lease of `leaseMicros`. */
+  /** The group's siblings not run yet, in order. */
+  private readonly members: PreparedStep[];
+  /** Every sibling of the group: committed as skippable followers. */
+  private readonly memberIds: ReadonlySet<string>;
+
+  /** A batch headed by the step reserved under `headToken` with a lease of `leaseMicros` (its group's worst cases, with a group). */
   constructor(
     /** The head's attempt token, under which every step of the batch is committed. */
     readonly headToken: string,
     leaseMicros: number,
+    group: readonly PreparedStep[] = [],
   ) {
     this.leaseLeft = leaseMicros;
+    this.members = [...group];
+    this.memberIds = new Set(group.map((m) => m.nodeId));
   }
 
   /**
@@ -122,14 +142,29 @@ export class StepBatch {
     return this.head !== undefined;
   }
 
-  /** Whether `finished`'s only dependent, of worst case `estimate`, may run inside the lease before anything is committed. */
+  /**
+   * Whether `finished`'s only dependent, of worst case `estimate`, may run inside the lease before
+   * anything is committed (never while siblings of the group wait: the lease is theirs).
+   */
   admits(finished: FinishedStep, estimate: number): boolean {
-    return (
-      finished.dependents.length === 1 &&
-      estimate <= this.leaseLeft &&
-      this.followers.length < MAX_BATCH_FOLLOWERS &&
-      performance.now() - this.openedAt < BATCH_WINDOW_MS
-    );
+    return finished.dependents.length === 1 && this.members.length === 0 && estimate <= this.leaseLeft && this.open();
+  }
+
+  /** The group's next sibling, taken to run now inside the lease; none when none is left or the batch is full. */
+  nextMember(): PreparedStep | undefined {
+    const member = this.members[0];
+    if (!member || member.estimate > this.leaseLeft || !this.open()) return undefined;
+    return this.members.shift();
+  }
+
+  /** The group's siblings that will not run in this batch, taken out of it (their jobs are the caller's to make). */
+  takeUnrun(): string[] {
+    return this.members.splice(0).map((m) => m.nodeId);
+  }
+
+  /** Whether another step may join: fewer followers than the most, and the batch young enough. */
+  private open(): boolean {
+    return this.followers.length < MAX_BATCH_FOLLOWERS && performance.now() - this.openedAt < BATCH_WINDOW_MS;
   }
 
   /** Defers `finished`'s commit and starts `next` (its only dependent, of worst case `estimate`) inside the lease. */
@@ -148,6 +183,7 @@ export class StepBatch {
   /** The commit of what the batch holds, with `last` (the step settling now) as its last follower. */
   commit(last?: FinishedStep): StepCommit {
     if (!this.head) throw new Error('a batch holds nothing before its head finished');
-    return new StepCommit([this.head, ...this.followers, ...(last ? [last] : [])], this.held, last?.nodeId);
+    const followers = [...this.followers, ...(last ? [last] : [])].map((f) => (this.memberIds.has(f.nodeId) ? { ...f, skippable: true } : f));
+    return new StepCommit([this.head, ...followers], this.held, last?.nodeId);
   }
 }

@@ -9,13 +9,15 @@ import type { CompleteStepResult, RunRepository, StepRepository } from '../store
 import type { InFlightSteps } from './in-flight-steps';
 import type { RunContextCache } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
-import { RunOutbox, STALE_RESULT_DROPPED } from './run-outbox';
+import { RunOutbox, STALE_RESULT_DROPPED, type RunEffect } from './run-outbox';
 import type { RunEventAppender, StepQueuePort } from './ports';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
 import { checkResult } from './step-result';
 import { StepAdmission, startOfJob } from './step-admission';
-import { nodeIdOf, type NextStep, type PreparedStep, type ReservedStep } from './step-start';
+import { planJobs, type JobPlan } from './step-groups';
+import type { PreparedStep } from './prepared-step';
+import { nodeIdOf, type NextStep, type ReservedStep } from './step-start';
 
 /** How transient provider failures are retried inside a step. */
 export interface RetryPolicy {
@@ -96,12 +98,14 @@ export class StepExecutor {
    * predecessor's outputs in hand. `redelivered`: BullMQ handed this job out again after its
    * worker went silent. `attemptToken`: the step was reserved with its run under this token.
    */
-  async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string } = {}): Promise<void> {
+  async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string; group?: readonly string[] } = {}): Promise<void> {
     let next: NextStep | null = { start: startOfJob(nodeId, options), outputsInHand: new Map() };
     try {
       for (let inline = 0; next; inline++) {
         if (inline >= MAX_INLINE_STEPS) {
-          await this.outbox.release(runId, [{ kind: 'enqueue', nodeIds: [nodeIdOf(next.start)] }]);
+          const { start } = next;
+          const group = start.how === 'reserve' && start.group?.length ? new Map([[start.nodeId, start.group]]) : undefined;
+          await this.outbox.release(runId, [{ kind: 'enqueue', nodeIds: [nodeIdOf(start)], groups: group }]);
           return;
         }
         const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS);
@@ -192,7 +196,12 @@ export class StepExecutor {
       if (retry.ok) {
         this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
         this.deps.observer.stepFinished(definition.spec.id, 'retried', ms / 1000, costMicros);
-        await this.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] }]);
+        // The retry holds this step's estimate alone: its group's siblings go to other jobs.
+        const plan = this.planJobs(step.context, step.batch?.takeUnrun() ?? [], false);
+        await this.outbox.release(runId, [
+          { kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] },
+          { kind: 'enqueue', nodeIds: plan.enqueue, groups: plan.groups },
+        ]);
         return { ...step, attemptToken, batch: undefined };
       }
       if (retry.reason === 'not_owner') {
@@ -218,8 +227,15 @@ export class StepExecutor {
   private async settle(step: ReservedStep, done: FinishedStep, runOutputs: Record<string, unknown> | undefined): Promise<NextStep | null> {
     const { context, runId, batch } = step;
     const outputsInHand = new Map([[done.nodeId, done.output]]);
-    const candidate = this.admission.candidateAfter(context, done.dependents, outputsInHand);
     await this.deps.failpoints.hit('step.beforeSettle', done.nodeId);
+    const member = step.mayContinue ? batch?.nextMember() : undefined;
+    if (batch && member) {
+      // The group's next sibling runs now; this step commits with it later, its start held too.
+      for (const event of step.startHeld?.take() ?? []) batch.hold(event);
+      batch.defer(done, member);
+      return { start: { how: 'inBatch', step: member, batch }, outputsInHand };
+    }
+    const candidate = this.admission.candidateAfter(context, done.dependents, outputsInHand);
     if (batch && candidate && step.mayContinue && batch.admits(done, candidate.estimate)) {
       // The only dependent fits in the lease: it runs now, and this step commits with it later.
       batch.defer(done, candidate);
@@ -255,18 +271,20 @@ export class StepExecutor {
     }
 
     const reserved = candidate && result.next?.ok ? { step: candidate, attemptToken: result.next.attemptToken, leaseMicros: result.next.leaseMicros } : undefined;
-    // Reserved with this commit, or else another local step made ready: this job runs it next.
-    const inline = reserved?.step.nodeId ?? result.ready.find((id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses));
-    const queued = result.ready.filter((id) => id !== inline);
+    // Reserved with this commit, or else local steps now ready (a group's siblings not run among
+    // them): this job runs the first of them next, with its group; the rest go in new jobs.
+    const plan = this.planJobs(context, [...(step.batch?.takeUnrun() ?? []), ...result.ready], !reserved);
+    const groups = plan.here?.group.length ? new Map([...plan.groups, [plan.here.nodeId, plan.here.group]]) : plan.groups;
+    const enqueue: RunEffect = { kind: 'enqueue', nodeIds: plan.enqueue, groups };
     const released: RunEvent[] = reserved ? [...events, { type: 'step.started', nodeId: reserved.step.nodeId }] : events;
     await this.outbox.release(
       runId,
       result.runCompleted
-        ? [{ kind: 'announceCompletion', outputs: runOutputs!, preceding: released, nodeId: done.nodeId }, { kind: 'enqueue', nodeIds: queued }]
-        : [{ kind: 'events', events: released }, { kind: 'enqueue', nodeIds: queued }, result.remaining === 0 && { kind: 'completeRun', context, outputsInHand }],
+        ? [{ kind: 'announceCompletion', outputs: runOutputs!, preceding: released, nodeId: done.nodeId }, enqueue]
+        : [{ kind: 'events', events: released }, enqueue, result.remaining === 0 && { kind: 'completeRun', context, outputsInHand }],
     );
-    if (result.runCompleted || inline === undefined) return null;
-    if (!reserved) return { start: { how: 'reserve', nodeId: inline }, outputsInHand };
+    if (result.runCompleted) return null;
+    if (!reserved) return plan.here ? { start: { how: 'reserve', nodeId: plan.here.nodeId, group: plan.here.group }, outputsInHand } : null;
     const lease = reserved.leaseMicros > 0 ? new StepBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
     return { start: { how: 'reservedWithCommit', step: reserved.step, attemptToken: reserved.attemptToken, lease }, outputsInHand };
   }
@@ -283,13 +301,20 @@ export class StepExecutor {
     const result = await this.deps.steps.completeStep({ runId, attemptToken: batch.headToken, ...commit.input(), next });
     if (!result.committed) return null;
     const refused = !commit.dropped(result) && result.next?.ok === false ? result.next : undefined;
+    // Made ready and not reserved here (a stopped run has none): other jobs run them. The group's
+    // siblings not run stay in the batch: a retry hands them on, a failure of the run skips them.
+    const plan = this.planJobs(step.context, result.ready, false);
     await this.outbox.release(runId, [
       { kind: 'events', events: this.observe(commit, result) },
-      // Made ready and not reserved here (a stopped run has none): another job runs them.
-      { kind: 'enqueue', nodeIds: result.ready },
+      { kind: 'enqueue', nodeIds: plan.enqueue, groups: plan.groups },
       refused && { kind: 'failRun', error: attemptRefused(refused.reason, nodeId, estimate, this.maxAttempts), nodeId },
     ]);
     return !commit.dropped(result) && result.next?.ok ? result.next.attemptToken : null;
+  }
+
+  /** How ready steps of the run are shared out between this job (`runHere`) and new jobs. */
+  private planJobs(context: ReservedStep['context'], ready: readonly string[], runHere: boolean): JobPlan {
+    return planJobs(ready, (id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses), runHere);
   }
 
   /** The events of a commit, each step it committed told to metrics. */

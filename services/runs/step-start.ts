@@ -1,23 +1,18 @@
-import type { NodeDefinition } from '../nodes';
 import type { StepAttempt } from '../store';
 import type { RunContext } from './run-context-cache';
 import type { HeldStart } from './held-start';
+import type { PreparedStep } from './prepared-step';
 import type { StepBatch } from './step-batch';
 
-/** A step whose inputs and worst case are known before it is reserved. */
-export interface PreparedStep {
-  nodeId: string;
-  definition: NodeDefinition;
-  inputs: Record<string, unknown>;
-  estimate: number;
-}
 
 /** Outputs of finished steps that a job holds, by node id: read before asking Postgres. */
 export type OutputsInHand = ReadonlyMap<string, Record<string, unknown>>;
 
 /**
  * How a step that a job runs gets its attempt (ARCHITECTURE.md, "A step's life"):
- * - `reserve`: the job's step, or a step the job's previous step made ready: reserved here.
+ * - `reserve`: the job's step, or a step the job's previous step made ready: reserved here; with
+ *   a `group` (ready siblings of local nodes, with no jobs of their own), their worst cases are
+ *   held with it, and they run after it inside that reservation (ARCHITECTURE.md, "Groups").
  * - `redelivered`: the job came back after its worker went silent: reserved here, taking over the
  *   lost attempt; when another attempt has the step, the dependents that the lost worker may have
  *   been running inline are enqueued again.
@@ -27,8 +22,8 @@ export type OutputsInHand = ReadonlyMap<string, Record<string, unknown>>;
  * - `inBatch`: runs inside a batch's lease, counted against it, with no reservation of its own.
  */
 export type StepStart =
-  | { how: 'reserve'; nodeId: string }
-  | { how: 'redelivered'; nodeId: string }
+  | { how: 'reserve'; nodeId: string; group?: readonly string[] }
+  | { how: 'redelivered'; nodeId: string; group?: readonly string[] }
   | { how: 'reservedWithRun'; nodeId: string; attemptToken: string }
   | { how: 'reservedWithCommit'; step: PreparedStep; attemptToken: string; lease: StepBatch | undefined }
   | { how: 'inBatch'; step: PreparedStep; batch: StepBatch };

@@ -34,6 +34,7 @@ export interface ReserveStepArgs {
   attempt_token: string;
   lost_charge_micros: number;
   max_attempts: number;
+  group_micros?: number;
 }
 
 /** Output of `svc_reserve_step`. */
@@ -41,6 +42,7 @@ export interface ReserveStepOut {
   verdict: StepVerdict;
   attempt: number | null;
   owned: boolean;
+  group_micros: number | null;
 }
 
 /** Input of `svc_retry_step`. */
@@ -68,6 +70,7 @@ export interface FollowerArgs {
   output: Record<string, unknown>;
   ms: number;
   dependents: readonly string[];
+  skippable: boolean;
 }
 
 /** Input of `svc_complete_step`. */
@@ -98,7 +101,7 @@ export interface CompleteStepOut {
   next_verdict: 'ok' | 'cap_exceeded' | 'insufficient_credit' | null;
   next_attempt: number | null;
   next_lease_micros: number | null;
-  follower_totals: number[] | null;
+  follower_totals: (number | null)[] | null;
 }
 
 /** Input of `svc_fail_step`. */
@@ -164,7 +167,8 @@ const money = (value: unknown): number => microsFromDb(value as number);
 const moneyOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : money(value));
 
 export async function reserveStep(pool: SqlPool, args: ReserveStepArgs): Promise<ReserveStepOut> {
-  return (await callFunction(pool, 'svc_reserve_step', args)) as unknown as ReserveStepOut;
+  const out = await callFunction(pool, 'svc_reserve_step', args);
+  return { ...(out as unknown as ReserveStepOut), group_micros: moneyOrNull(out.group_micros) };
 }
 
 export async function retryStep(pool: SqlPool, args: RetryStepArgs): Promise<RetryStepOut> {
@@ -179,7 +183,7 @@ export async function completeStep(pool: SqlPool, args: CompleteStepArgs): Promi
     total_micros: money(out.total_micros),
     held_micros: money(out.held_micros),
     next_lease_micros: moneyOrNull(out.next_lease_micros),
-    follower_totals: totals === null ? null : totals.map(money),
+    follower_totals: totals === null ? null : totals.map(moneyOrNull),
   };
 }
 

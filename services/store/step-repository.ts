@@ -56,6 +56,8 @@ export class StepRepository {
     assertMicros(input.estimateMicros, 'estimateMicros');
     const lostCharge = input.lostChargeMicros ?? 0;
     assertMicros(lostCharge, 'lostChargeMicros');
+    const groupMicros = input.groupMicros ?? 0;
+    assertMicros(groupMicros, 'groupMicros');
     if (!isUuid(input.runId)) return { ok: false, reason: 'run_not_running' };
     const staleAfterMs = Math.max(0, Math.floor(input.staleAfterMs ?? 0));
     const token = randomUUID();
@@ -67,8 +69,9 @@ export class StepRepository {
       attempt_token: token,
       lost_charge_micros: lostCharge,
       max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      group_micros: groupMicros,
     });
-    if (row.verdict === 'ok' && row.attempt !== null) return { ok: true, attempt: row.attempt, attemptToken: token };
+    if (row.verdict === 'ok' && row.attempt !== null) return { ok: true, attempt: row.attempt, attemptToken: token, groupHeld: row.group_micros !== null };
     const reason = row.verdict as ReserveRefusal;
     if (row.owned && (reason === 'cap_exceeded' || reason === 'insufficient_credit' || reason === 'attempts_exhausted')) return { ok: false, reason, attemptToken: token };
     return { ok: false, reason };
@@ -135,7 +138,7 @@ export class StepRepository {
       followers:
         followers.length === 0
           ? null
-          : followers.map((f) => ({ node_id: f.nodeId, cost_micros: f.costMicros, estimate_micros: f.estimateMicros, output: f.output, ms: Math.round(f.ms), dependents: f.dependents })),
+          : followers.map((f) => ({ node_id: f.nodeId, cost_micros: f.costMicros, estimate_micros: f.estimateMicros, output: f.output, ms: Math.round(f.ms), dependents: f.dependents, skippable: f.skippable === true })),
       lease: next?.lease ?? false,
     });
     if (!row.committed) return this.replayedCommit(input);
@@ -211,11 +214,13 @@ export class StepRepository {
     if (!row) return NOT_COMMITTED;
     // The followers this token committed, in their order (a run that stopped may have dropped the rest).
     const charged = new Map((row.followers ?? []).map((f) => [f.node_id, microsFromDb(f.cost_micros)]));
-    const followerCharges: number[] = [];
+    const followerCharges: (number | null)[] = [];
     for (const f of followers) {
       const cost = charged.get(f.nodeId);
-      if (cost === undefined) break;
-      followerCharges.push(cost);
+      // A skippable follower another attempt had taken was skipped, not the end of what went in.
+      if (cost === undefined && f.skippable) followerCharges.push(null);
+      else if (cost === undefined) break;
+      else followerCharges.push(cost);
     }
     return { committed: true, duplicate: true, ready: row.ready ?? [], chargedMicros: microsFromDb(row.cost_micros), clamped: false, remaining: row.remaining, runCompleted: false, followerCharges };
   }

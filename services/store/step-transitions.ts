@@ -36,6 +36,12 @@ export interface ReserveInput {
   lostChargeMicros?: number;
   /** Attempts a step may have in all, in-step retries and redeliveries together (default 5, as `STEP_MAX_ATTEMPTS`). */
   maxAttempts?: number;
+  /**
+   * Held beside the estimate when it fits too (else nothing beside it): the worst case of ready
+   * siblings the caller will run after this step, inside this reservation, and commit as its
+   * `followers` marked `skippable` (see `ReserveResult.groupMicros`).
+   */
+  groupMicros?: number;
 }
 
 /** Why an attempt could not start: the room of the cap or of the run's hold on the balance, or the attempts, ran out. */
@@ -50,7 +56,7 @@ export type ReserveRefusal = AttemptRefusal | 'run_not_running' | 'step_not_runn
  * holding nothing: the caller fails the step under it, which charges the lost attempt.
  */
 export type ReserveResult =
-  | { ok: true; attempt: number; attemptToken: string }
+  | { ok: true; attempt: number; attemptToken: string; /** Whether `groupMicros` was held too (else only the estimate fitted). */ groupHeld: boolean }
   | { ok: false; reason: AttemptRefusal; attemptToken: string }
   | { ok: false; reason: ReserveRefusal; attemptToken?: undefined };
 
@@ -93,6 +99,12 @@ export interface FollowerStep {
   output: Record<string, unknown>;
   ms: number;
   dependents: readonly string[];
+  /**
+   * A sibling that was ready before the head's attempt started and had no job of its own (a
+   * group's member): if another attempt took it meanwhile (the reaper enqueued it), it is skipped
+   * (its charge is null) instead of failing the whole commit.
+   */
+  skippable?: boolean;
 }
 
 /** The outcome of `StepRepository.completeStep`. */
@@ -117,8 +129,11 @@ export interface CompleteStepResult {
    * become ready or none was asked for.
    */
   next?: { ok: true; attempt: number; attemptToken: string; leaseMicros: number } | { ok: false; reason: 'cap_exceeded' | 'insufficient_credit' };
-  /** What each follower committed was charged, in order; shorter than `followers` when the run stopped meanwhile (the rest were dropped). */
-  followerCharges: number[];
+  /**
+   * What each follower committed was charged, in order (null: a skippable follower another
+   * attempt had taken); shorter than `followers` when the run stopped meanwhile (the rest were dropped).
+   */
+  followerCharges: (number | null)[];
 }
 
 /** A failed attempt. */

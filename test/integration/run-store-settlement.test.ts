@@ -122,6 +122,35 @@ describe('run store: settling steps and runs', () => {
     expect((await runs.getRun(runId))!.steps.find((x) => x.nodeId === 'c')).toMatchObject({ status: 'pending', attempt: 0 });
   });
 
+  it("holds a group's worst cases beside its head's when they fit, and commits its siblings with it, skipping one another attempt took", async () => {
+    const account = await fundedAccount(prisma, 'grouped', 1_000_000);
+    const runId = await startRun(runs, account, { s: [], a: ['s'], b: ['s'], c: ['s'], d: ['c'] }, 100);
+    const s = await reserveOk(runId, 's', 10);
+    await steps.completeStep({ runId, nodeId: 's', attemptToken: s.attemptToken, costMicros: 10, output: {}, ms: 1, dependents: ['a', 'b', 'c'] });
+    // 10 spent: a's 20 and its siblings' 60 fit in 100; 71 beside it would not (a alone is held then).
+    await expect(steps.reserve({ runId, nodeId: 'a', estimateMicros: 20, groupMicros: 71 })).resolves.toMatchObject({ ok: true, groupHeld: false });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ reservedMicros: 20 });
+    const a = await steps.reserve({ runId, nodeId: 'a', estimateMicros: 20, groupMicros: 60 });
+    expect(a).toMatchObject({ ok: true, groupHeld: true });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ reservedMicros: 80 });
+    // b was taken meanwhile by an attempt of its own (a job of its own that the reaper gave it): the group's commit skips it, charges nothing for it and leaves it running.
+    const b = await reserveOk(runId, 'b', 10);
+    const follower = (nodeId: string, dependents: string[]) => ({ nodeId, costMicros: 25, estimateMicros: 30, output: { v: nodeId }, ms: 1, dependents, skippable: true });
+    const token = a.ok ? a.attemptToken : '';
+    const done = await steps.completeStep({ runId, nodeId: 'a', attemptToken: token, costMicros: 15, output: {}, ms: 1, dependents: [], followers: [follower('b', []), follower('c', ['d'])] });
+    expect(done).toMatchObject({ committed: true, chargedMicros: 15, followerCharges: [null, 25], ready: ['d'], remaining: 2 });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ spentMicros: 10 + 15 + 25, reservedMicros: 10 });
+    expect(Object.fromEntries(run.steps.map((x) => [x.nodeId, x.status]))).toEqual({ s: 'completed', a: 'completed', b: 'running', c: 'completed', d: 'pending' });
+    expect(run.steps.find((x) => x.nodeId === 'b')).toMatchObject({ reservedMicros: 10, costMicros: 0 });
+    await expect(steps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 10, output: {}, ms: 1, dependents: [] })).resolves.toMatchObject({ committed: true, chargedMicros: 10 });
+    // The same commit repeated is answered as it was (b skipped, c charged), and changes nothing.
+    await expect(steps.completeStep({ runId, nodeId: 'a', attemptToken: token, costMicros: 15, output: {}, ms: 1, dependents: [], followers: [follower('b', []), follower('c', ['d'])] })).resolves.toMatchObject({ duplicate: true, followerCharges: [null, 25] });
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 60, reservedMicros: 0 });
+    await expect(prisma.ledgerEntry.count({ where: { runId } })).resolves.toBe(4);
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+  });
+
   it('clamps a cost above the reservation to the reservation and logs it', async () => {
     const account = await fundedAccount(prisma, 'clamp', 1_000_000);
     const runId = await startRun(runs, account, { x: [] }, 10_000);

@@ -10,7 +10,7 @@ import { createPrismaClient, type PrismaClient } from '../../services/store';
 import { buildService, type ServiceRuntime } from '../../services/api';
 import { databaseUrl, onServer, type PostgresServer } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
-import { freePorts, startDurablePostgres, startPersistentRedis, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';
+import { freePorts, serverDir, startDurablePostgres, startPersistentRedis, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';
 
 /**
  * The throwaway stack of a benchmark (test/bench/*.bench.ts, run with tsx outside jest): Redis
@@ -33,6 +33,29 @@ export interface BenchStack {
 const BENCH_DATABASE = 'svc_bench';
 
 /**
+ * Prints the ERROR/FATAL/PANIC lines Postgres logged during the bench (a deadlock, a cancelled
+ * statement, too many clients): a request that failed under load names its cause here even when
+ * the service's own log was quiet. Shutdown's own FATALs (terminating connections) and the readiness probe's login as root are left out.
+ */
+function reportPostgresErrors(tmpDir: string): void {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(serverDir.postgres(tmpDir), 'server.log'), 'utf8');
+  } catch {
+    return;
+  }
+  const lines = text.split('\n');
+  const errors = lines.flatMap((line, i) => {
+    if (!/\b(ERROR|FATAL|PANIC):/.test(line) || /terminating connection due to administrator command|the database system is shutting down|role "root" does not exist/.test(line)) return [];
+    const statement = lines[i + 1]?.includes('STATEMENT:') ? ` | ${lines[i + 1]!.trim().slice(0, 200)}` : '';
+    return [`${line.trim()}${statement}`];
+  });
+  if (errors.length === 0) return;
+  console.log(`\nPostgres logged ${errors.length} error line(s) during the bench (first 20):`);
+  for (const line of errors.slice(0, 20)) console.log(`  ${line}`);
+}
+
+/**
  * Starts Redis and Postgres in parallel and migrates a database; whatever started is stopped if
  * anything fails. Postgres runs with fsync and synchronous commits on and Redis with its AOF
  * (fsync every second), as `make run` and production have them, unless `fsync: false`
@@ -52,6 +75,7 @@ export async function startBenchStack(options: { fsync?: boolean } = {}): Promis
     databaseUrl: databaseUrl(postgres, BENCH_DATABASE),
     stop() {
       stopped ??= (async () => {
+        reportPostgresErrors(tmpDir);
         const results = await Promise.allSettled([stopRedis(tmpDir, redisPort!), stopPostgres(tmpDir, pgPort!)]);
         fs.rmSync(tmpDir, { recursive: true, force: true });
         const failures = results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : []));

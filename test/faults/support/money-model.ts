@@ -347,11 +347,14 @@ function complete(state: MState, run: MRun, index: number, op: Extract<Resolved,
     }
     charge(state, run, fs);
   }
+  const nextIndex = index + 1 < run.steps.length ? index + 1 : -1;
+  // The step asked for next may be any ready one, not only one this commit made ready (a group's
+  // sibling, reserved on its own after a failure): it is among those the answer calls ready.
+  if (op.next && nextIndex >= 0) touched.push(nextIndex);
   const readyNow = readyAmong(run, touched);
   const left = remaining(run);
   const completesRun = left === 0 && op.outputs && wasRunning;
   let next: Answer | null = null;
-  const nextIndex = index + 1 < run.steps.length ? index + 1 : -1;
   if (op.next && wasRunning && nextIndex >= 0 && readyNow.includes(NODES[nextIndex]!)) {
     const spentBefore = run.spent + spentAdded + newReserved;
     const capRoom = run.cap - spentBefore;
