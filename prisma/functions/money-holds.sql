@@ -8,6 +8,7 @@ DROP FUNCTION IF EXISTS svc_run_hold(runs);
 DROP FUNCTION IF EXISTS svc_sync_hold(uuid);
 DROP FUNCTION IF EXISTS svc_charge_step(uuid, uuid, uuid, text, bigint);
 DROP FUNCTION IF EXISTS svc_charge_step(steps);
+DROP FUNCTION IF EXISTS svc_charge_steps(uuid, uuid[]);
 
 -- svc_run_hold(r runs) RETURNS bigint
 -- What run r holds of its organization's balance: an unfinished run what it is authorized for
@@ -22,13 +23,16 @@ LANGUAGE sql IMMUTABLE AS $$
                                     ELSE r.reserved_micros + r.spent_micros END - r.charged_micros) END
 $$;
 
--- svc_charge_step(s steps) RETURNS void
--- Charges step s its total cost (s.cost_micros, as the caller just wrote it) once: one
--- `run_charge` ledger entry per step (unique on (step_id, kind); a second call changes nothing),
--- and the organization's balance, the run's charged total and the hold they share moved in one
--- update of each row. svc_sync_hold, called last by the caller, settles any status change.
+-- svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
+-- Charges each step of run p_run named in p_steps its total cost (cost_micros as the caller just
+-- wrote it) once: one `run_charge` ledger entry per step (unique on (step_id, kind); a step
+-- charged before is left as it is), and the organization's balance, the run's charged total and
+-- the hold they share moved in one update of each row, whatever the number of steps (a commit of
+-- a batch charges its 65 steps with three writes, not 65 of each row: every write of a row adds a
+-- version that later reads of it in the transaction walk). svc_sync_hold, called last by the
+-- caller, settles any status change.
 -- Locks: the run row must be locked by the caller; updates (so locks) the organization row.
-CREATE FUNCTION svc_charge_step(s steps) RETURNS void
+CREATE FUNCTION svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   charged bigint;
@@ -36,15 +40,15 @@ DECLARE
   old_hold bigint;
   new_hold bigint;
 BEGIN
-  IF s.cost_micros <= 0 THEN
-    RETURN;
-  END IF;
-  SELECT * INTO r FROM runs WHERE id = s.run_id;
-  INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, step_id, note)
-  VALUES (r.org_id, -s.cost_micros, 'run_charge', s.run_id, s.id, 'step ' || s.node_id)
-  ON CONFLICT (step_id, kind) DO NOTHING
-  RETURNING amount_micros INTO charged;
-  IF NOT FOUND THEN
+  SELECT * INTO r FROM runs WHERE id = p_run;
+  WITH entries AS (
+    INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, step_id, note)
+    SELECT r.org_id, -s.cost_micros, 'run_charge', s.run_id, s.id, 'step ' || s.node_id
+    FROM steps s WHERE s.id = ANY(p_steps) AND s.run_id = p_run AND s.cost_micros > 0
+    ON CONFLICT (step_id, kind) DO NOTHING
+    RETURNING amount_micros)
+  SELECT sum(amount_micros) INTO charged FROM entries;
+  IF charged IS NULL THEN
     RETURN;
   END IF;
   old_hold := r.held_micros;
@@ -52,6 +56,17 @@ BEGIN
   new_hold := svc_run_hold(r);
   UPDATE runs SET charged_micros = r.charged_micros, held_micros = new_hold WHERE id = r.id;
   UPDATE organizations SET balance_micros = balance_micros + charged, held_micros = held_micros + (new_hold - old_hold) WHERE id = r.org_id;
+END $$;
+
+-- svc_charge_step(s steps) RETURNS void
+-- svc_charge_steps for the one step s (as the caller just wrote it).
+-- Locks: as svc_charge_steps.
+CREATE FUNCTION svc_charge_step(s steps) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF s.cost_micros > 0 THEN
+    PERFORM svc_charge_steps(s.run_id, ARRAY[s.id]);
+  END IF;
 END $$;
 
 -- svc_sync_hold(p_run_id uuid) RETURNS void

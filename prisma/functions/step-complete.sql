@@ -40,7 +40,7 @@ DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
 --         asked), next_attempt int, next_lease_micros, follower_totals (array of micro-USD, null
 --         for a skipped follower).
 -- Locks:  the run row, then the step row (FOR UPDATE), then its dependents, followers and the
---         next step (UPDATE), then the organization row (svc_charge_step, svc_sync_hold).
+--         next step (UPDATE), then the organization row (svc_charge_steps, svc_sync_hold).
 CREATE FUNCTION svc_complete_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -66,6 +66,7 @@ DECLARE
   total bigint;
   follower_totals bigint[] := '{}';
   touched text[];
+  charged_ids uuid[];
   ready text[];
   remaining int;
   completes_run boolean;
@@ -95,7 +96,7 @@ BEGIN
   UPDATE steps d SET pending_deps = d.pending_deps - 1
   WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0;
   touched := p_dependents;
-  PERFORM svc_charge_step(done);
+  charged_ids := ARRAY[done.id];
   FOR f IN SELECT * FROM jsonb_to_recordset(CASE WHEN r.status = 'running' THEN COALESCE(p_followers, '[]'::jsonb) ELSE '[]'::jsonb END)
                  AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[], skippable boolean) LOOP
     IF spent_added + LEAST(f.cost_micros, f.estimate_micros) > s.reserved_micros THEN
@@ -117,8 +118,10 @@ BEGIN
     UPDATE steps d SET pending_deps = d.pending_deps - 1
     WHERE d.run_id = p_run AND d.node_id = ANY(f.dependents) AND d.pending_deps > 0;
     touched := touched || f.dependents;
-    PERFORM svc_charge_step(done);
+    charged_ids := charged_ids || done.id;
   END LOOP;
+  -- Every step of the commit charged at once: one ledger insert, one write of the run's and the organization's rows.
+  PERFORM svc_charge_steps(p_run, charged_ids);
   -- The next step may be no dependent of these (a group's sibling, reserved on its own after a failure).
   IF p_next_node IS NOT NULL THEN
     touched := touched || p_next_node;
