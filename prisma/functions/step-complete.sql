@@ -19,7 +19,10 @@ DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
 -- stopped meanwhile are dropped (follower_totals says how many went in). A follower marked
 -- skippable (a sibling a group job ran: ready before this attempt started, with no job of its
 -- own) that another attempt has taken meanwhile (the reaper enqueued it) is skipped: its total
--- is null, it adds nothing, and its dependents are left to that attempt.
+-- is null, it adds nothing, and its dependents are left to that attempt. The followers ready
+-- before the commit (a group's siblings) are completed in one statement and their dependents
+-- unblocked in one more; the others one by one, in order (a chain's steps), as if all were: one
+-- that only a later follower makes ready is not ready at its turn.
 --
 -- When this was the run's last unfinished step and the caller already knows the run's outputs
 -- (run_outputs not null: they read only the last step), the run is completed in the same call.
@@ -67,6 +70,11 @@ DECLARE
   follower_totals bigint[] := '{}';
   touched text[];
   charged_ids uuid[];
+  first_totals jsonb;
+  first_added bigint;
+  first_ids uuid[];
+  first_dependents text[];
+  first_last_ord bigint;
   ready text[];
   remaining int;
   completes_run boolean;
@@ -97,29 +105,66 @@ BEGIN
   WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0;
   touched := p_dependents;
   charged_ids := ARRAY[done.id];
-  FOR f IN SELECT * FROM jsonb_to_recordset(CASE WHEN r.status = 'running' THEN COALESCE(p_followers, '[]'::jsonb) ELSE '[]'::jsonb END)
-                 AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[], skippable boolean) LOOP
-    IF spent_added + LEAST(f.cost_micros, f.estimate_micros) > s.reserved_micros THEN
+  IF r.status = 'running' AND p_followers IS NOT NULL THEN
+    -- The followers ready already (a group's siblings, a chain's first) are completed in one
+    -- statement, and their dependents unblocked in one more; the rest, in order, one by one below
+    -- (each made ready by those before it). A follower ready already needs none of the others.
+    WITH fl AS (
+      SELECT x.*, o.ord FROM jsonb_array_elements(p_followers) WITH ORDINALITY AS o(value, ord),
+        jsonb_to_record(o.value) AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[])
+    ), done_now AS (
+      UPDATE steps st SET status = 'completed', attempt = st.attempt + 1, attempt_token = p_token, cost_micros = st.cost_micros + LEAST(fl.cost_micros, fl.estimate_micros),
+                          reserved_micros = 0, output = fl.output, ms = fl.ms, error = NULL, started_at = now(), finished_at = now()
+      FROM fl WHERE st.run_id = p_run AND st.node_id = fl.node_id AND st.status IN ('pending', 'queued') AND st.pending_deps = 0
+      RETURNING fl.ord AS d_ord, st.id AS d_id, st.cost_micros AS d_total, LEAST(fl.cost_micros, fl.estimate_micros) AS d_added, fl.dependents AS d_dependents
+    ), unblocked AS (
+      UPDATE steps d SET pending_deps = GREATEST(d.pending_deps - c.n, 0)
+      FROM (SELECT dep, count(*)::int AS n FROM done_now, unnest(done_now.d_dependents) AS dep GROUP BY dep) c
+      WHERE d.run_id = p_run AND d.node_id = c.dep AND d.pending_deps > 0
+    )
+    SELECT COALESCE(jsonb_object_agg(d_ord::text, d_total), '{}'::jsonb), COALESCE(sum(d_added), 0), COALESCE(array_agg(d_id), '{}'), COALESCE(max(d_ord), 0),
+           COALESCE((SELECT array_agg(dep) FROM done_now, unnest(done_now.d_dependents) AS dep), '{}')
+    INTO first_totals, first_added, first_ids, first_last_ord, first_dependents FROM done_now;
+    spent_added := spent_added + first_added;
+    IF spent_added > s.reserved_micros THEN
       RAISE EXCEPTION 'svc_complete_step: the steps run after % in run % cost more than its reservation', p_node, p_run;
     END IF;
-    UPDATE steps SET status = 'completed', attempt = attempt + 1, attempt_token = p_token, cost_micros = cost_micros + LEAST(f.cost_micros, f.estimate_micros),
-                     reserved_micros = 0, output = f.output, ms = f.ms, error = NULL, started_at = now(), finished_at = now()
-    WHERE run_id = p_run AND node_id = f.node_id AND status IN ('pending', 'queued') AND pending_deps = 0
-    RETURNING * INTO done;
-    IF NOT FOUND AND COALESCE(f.skippable, false) THEN
-      follower_totals := follower_totals || NULL::bigint;
-      CONTINUE;
-    END IF;
-    IF NOT FOUND THEN
-      RAISE EXCEPTION 'svc_complete_step: step % of run % was not ready when its turn came', f.node_id, p_run;
-    END IF;
-    spent_added := spent_added + LEAST(f.cost_micros, f.estimate_micros);
-    follower_totals := follower_totals || done.cost_micros;
-    UPDATE steps d SET pending_deps = d.pending_deps - 1
-    WHERE d.run_id = p_run AND d.node_id = ANY(f.dependents) AND d.pending_deps > 0;
-    touched := touched || f.dependents;
-    charged_ids := charged_ids || done.id;
-  END LOOP;
+    touched := touched || first_dependents;
+    charged_ids := charged_ids || first_ids;
+    FOR f IN SELECT x.*, o.ord FROM jsonb_array_elements(p_followers) WITH ORDINALITY AS o(value, ord),
+                    jsonb_to_record(o.value) AS x(node_id text, cost_micros bigint, estimate_micros bigint, output jsonb, ms int, dependents text[], skippable boolean) LOOP
+      IF first_totals ? f.ord::text THEN
+        follower_totals := follower_totals || (first_totals->>f.ord::text)::bigint;
+        CONTINUE;
+      END IF;
+      IF spent_added + LEAST(f.cost_micros, f.estimate_micros) > s.reserved_micros THEN
+        RAISE EXCEPTION 'svc_complete_step: the steps run after % in run % cost more than its reservation', p_node, p_run;
+      END IF;
+      -- Made ready by a follower after it, which came first above: not ready when its turn came.
+      IF f.ord < first_last_ord AND EXISTS (
+        SELECT 1 FROM jsonb_array_elements(p_followers) WITH ORDINALITY AS o(value, ord)
+        WHERE o.ord > f.ord AND first_totals ? o.ord::text AND o.value->'dependents' ? f.node_id) THEN
+        RAISE EXCEPTION 'svc_complete_step: step % of run % was not ready when its turn came', f.node_id, p_run;
+      END IF;
+      UPDATE steps SET status = 'completed', attempt = attempt + 1, attempt_token = p_token, cost_micros = cost_micros + LEAST(f.cost_micros, f.estimate_micros),
+                       reserved_micros = 0, output = f.output, ms = f.ms, error = NULL, started_at = now(), finished_at = now()
+      WHERE run_id = p_run AND node_id = f.node_id AND status IN ('pending', 'queued') AND pending_deps = 0
+      RETURNING * INTO done;
+      IF NOT FOUND AND COALESCE(f.skippable, false) THEN
+        follower_totals := follower_totals || NULL::bigint;
+        CONTINUE;
+      END IF;
+      IF NOT FOUND THEN
+        RAISE EXCEPTION 'svc_complete_step: step % of run % was not ready when its turn came', f.node_id, p_run;
+      END IF;
+      spent_added := spent_added + LEAST(f.cost_micros, f.estimate_micros);
+      follower_totals := follower_totals || done.cost_micros;
+      UPDATE steps d SET pending_deps = d.pending_deps - 1
+      WHERE d.run_id = p_run AND d.node_id = ANY(f.dependents) AND d.pending_deps > 0;
+      touched := touched || f.dependents;
+      charged_ids := charged_ids || done.id;
+    END LOOP;
+  END IF;
   -- Every step of the commit charged at once: one ledger insert, one write of the run's and the organization's rows.
   PERFORM svc_charge_steps(p_run, charged_ids);
   -- The next step may be no dependent of these (a group's sibling, reserved on its own after a failure).

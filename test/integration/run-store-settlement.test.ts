@@ -151,6 +151,25 @@ describe('run store: settling steps and runs', () => {
     await runs.failRun(runId, { code: 'internal', message: 'test over' });
   });
 
+  it('commits followers in their order: one made ready only by a follower after it was not ready at its turn; a join unblocked by two followers at once is ready after them', async () => {
+    const account = await fundedAccount(prisma, 'follower-order', 1_000_000);
+    // h, y and z are ready; x waits for y; j joins y and z.
+    const runId = await startRun(runs, account, { h: [], y: [], z: [], x: ['y'], j: ['y', 'z'] }, 1_000);
+    const h = await reserveOk(runId, 'h', 500);
+    const follower = (nodeId: string, dependents: string[]) => ({ nodeId, costMicros: 10, estimateMicros: 10, output: { v: nodeId }, ms: 1, dependents });
+    // x before y: x is not ready when its turn comes, although y, ready already, would unblock it. Nothing is kept.
+    await expect(steps.completeStep({ runId, nodeId: 'h', attemptToken: h.attemptToken, costMicros: 10, output: {}, ms: 1, dependents: [], followers: [follower('x', []), follower('y', ['x', 'j'])] })).rejects.toThrow(/x of run .* was not ready/);
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ spentMicros: 0, reservedMicros: 500 });
+    // y, z (ready already), then x (made ready by y): all committed; j made ready by y and z together.
+    const done = await steps.completeStep({ runId, nodeId: 'h', attemptToken: h.attemptToken, costMicros: 10, output: {}, ms: 1, dependents: [], followers: [follower('y', ['x', 'j']), follower('z', ['j']), follower('x', [])] });
+    expect(done).toMatchObject({ committed: true, followerCharges: [10, 10, 10], ready: ['j'], remaining: 1 });
+    const run = (await runs.getRun(runId))!;
+    expect(run).toMatchObject({ spentMicros: 40, reservedMicros: 0 });
+    expect(run.steps.find((x) => x.nodeId === 'j')).toMatchObject({ status: 'pending', pendingDeps: 0 });
+    await expect(prisma.ledgerEntry.count({ where: { runId } })).resolves.toBe(4);
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+  });
+
   it('clamps a cost above the reservation to the reservation and logs it', async () => {
     const account = await fundedAccount(prisma, 'clamp', 1_000_000);
     const runId = await startRun(runs, account, { x: [] }, 10_000);
