@@ -11,6 +11,12 @@ import { runOnce } from '../support/service-client';
 const WIDTH = 1000;
 /** The peer's worker concurrency: the same as our shared service's WORKER_CONCURRENCY. */
 const CONCURRENCY = 16;
+/**
+ * Runs before the measured ones, on both sides: a 1,000-wide run takes several to bring the code
+ * paths of either side to steady state (JIT), as a long-running service is; with one, the
+ * measured runs still compile (ours 200-220 ms after one, 110-150 ms after five, 2026-11-27).
+ */
+const WARMUP = 5;
 /** What the source node gives (1 + 1); branch i gives SOURCE + i. */
 const SOURCE = 2;
 /** Σ (SOURCE + i) over the branches: what the peer's parent must arrive at. */
@@ -123,10 +129,10 @@ export const b3: Workload = {
     const runs = ctx.scale(10, 3);
     const service = await ctx.service();
     const body = fanOutBody();
-    const ours = await sequential(ctx, 'B3 ours', 1, runs, () => runOnce(service, body, EXPECTED_OUTPUTS));
+    const ours = await sequential(ctx, 'B3 ours', WARMUP, runs, () => runOnce(service, body, EXPECTED_OUTPUTS));
     ctx.say(`ours (${WIDTH + 1} steps, POST → [DONE]): ${ours.summary()}`);
 
-    const flows = await withPeer(FlowPeer.start(ctx.stack.redisUrl, (err) => ctx.fail('B3 peer', err)), (peer) => sequential(ctx, 'B3 peer', 1, runs, () => peer.once()));
+    const flows = await withPeer(FlowPeer.start(ctx.stack.redisUrl, (err) => ctx.fail('B3 peer', err)), (peer) => sequential(ctx, 'B3 peer', WARMUP, runs, () => peer.once()));
     ctx.say(`BullMQ FlowProducer (${WIDTH} children + parent): ${flows.summary()}`);
 
     const oursMs = ours.percentile(50);
