@@ -139,6 +139,29 @@ export interface FailRunOut {
   skipped: string[];
 }
 
+/** Input of `svc_create_run`. */
+export interface CreateRunArgs {
+  org_id: string;
+  user_id: string;
+  token_id: string | null;
+  workflow_id: string | null;
+  workflow_version_id: string | null;
+  definition: unknown;
+  inputs: unknown;
+  cap_micros: number;
+  status: 'pending' | 'running';
+  require_credit: boolean;
+  reserved_micros: number;
+  run_id: string | null;
+  steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
+}
+
+/** Output of `svc_create_run`. */
+export interface CreateRunOut {
+  id: string | null;
+  available_micros: number | null;
+}
+
 /** Input of `svc_complete_run`. */
 export interface CompleteRunArgs {
   run_id: string;
@@ -147,6 +170,7 @@ export interface CompleteRunArgs {
 
 /** What each function takes and returns, by name: the one list {@link callFunction} is typed against. */
 interface Functions {
+  svc_create_run: [CreateRunArgs, CreateRunOut];
   svc_reserve_step: [ReserveStepArgs, ReserveStepOut];
   svc_retry_step: [RetryStepArgs, RetryStepOut];
   svc_complete_step: [CompleteStepArgs, CompleteStepOut];
@@ -165,6 +189,11 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
 
 const money = (value: unknown): number => microsFromDb(value as number);
 const moneyOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : money(value));
+
+export async function createRun(pool: SqlPool, args: CreateRunArgs): Promise<CreateRunOut> {
+  const out = await callFunction(pool, 'svc_create_run', args);
+  return { id: (out.id as string | null) ?? null, available_micros: moneyOrNull(out.available_micros) };
+}
 
 export async function reserveStep(pool: SqlPool, args: ReserveStepArgs): Promise<ReserveStepOut> {
   const out = await callFunction(pool, 'svc_reserve_step', args);

@@ -3,11 +3,9 @@ import { AppError } from '../platform/app-error';
 import type { Database } from './database';
 import type { PrismaClient } from './prisma-client';
 import { listRunSummaries, readRunRecord, type RunListOptions, type RunListPage } from './run-history';
-import { microsFromDb } from './micros';
 import {
   assertMicros,
   isUuid,
-  jsonParam,
   parseRunStatus,
   type NewRun,
   type RunContextRecord,
@@ -73,58 +71,30 @@ export class RunRepository {
     if (reservedTotal > input.capMicros) throw new RangeError('createRun: the reservations exceed the cap');
     const tokens = input.steps.map((s) => s.reservation?.attemptToken ?? null);
     if (input.id !== undefined && !isUuid(input.id)) throw new RangeError('createRun: id must be a UUID');
-    // The hold and the insert are one statement: the organization row is locked, what is
-    // available (balance less what other unfinished runs hold) is read, and the run holds up to
-    // its cap of it (docs/money.md, Holds). The refusal reports the available balance that caused it.
-    const rows = await sql.queryRows<{ id: string | null; available: string | null }>(
-      this.pool,
-      `WITH org AS (
-         SELECT id, balance_micros - held_micros AS available FROM organizations WHERE id = $1::uuid FOR UPDATE
-       ), hold AS (
-         -- Without requireCredit (internal callers) the run holds nothing and is capped by its cap alone.
-         SELECT id, CASE WHEN $10::boolean THEN LEAST($8::bigint, available) ELSE 0 END AS amount FROM org
-         WHERE NOT $10::boolean OR (org.available > 0 AND LEAST($8::bigint, org.available) >= $15::bigint)
-       ), held AS (
-         UPDATE organizations o SET held_micros = o.held_micros + hold.amount FROM hold WHERE o.id = hold.id
-         RETURNING hold.amount
-       ), run AS (
-         INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros,
-                           authorized_micros, held_micros)
-         SELECT COALESCE($16::uuid, gen_random_uuid()), $1::uuid, $2::uuid, $3::uuid, $4::uuid, $5::uuid, $6::jsonb, $7::jsonb, $8::bigint, $9::text,
-                CASE WHEN $9::text = 'running' THEN now() END, $15::bigint, CASE WHEN $10::boolean THEN held.amount END, held.amount
-         FROM held
-         RETURNING id
-       ), steps AS (
-         -- A reserved step is running under its token but not started by a worker yet (started_at null: see RunRecoveryRepository.listRunnable).
-         INSERT INTO steps (run_id, node_id, pending_deps, status, attempt, attempt_token, reserved_micros)
-         SELECT run.id, node.node_id, node.pending_deps,
-                CASE WHEN node.token IS NULL THEN 'pending' ELSE 'running' END, CASE WHEN node.token IS NULL THEN 0 ELSE 1 END, node.token, node.reserved
-         FROM run CROSS JOIN unnest($11::text[], $12::int[], $13::text[], $14::bigint[]) AS node(node_id, pending_deps, token, reserved)
-       )
-       SELECT (SELECT id FROM run) AS id, (SELECT available FROM org) AS available`,
-      [
-        input.orgId,
-        input.userId,
-        input.tokenId,
-        input.workflowId ?? null,
-        input.workflowVersionId ?? null,
-        jsonParam(input.definition, 'definition'),
-        jsonParam(input.inputs, 'inputs'),
-        input.capMicros,
-        status,
-        requireCredit,
-        nodeIds,
-        pendingDeps,
-        tokens,
-        reserved,
-        reservedTotal,
-        input.id ?? null,
-      ],
-    );
-    const row = rows[0]!;
+    // Sent inside one JSON argument, where undefined would vanish (NOT NULL would then fail in Postgres).
+    for (const [what, value] of [['definition', input.definition], ['inputs', input.inputs]] as const) if (value === undefined) throw new RangeError(`${what} must be a JSON value`);
+    // The hold and the inserts are one function call (prisma/functions/run-create.sql): the
+    // organization row is locked, what is available (balance less what other unfinished runs
+    // hold) is read, and the run holds up to its cap of it (docs/money.md, Holds). The refusal
+    // reports the available balance that caused it.
+    const row = await sql.createRun(this.pool, {
+      org_id: input.orgId,
+      user_id: input.userId,
+      token_id: input.tokenId,
+      workflow_id: input.workflowId ?? null,
+      workflow_version_id: input.workflowVersionId ?? null,
+      definition: input.definition,
+      inputs: input.inputs,
+      cap_micros: input.capMicros,
+      status,
+      require_credit: requireCredit,
+      reserved_micros: reservedTotal,
+      run_id: input.id ?? null,
+      steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
+    });
     if (row.id !== null) return row.id;
-    if (row.available === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
-    throw new InsufficientCreditError(microsFromDb(row.available));
+    if (row.available_micros === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
+    throw new InsufficientCreditError(row.available_micros);
   }
 
 
