@@ -12,8 +12,13 @@ const PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P202
 /** `@prisma/adapter-pg` error kinds of a connection that failed. */
 const ADAPTER_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections']);
 
-/** SQLSTATEs: admin/crash shutdown, starting up or in recovery, too many connections. Class 08 is checked apart. */
-const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/**
+ * SQLSTATEs: admin/crash shutdown, starting up or in recovery, too many connections; and a
+ * transaction Postgres rolled back for its own reasons of the moment (a deadlock it broke, a
+ * serialization failure, a lock not granted in time): nothing of it was kept, and the same request
+ * later is right. Class 08 is checked apart.
+ */
+const SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300', '40P01', '40001', '55P03']);
 
 /** Socket failures of node-postgres itself (the hot path's plain statements bypass Prisma). */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);

@@ -41,3 +41,9 @@ it('does not count a statement error, or an error whose text merely looks alike 
   expect(isDatabaseUnavailable(new Error('Connection terminated unexpectedly!'))).toBe(false);
   expect(isDatabaseUnavailable(Object.assign(new Error('down'), { code: '57P01' }))).toBe(true);
 });
+
+it('counts a transaction Postgres rolled back for the moment (deadlock, serialization failure, lock timeout) as unavailable, retryable', () => {
+  for (const code of ['40P01', '40001', '55P03']) expect(isDatabaseUnavailable(Object.assign(new Error('deadlock detected'), { code }))).toBe(true);
+  // A constraint the statement broke is the request's fault or ours, not the moment's.
+  expect(isDatabaseUnavailable(Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }))).toBe(false);
+});
