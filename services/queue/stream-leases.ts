@@ -113,16 +113,14 @@ export class StreamLeases {
     const ids = this.held.get(key) ?? new Set<string>();
     ids.add(id);
     this.held.set(key, ids);
-    let released = false;
-    return {
-      release: () => {
-        if (released) return;
-        released = true;
-        ids.delete(id);
-        if (ids.size === 0 && this.held.get(key) === ids) this.held.delete(key);
-        this.options.redis.zrem(key, id).catch((err: unknown) => this.options.onError?.(err));
-      },
-    };
+    return new HeldLease(this, key, ids, id);
+  }
+
+  /** Gives one lease back (HeldLease.release, once). */
+  giveBack(key: string, ids: Set<string>, id: string): void {
+    ids.delete(id);
+    if (ids.size === 0 && this.held.get(key) === ids) this.held.delete(key);
+    this.options.redis.zrem(key, id).catch((err: unknown) => this.options.onError?.(err));
   }
 
   /** Stops renewing and gives back every lease this replica holds. */
@@ -149,5 +147,27 @@ export class StreamLeases {
 
   private keyOf(group: string): string {
     return `${this.options.prefix}:stream-leases:${group}`;
+  }
+}
+
+/**
+ * A lease this replica holds: a class with a method rather than an object literal with an arrow,
+ * since one lives as long as each open stream and tsx names an arrow bound to a property, which
+ * gives that closure a property dictionary of about 256 bytes (docs/performance.md, B6).
+ */
+class HeldLease implements StreamLease {
+  private released = false;
+
+  constructor(
+    private readonly leases: StreamLeases,
+    private readonly key: string,
+    private readonly ids: Set<string>,
+    private readonly id: string,
+  ) {}
+
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.leases.giveBack(this.key, this.ids, this.id);
   }
 }

@@ -27,6 +27,45 @@ function frameOf(item: SequencedEvent): string {
   return text;
 }
 
+/**
+ * The heartbeat of every open stream of this process with the same period, from one timer: a
+ * comment line to each, so proxies keep idle streams open. One timer and one set entry instead of
+ * a timer and its closure per stream (docs/performance.md, B6); a stream opened just before a tick
+ * gets its first heartbeat early, which is harmless.
+ */
+class Heartbeats {
+  private readonly open = new Set<Response>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly periodMs: number) {}
+
+  add(res: Response): void {
+    this.open.add(res);
+    if (this.timer) return;
+    this.timer = setInterval(() => this.beat(), this.periodMs);
+    this.timer.unref();
+  }
+
+  delete(res: Response): void {
+    this.open.delete(res);
+    if (this.open.size > 0 || !this.timer) return;
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private beat(): void {
+    for (const res of this.open) if (!res.writableEnded && !res.destroyed) res.write(': keep-alive\n\n');
+  }
+}
+
+const heartbeats = new Map<number, Heartbeats>();
+
+function heartbeatsOf(periodMs: number): Heartbeats {
+  let found = heartbeats.get(periodMs);
+  if (!found) heartbeats.set(periodMs, (found = new Heartbeats(periodMs)));
+  return found;
+}
+
 export interface SseOptions {
   heartbeatMs: number;
   metrics?: StreamMetrics;
@@ -49,13 +88,12 @@ export async function writeEventStream(res: Response, events: EventStream, optio
   res.socket?.setNoDelay(true);
 
   let closed = false;
+  const heartbeat = heartbeatsOf(options.heartbeatMs);
+  heartbeat.add(res);
   res.on('close', () => {
     closed = true;
+    heartbeat.delete(res);
   });
-  const heartbeat = setInterval(() => {
-    if (!closed) res.write(': keep-alive\n\n');
-  }, options.heartbeatMs);
-  heartbeat.unref();
   const openedAt = Date.now();
   options.metrics?.opened();
 
@@ -76,7 +114,7 @@ export async function writeEventStream(res: Response, events: EventStream, optio
     if (!closed) res.write(DONE);
   } finally {
     options.metrics?.closed();
-    clearInterval(heartbeat);
+    heartbeat.delete(res);
     if (!closed) res.end();
   }
 }
