@@ -30,6 +30,13 @@ export const DEFAULT_HTTP_SETTINGS: HttpServerSettings = {
  */
 export async function listen(app: Express, host: string, port: number, settings: HttpServerSettings = DEFAULT_HTTP_SETTINGS): Promise<RunningServer> {
   let closing = false;
+  // One 'finish' listener for every response (a closure per request would be held as long as an
+  // open stream): a kept-alive connection would otherwise carry new requests to a stopping
+  // process until the grace period cuts it, so once the server is closing, a connection ends
+  // with its response.
+  function endIfClosing(this: http.ServerResponse): void {
+    if (closing) this.req.socket.end();
+  }
   const server = http.createServer({
     headersTimeout: settings.headersTimeoutMs,
     requestTimeout: settings.requestTimeoutMs,
@@ -39,11 +46,7 @@ export async function listen(app: Express, host: string, port: number, settings:
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(settings.headersTimeoutMs / 4))),
   }, (req, res) => {
     if (closing) return refuseWhileStopping(res);
-    // A kept-alive connection would otherwise carry new requests to a stopping process until the
-    // grace period cuts it: once the server is closing, a connection ends with its response.
-    res.once('finish', () => {
-      if (closing) req.socket.end();
-    });
+    res.on('finish', endIfClosing);
     app(req, res);
   });
   server.keepAliveTimeout = settings.keepAliveTimeoutMs;

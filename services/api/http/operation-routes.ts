@@ -85,7 +85,8 @@ export function operationRoutes(options: OperationRouteOptions): Router {
       const auth = await identifyCaller(req, res, { what, optional: op.auth === 'optional', tokens: options.tokens });
       res.locals.auth = auth;
       const controller = new AbortController();
-      res.on('close', () => controller.abort());
+      res.locals.abortOnClose = controller;
+      res.on('close', abortCall);
       const requestId = String(res.locals.requestId);
       const lastEventId = req.get('last-event-id');
       // The context lives as long as the call, a stream's whole life: its logger is made when first
@@ -115,6 +116,11 @@ export function operationRoutes(options: OperationRouteOptions): Router {
     });
   }
   return router;
+}
+
+/** Aborts a call's signal when its client goes away: one listener function for every call, reading the call's controller from `res.locals` (a closure per call would be held as long as an open stream). */
+function abortCall(this: Response): void {
+  (this.locals.abortOnClose as AbortController).abort();
 }
 
 /**

@@ -16,15 +16,21 @@ export function requestId() {
   };
 }
 
-/** Counts and times every request by its route pattern (bounded labels), once it has finished or the client left. */
+/**
+ * Counts and times every request by its route pattern (bounded labels), once it has finished or
+ * the client left. The `close` listener is one function for every request, reading its response
+ * from `this` and its start from `res.locals`: a closure (and a timer's) per request would be held
+ * as long as the request is open, which an SSE stream is (docs/performance.md, B6).
+ */
 export function requestMetrics(metrics: Metrics) {
-  return (req: Request, res: Response, next: NextFunction): void => {
-    const end = metrics.httpDuration.startTimer();
-    res.on('close', () => {
-      const labels = { method: req.method, route: String(res.locals.route ?? 'unmatched'), status: String(res.statusCode) };
-      metrics.httpRequests.inc(labels);
-      end(labels);
-    });
+  function observe(this: Response): void {
+    const labels = { method: this.req.method, route: String(this.locals.route ?? 'unmatched'), status: String(this.statusCode) };
+    metrics.httpRequests.inc(labels);
+    metrics.httpDuration.observe(labels, (performance.now() - (this.locals.metricsStart as number)) / 1000);
+  }
+  return (_req: Request, res: Response, next: NextFunction): void => {
+    res.locals.metricsStart = performance.now();
+    res.on('close', observe);
     next();
   };
 }
@@ -41,16 +47,20 @@ const UNLOGGED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'
  * (docs/performance.md, B6).
  */
 export function requestLogging(log: Logger) {
+  // One listener function for every request ('close' comes once): see requestMetrics.
+  function logFinished(this: Response): void {
+    logLine(log, this.req, this, this.locals.logStart as number);
+  }
   return (req: Request, res: Response, next: NextFunction): void => {
     if (!UNLOGGED.has(req.url)) {
-      const started = Date.now();
-      res.once('close', () => logFinished(log, req, res, started));
+      res.locals.logStart = Date.now();
+      res.on('close', logFinished);
     }
     next();
   };
 }
 
-function logFinished(log: Logger, req: Request, res: Response, started: number): void {
+function logLine(log: Logger, req: Request, res: Response, started: number): void {
   const { statusCode } = res;
   const line = { req: { method: req.method, url: req.originalUrl, id: String(res.locals.requestId) }, res: { statusCode }, responseTime: Date.now() - started };
   if (statusCode >= 500) log.error({ ...line, err: new Error(`failed with status code ${statusCode}`) }, 'request errored');

@@ -87,19 +87,16 @@ export async function writeEventStream(res: Response, events: EventStream, optio
   res.flushHeaders();
   res.socket?.setNoDelay(true);
 
-  let closed = false;
+  // A client gone is read from `res.destroyed` (true once the socket closed), not from a 'close'
+  // listener: a closure held per open stream for a flag the response already keeps.
   const heartbeat = heartbeatsOf(options.heartbeatMs);
   heartbeat.add(res);
-  res.on('close', () => {
-    closed = true;
-    heartbeat.delete(res);
-  });
   const openedAt = Date.now();
   options.metrics?.opened();
-
+  let ended = false;
   try {
     for await (const item of events) {
-      if (closed) break;
+      if (res.destroyed) break;
       const text = frameOf(item);
       const terminal = TERMINAL_EVENT_TYPES.includes(item.event.type);
       // The terminal event and [DONE] leave in one write: one packet less per run.
@@ -107,14 +104,14 @@ export async function writeEventStream(res: Response, events: EventStream, optio
       else res.write(text);
       options.metrics?.sent(item.at, openedAt);
       if (terminal) {
-        closed = true;
+        ended = true;
         break;
       }
     }
-    if (!closed) res.write(DONE);
+    if (!ended && !res.destroyed) res.write(DONE);
   } finally {
     options.metrics?.closed();
     heartbeat.delete(res);
-    if (!closed) res.end();
+    if (!ended && !res.destroyed) res.end();
   }
 }
