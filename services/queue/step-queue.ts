@@ -58,8 +58,8 @@ export class StepQueue {
   /**
    * Enqueues one job per node of the run, in one round trip; `tokens` are carried by the jobs of
    * steps reserved with the run, `groups` (by a job's node) the siblings that job runs after it.
-   * Every group is recorded first, one round trip more, also that of a step not enqueued here
-   * (a job's own next group), so that the reaper leaves its siblings to it.
+   * Every group is recorded first, one round trip more, also one keyed by a job not enqueued here
+   * (the job running it: a group it runs next inline), so that the reaper leaves its steps to it.
    */
   async enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>, groups?: ReadonlyMap<string, readonly string[]>): Promise<void> {
     if (groups?.size) await this.recordGroups(runId, groups);
@@ -83,16 +83,17 @@ export class StepQueue {
    * Enqueues steps again for the reaper, skipping those whose job is alive (waiting, active,
    * delayed): a job that failed (our infrastructure failed it every time) or finished is removed
    * first, since its id would otherwise make the new enqueue a no-op. A group's sibling is left to
-   * its group job while that job is alive or the group is recent, unless `groupGone`: the caller is
-   * that group's job, giving its siblings up. Returns the steps enqueued.
+   * its group job while that job is alive or the group is recent, unless that job is `gone`: the
+   * caller is that job (a redelivery, or an attempt that lost its step), giving up what its
+   * earlier run held. Returns the steps enqueued.
    */
-  async requeue(runId: string, nodeIds: readonly string[], options: { groupGone?: boolean } = {}): Promise<string[]> {
+  async requeue(runId: string, nodeIds: readonly string[], options: { gone?: string } = {}): Promise<string[]> {
     const jobless: string[] = [];
     for (const nodeId of nodeIds) {
       if (await this.alive(runId, nodeId, { removeDead: true })) continue;
       jobless.push(nodeId);
     }
-    const requeued = options.groupGone ? jobless : await this.notInLiveGroups(runId, jobless);
+    const requeued = await this.notInLiveGroups(runId, jobless, options.gone);
     await this.enqueue(runId, requeued);
     return requeued;
   }
@@ -125,14 +126,17 @@ export class StepQueue {
     await this.redis.multi().hset(key, entries).expire(key, GROUP_RECORD_TTL_SECONDS).exec();
   }
 
-  /** Of steps without a live job of their own, those that are no group's either (its job alive, or enqueued within the grace). */
-  private async notInLiveGroups(runId: string, nodeIds: readonly string[]): Promise<string[]> {
+  /**
+   * Of steps without a live job of their own, those that are no group's either (its job alive, or
+   * enqueued within the grace); a group of the `gone` job is no one's.
+   */
+  private async notInLiveGroups(runId: string, nodeIds: readonly string[], gone?: string): Promise<string[]> {
     if (nodeIds.length === 0) return [];
     const records = await this.redis.hmget(this.groupsKey(runId), ...nodeIds);
     const left: string[] = [];
     for (const [i, nodeId] of nodeIds.entries()) {
       const [at, head] = records[i]?.split(' ') ?? [];
-      const claimed = head !== undefined && (Date.now() - Number(at) < GROUP_CLAIM_GRACE_MS || (await this.alive(runId, head)));
+      const claimed = head !== undefined && head !== gone && (Date.now() - Number(at) < GROUP_CLAIM_GRACE_MS || (await this.alive(runId, head)));
       if (!claimed) left.push(nodeId);
     }
     return left;

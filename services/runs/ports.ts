@@ -15,7 +15,7 @@ export interface StepEnqueuer {
 
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */
 export interface StepQueuePort extends StepEnqueuer {
-  requeue(runId: string, nodeIds: readonly string[], options?: { groupGone?: boolean }): Promise<string[]>;
+  requeue(runId: string, nodeIds: readonly string[], options?: { gone?: string }): Promise<string[]>;
 }
 
 /** Tells every worker process that a run stopped, so its in-flight steps abort. */

@@ -18,7 +18,7 @@ export type RunEffect =
   /** `groups`: by a job's node, the ready siblings that job runs after it (no jobs of their own), recorded for the reaper; a group's head may be a step this job runs next, not enqueued. */
   | { kind: 'enqueue'; nodeIds: readonly string[]; groups?: ReadonlyMap<string, readonly string[]> }
   /** Enqueued again, each unless its job is alive (a redelivery's dependents that a lost worker was running inline). */
-  | { kind: 'requeue'; nodeIds: readonly string[]; /** The caller is the group job of these steps, giving them up. */ groupGone?: boolean }
+  | { kind: 'requeue'; nodeIds: readonly string[]; /** The job (its node) whose earlier run held these steps and is gone: its groups' claims on them lapse. */ gone?: string }
   /** Fails the run (`RunLifecycle.fail`), for `nodeId` when given. */
   | { kind: 'failRun'; error: RunError; nodeId?: string }
   /** Fails the step of the attempt (`StepRepository.failStep`), then, after the events before it, announces what that changed. */
@@ -94,7 +94,7 @@ export class RunOutbox {
         await queue.enqueue(runId, effect.nodeIds, undefined, effect.groups);
         return;
       case 'requeue':
-        await queue.requeue(runId, effect.nodeIds, { groupGone: effect.groupGone });
+        await queue.requeue(runId, effect.nodeIds, effect.gone === undefined ? {} : { gone: effect.gone });
         return;
       case 'failRun':
         await lifecycle.fail(runId, effect.error, effect.nodeId);

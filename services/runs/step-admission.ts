@@ -32,8 +32,8 @@ export interface StepAdmissionDeps {
 export class StepAdmission {
   constructor(private readonly deps: StepAdmissionDeps) {}
 
-  /** The step `next` names, with its attempt; null when it does not run (now, or here). */
-  async admit(runId: string, next: NextStep, mayContinue: boolean): Promise<ReservedStep | null> {
+  /** The step `next` names, with its attempt, run by the job of node `job`; null when it does not run (now, or here). */
+  async admit(runId: string, next: NextStep, mayContinue: boolean, job: string): Promise<ReservedStep | null> {
     const { start } = next;
     const nodeId = nodeIdOf(start);
     const context = await this.contextOf(runId);
@@ -44,8 +44,8 @@ export class StepAdmission {
       return null;
     }
     const { dependents } = planned;
-    if (start.how === 'inBatch') return { ...start.step, context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue };
-    if (start.how === 'reservedWithCommit') return { ...start.step, context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue };
+    if (start.how === 'inBatch') return { ...start.step, context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue, job };
+    if (start.how === 'reservedWithCommit') return { ...start.step, context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue, job };
 
     const group = (start.how === 'reservedWithRun' ? undefined : start.group)?.filter((id) => id !== nodeId && context.prepared.plan.steps.has(id)) ?? [];
     const stepOutputs = new Map(next.outputsInHand);
@@ -62,7 +62,7 @@ export class StepAdmission {
     const reserved =
       start.how === 'reservedWithRun'
         ? { attemptToken: start.attemptToken, groupHeld: false }
-        : await this.reserve(runId, prepared, members.ready, { dependents: start.how === 'redelivered' ? dependents : [], group });
+        : await this.reserve(runId, prepared, members.ready, { dependents: start.how === 'redelivered' ? dependents : [], group, job });
     if (reserved === null) return null;
     const { attemptToken } = reserved;
     // Siblings that run in jobs of their own: those whose worst cases did not fit beside this step's, and those that cannot be prepared here.
@@ -71,10 +71,10 @@ export class StepAdmission {
     const batch = inGroup.length > 0 ? new StepBatch(attemptToken, sumOfEstimates(inGroup), inGroup) : undefined;
     const node = context.prepared.workflow.nodes.get(nodeId)!;
     if (node.role === 'platform' && this.deps.mayRunInline(node.uses) && startsAndEndsTogether(prepared.definition)) {
-      return { ...prepared, context, runId, attemptToken, dependents, batch, mayContinue, startHeld: new HeldStart(nodeId) };
+      return { ...prepared, context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld: new HeldStart(nodeId) };
     }
     await this.deps.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
-    return { ...prepared, context, runId, attemptToken, dependents, batch, mayContinue };
+    return { ...prepared, context, runId, attemptToken, dependents, batch, mayContinue, job };
   }
 
   /** Enqueues `nodeIds` (ready steps with no jobs of their own) each in a job of its own; null for `admit`. */
@@ -173,15 +173,18 @@ export class StepAdmission {
    * Reserves the step's worst case against the cap, and its `group`'s beside it when that fits
    * too: its attempt token and what was held for the group, or null when refused. `requeue`: what
    * to enqueue again when another attempt has the step: the dependents a lost worker may have been
-   * running inline, and this job's group, which a lost worker may have been running (one of them
-   * running under its dead attempt, heading the rest): each gets a job of its own.
+   * running inline, and this step's group, which a lost worker may have been running (one of them
+   * running under its dead attempt, heading the rest): each gets a job of its own, the claims of
+   * groups recorded under `job` (this job's node) given up.
    */
-  private async reserve(runId: string, step: PreparedStep, group: readonly PreparedStep[], requeue: { dependents: readonly string[]; group: readonly string[] }): Promise<{ attemptToken: string; groupHeld: boolean } | null> {
+  private async reserve(runId: string, step: PreparedStep, group: readonly PreparedStep[], requeue: { dependents: readonly string[]; group: readonly string[]; job: string }): Promise<{ attemptToken: string; groupHeld: boolean } | null> {
     const { nodeId, estimate } = step;
     const { maxAttempts, outbox } = this.deps;
     const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros: this.lostChargeOf(step), maxAttempts, groupMicros: sumOfEstimates(group) });
     if (reserved.ok) return { attemptToken: reserved.attemptToken, groupHeld: group.length > 0 && reserved.groupHeld };
-    if (reserved.reason === 'step_not_runnable') await outbox.release(runId, [{ kind: 'requeue', nodeIds: requeue.dependents }, { kind: 'requeue', nodeIds: requeue.group, groupGone: true }]);
+    // Given up as this job's (`gone`): the steps a lost worker ran inline and the groups it ran
+    // went with it, and this attempt runs none of its group now; groups of other jobs keep theirs.
+    if (reserved.reason === 'step_not_runnable') await outbox.release(runId, [{ kind: 'requeue', nodeIds: [...requeue.dependents, ...requeue.group], gone: requeue.job }]);
     if (reserved.reason === 'run_not_running' || reserved.reason === 'step_not_runnable') return null; // the run stopped, or another attempt has the step
     const error = attemptRefused(reserved.reason, nodeId, estimate, maxAttempts);
     // A lost attempt taken over: the step is ours, holding nothing; failing it settles what the lost attempt is charged.

@@ -16,7 +16,7 @@ export interface FinishedStep extends FollowerStep {
 export type UncommittedEvent = RunEvent | { completed: string };
 
 /** Most steps committed after a batch's head, and how long a batch may hold its events. */
-const MAX_BATCH_FOLLOWERS = 64;
+const MAX_BATCH_FOLLOWERS = 128;
 const BATCH_WINDOW_MS = 10;
 
 /**

@@ -108,7 +108,7 @@ export class StepExecutor {
           await this.outbox.release(runId, [{ kind: 'enqueue', nodeIds: [nodeIdOf(start)], groups: group }]);
           return;
         }
-        const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS);
+        const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS, nodeId);
         if (!step) return;
         try {
           await this.deps.failpoints.hit('step.afterReserve', step.nodeId);
@@ -235,7 +235,9 @@ export class StepExecutor {
       batch.defer(done, member);
       return { start: { how: 'inBatch', step: member, batch }, outputsInHand };
     }
-    const candidate = this.admission.candidateAfter(context, done.dependents, outputsInHand);
+    // Several local dependents (a fan-out) run as groups, the first one here under one reservation:
+    // none of them is reserved alone with this commit.
+    const candidate = this.severalLocal(context, done.dependents) ? undefined : this.admission.candidateAfter(context, done.dependents, outputsInHand);
     if (batch && candidate && step.mayContinue && batch.admits(done, candidate.estimate)) {
       // The only dependent fits in the lease: it runs now, and this step commits with it later.
       batch.defer(done, candidate);
@@ -274,7 +276,8 @@ export class StepExecutor {
     // Reserved with this commit, or else local steps now ready (a group's siblings not run among
     // them): this job runs the first of them next, with its group; the rest go in new jobs.
     const plan = this.planJobs(context, [...(step.batch?.takeUnrun() ?? []), ...result.ready], !reserved);
-    const groups = plan.here?.group.length ? new Map([...plan.groups, [plan.here.nodeId, plan.here.group]]) : plan.groups;
+    // The group this job runs next is recorded under this job (head and siblings: no step of it has a job of its own).
+    const groups = plan.here ? new Map([...plan.groups, [step.job, [plan.here.nodeId, ...plan.here.group]]]) : plan.groups;
     const enqueue: RunEffect = { kind: 'enqueue', nodeIds: plan.enqueue, groups };
     const released: RunEvent[] = reserved ? [...events, { type: 'step.started', nodeId: reserved.step.nodeId }] : events;
     await this.outbox.release(
@@ -310,6 +313,13 @@ export class StepExecutor {
       refused && { kind: 'failRun', error: attemptRefused(refused.reason, nodeId, estimate, this.maxAttempts), nodeId },
     ]);
     return !commit.dropped(result) && result.next?.ok ? result.next.attemptToken : null;
+  }
+
+  /** Whether more than one of `nodeIds` is a local node (may run in this job). */
+  private severalLocal(context: ReservedStep['context'], nodeIds: readonly string[]): boolean {
+    let local = 0;
+    for (const id of nodeIds) if (this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses) && ++local > 1) return true;
+    return false;
   }
 
   /** How ready steps of the run are shared out between this job (`runHere`) and new jobs. */

@@ -1,8 +1,11 @@
 /**
- * Most steps one job runs as a group, its own included: a batch commits at most 64 followers
- * with its head (`StepBatch`), and a group is one batch.
+ * Most steps one job runs as a group, its own included: a batch commits at most 128 followers
+ * with its head (`StepBatch`), and a group is one batch. Fewer, larger groups than the worker's
+ * slots: every group's reservation and commit take the run's row lock in turn, so on a busy run
+ * more groups in parallel mostly wait (B3: 64 a group took about 10% longer than 128; 256 no
+ * shorter than 128).
  */
-export const GROUP_SIZE = 64;
+export const GROUP_SIZE = 128;
 
 /** How a set of ready steps is shared out between this job and new jobs. */
 export interface JobPlan {
@@ -18,7 +21,8 @@ export interface JobPlan {
  * Shares out ready steps (ARCHITECTURE.md, "Groups"): local ones (`isLocal`: bounded work in the
  * process) go in groups of up to GROUP_SIZE, one job each, the first group this job's own when
  * `runHere`; every other step gets a job of its own. A fan-out of a thousand local branches is
- * sixteen jobs, each one reservation and one commit, not a thousand of each.
+ * eight jobs, each one reservation and one commit (more when a group outlasts a batch's 10 ms), not
+ * a thousand of each.
  */
 export function planJobs(ready: Iterable<string>, isLocal: (nodeId: string) => boolean, runHere: boolean): JobPlan {
   const local: string[] = [];

@@ -50,6 +50,8 @@ export interface ReservedStep extends PreparedStep, StepAttempt {
   batch: StepBatch | undefined;
   /** Whether its job may run another step after it (not at the job's last inline step). */
   mayContinue: boolean;
+  /** The node of the job running it (its own, or the step the job began with): what the reaper checks for groups it runs inline. */
+  job: string;
   /** Its `step.started`, when held to go out with its outcome (a local step: see HeldStart). */
   startHeld?: HeldStart;
 }

@@ -13,7 +13,7 @@ import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
  * Groups (services/runs/ARCHITECTURE.md, "Groups"): the branches of a fan-out of local steps run
- * in jobs of up to 64, each one reservation and one commit, with every branch's events, charge
+ * in jobs of up to 128, each one reservation and one commit, with every branch's events, charge
  * and ledger entry as if it had run alone; failures, retries and a worker that dies mid-group.
  */
 const log = createLogger({ level: 'silent' });
@@ -111,9 +111,9 @@ describe('groups: a fan-out of local steps', () => {
       const srcDone = events.findIndex((e) => e.type === 'step.completed' && e.nodeId === 'src');
       expect(events.findIndex((e) => e.type === 'step.started' && e.nodeId !== 'src')).toBeGreaterThan(srcDone);
 
-      // The source's job, then the 149 branches not run by it in groups of at most 64: three jobs, not 149.
+      // The source's job runs the first 128 branches itself (its group); the other 22 go in one job: one job of branches, not 149.
       const enqueued = jobs.flatMap((j) => j.nodeIds.map((id) => [id, ...(j.groups?.get(id) ?? [])]));
-      expect(enqueued.filter((job) => job.some((id) => id.startsWith('b')))).toHaveLength(3);
+      expect(enqueued.filter((job) => job.some((id) => id.startsWith('b')))).toEqual([GROUPS[1]]);
       expect(new Set(enqueued.flat()).size).toBe(enqueued.flat().length);
       expect(commitSpy.mock.calls.filter(([input]) => input.runId === runId).length).toBeLessThan(30);
 
@@ -128,7 +128,7 @@ describe('groups: a fan-out of local steps', () => {
     }
   });
 
-  it("groups the first steps of a run that starts wide (a fan-out from the run's inputs): 130 steps in three jobs", async () => {
+  it("groups the first steps of a run that starts wide (a fan-out from the run's inputs): 130 steps in two jobs", async () => {
     const jobs: { nodeIds: readonly string[]; groups?: ReadonlyMap<string, readonly string[]> }[] = [];
     const enqueue = StepQueue.prototype.enqueue;
     const enqueueSpy = jest.spyOn(StepQueue.prototype, 'enqueue').mockImplementation(function (this: StepQueue, runId, nodeIds, tokens, groups) {
@@ -148,10 +148,10 @@ describe('groups: a fan-out of local steps', () => {
       expect(calls.sort((x, y) => x - y)).toEqual(Array.from({ length: 130 }, (_, i) => i));
       const seen = perNode(events);
       for (let i = 0; i < 130; i++) expect(seen.get(`w${i}`)).toEqual(['step.started', 'step.progress', 'step.completed']);
-      // The run's start: 64 + 64 + 2, each group one job headed by its first step.
+      // The run's start: 128 + 2, each group one job headed by its first step.
       const first = jobs[0]!;
-      expect(first.nodeIds).toHaveLength(3);
-      expect(first.nodeIds.map((id) => 1 + (first.groups?.get(id)?.length ?? 0))).toEqual([64, 64, 2]);
+      expect(first.nodeIds).toHaveLength(2);
+      expect(first.nodeIds.map((id) => 1 + (first.groups?.get(id)?.length ?? 0))).toEqual([128, 2]);
       const record = (await runs.getRun(runId))!;
       expect(record).toMatchObject({ status: 'completed', spentMicros: 130 * 2, reservedMicros: 0 });
       expect(await service.prisma.ledgerEntry.count({ where: { runId } })).toBe(130);
@@ -160,12 +160,15 @@ describe('groups: a fan-out of local steps', () => {
     }
   });
 
-  /** The enqueued groups of fanOut(150)'s branches after b0 (which its source's job runs): in the order Postgres lists ready steps, by id, 64 a job. */
-  const ENQUEUED_GROUPS = ((ids) => [ids.slice(0, 64), ids.slice(64, 128), ids.slice(128)])(Array.from({ length: 149 }, (_, i) => `b${i + 1}`).sort());
+  /**
+   * The groups of fanOut(150)'s branches, in the order Postgres lists ready steps (by id), 128 a
+   * group: the first (b0 … b79) run by the source's job, the second (b8, b80 … b99, b9) enqueued.
+   */
+  const GROUPS = ((ids) => [ids.slice(0, 128), ids.slice(128)])(Array.from({ length: 150 }, (_, i) => `b${i}`).sort());
 
   it('fails the run at a branch that fails inside a group: what ran before it is committed and charged once, the rest of its group never runs', async () => {
     failing.add(70);
-    const group = ENQUEUED_GROUPS.find((g) => g.includes('b70'))!;
+    const group = GROUPS.find((g) => g.includes('b70'))!;
     const [before, after] = [group.slice(0, group.indexOf('b70')), group.slice(group.indexOf('b70') + 1)];
     const { runId, events } = await run(fanOut(150));
     expect(events.at(-1)).toEqual({ type: 'run.failed', error: { code: 'bad_request', message: 'branch 70 cannot run' } });
@@ -189,16 +192,17 @@ describe('groups: a fan-out of local steps', () => {
   });
 
   it("retries a transient failure of a group's head and of a member on reservations of their own; the run completes", async () => {
-    // b1 heads the first enqueued group; b100 is a member of it.
-    expect(ENQUEUED_GROUPS[0]!.slice(0, 3)).toEqual(['b1', 'b10', 'b100']);
-    flakyOnce.add(1);
+    // b0 heads the first group (its source's job runs it); b100 is a member of it, and of the group
+    // its members go on in once b0's retry gives them up (headed by b1).
+    expect(GROUPS[0]!.slice(0, 4)).toEqual(['b0', 'b1', 'b10', 'b100']);
+    flakyOnce.add(0);
     flakyOnce.add(100);
     const { runId, events } = await run(fanOut(150));
     expect(events.at(-1)).toMatchObject({ type: 'run.completed' });
-    expect(calls.filter((b) => b === 1)).toHaveLength(2);
+    expect(calls.filter((b) => b === 0)).toHaveLength(2);
     expect(calls.filter((b) => b === 100)).toHaveLength(2);
     const seen = perNode(events);
-    for (const b of ['b1', 'b100']) expect(seen.get(b)).toEqual(['step.started', 'step.progress', 'step.progress', 'step.progress', 'step.completed']);
+    for (const b of ['b0', 'b100']) expect(seen.get(b)).toEqual(['step.started', 'step.progress', 'step.progress', 'step.progress', 'step.completed']);
     for (let i = 0; i < 150; i++) expect(seen.get(`b${i}`)?.filter((t) => t === 'step.completed')).toHaveLength(1);
     const record = (await runs.getRun(runId))!;
     // 151 steps at 2, and the two failed attempts at 1 each.
@@ -209,7 +213,9 @@ describe('groups: a fan-out of local steps', () => {
   it('recovers a group whose worker died in the middle of it: every branch completed and charged once', async () => {
     const api = await startTestService({ env: { ROLE: 'api' } });
     const who = await seedAccount(api.prisma, { slug: 'groupcrash', scopes: ['run'], balanceMicros: 1_000_000 });
-    // b70 is the 54th of the second group (b22 … b79 by id): its worker exits while settling it, the branches before it committed or held in the batch.
+    // b70 is the 119th of the first group (b0 … b79 by id), which the source's job runs itself: its worker exits while settling
+    // it, the branches before it committed or held in the batch. The source's job comes back, finds its step done and gives
+    // up the group it ran (each branch not done gets a job of its own); the second group's job comes back and takes it over.
     let worker = startWorkerProcess(api, { SVC_FAILPOINTS: 'step.beforeSettle:b70=exit(137)', STEP_LOCK_MS: '1000' });
     try {
       const res = await fetch(`${api.url}/v1/runs`, { method: 'POST', headers: { ...bearer(who.token), 'Content-Type': 'application/json' }, body: JSON.stringify({ workflow: fanOut(150, 'math-add') }) });
