@@ -4,12 +4,12 @@ import { defineNode, type NodeDefinition } from '../../services/nodes';
 import { connector, ports } from '../../services/nodes/spec-builders';
 import { flatPricing } from '../../services/nodes/pricing';
 import { AppError } from '../../services/platform/app-error';
-import { createLogger } from '../../services/platform/logger';
 import { createRedisConnection, runEventKeys, RunEventBus } from '../../services/queue';
 
 const original = RunEventBus.prototype.appendAll;
 import { LedgerRepository, RunRepository } from '../../services/store';
 import { eventually } from '../support/eventually';
+import { runInProcess } from '../support/in-process-run';
 import { startTestService, type TestService } from '../support/service';
 import { stack } from '../support/stack';
 
@@ -18,7 +18,6 @@ import { stack } from '../support/stack';
  * platform's local nodes never are. Provider nodes arrive with their own issue and plug into the
  * same executor; these test nodes exercise its retry and abort paths now.
  */
-const log = createLogger({ level: 'silent' });
 
 /** Fails with a transient error (costing 7 micro-USD each) until its `failures` are used up. */
 let flakyCalls = 0;
@@ -132,21 +131,7 @@ describe('step executor: transient retries and aborts', () => {
   });
 
   /** Runs `workflow` through the in-process call path (`runs.create`), its whole stream collected. */
-  async function run(workflow: Workflow, capMicros = 500_000): Promise<{ runId: string; events: RunEvent[] }> {
-    const { account } = service;
-    const ctx = {
-      auth: { tokenId: account.tokenId!, userId: account.userId, orgId: account.orgId, scopes: ['read', 'run'] as const, kind: 'personal' as const },
-      requestId: 'step-executor-test',
-      log,
-      signal: new AbortController().signal,
-    };
-    const stream = (await service.runtime.invoke!('runs.create', { workflow, maxCostUsd: capMicros / 1_000_000 }, ctx)) as AsyncIterable<{ event: RunEvent }>;
-    const events: RunEvent[] = [];
-    for await (const { event } of stream) events.push(event);
-    const started = events[0];
-    if (started?.type !== 'run.started') throw new Error(`the stream began with ${JSON.stringify(started)}`);
-    return { runId: started.runId, events };
-  }
+  const run = (workflow: Workflow, capMicros?: number) => runInProcess(service, workflow, { requestId: 'step-executor-test', ...(capMicros === undefined ? {} : { capMicros }) });
 
   it('retries a transient provider failure, charging every attempt, and completes', async () => {
     flakyCalls = 0;

@@ -2,10 +2,10 @@ import type { RunEvent, Workflow } from '../../services/contract';
 import { defineNode, type NodeDefinition } from '../../services/nodes';
 import { connector, ports } from '../../services/nodes/spec-builders';
 import { AppError } from '../../services/platform/app-error';
-import { createLogger } from '../../services/platform/logger';
 import { createRedisConnection, GROUP_CLAIM_GRACE_MS, StepQueue } from '../../services/queue';
 import { LedgerRepository, RunRepository, StepRepository } from '../../services/store';
 import { seedAccount } from '../support/fixtures';
+import { runInProcess } from '../support/in-process-run';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 import { stack } from '../support/stack';
@@ -16,7 +16,6 @@ import { exited, startWorkerProcess } from '../support/worker-process';
  * in jobs of up to 128, each one reservation and one commit, with every branch's events, charge
  * and ledger entry as if it had run alone; failures, retries and a worker that dies mid-group.
  */
-const log = createLogger({ level: 'silent' });
 
 const calls: number[] = [];
 /** Branches (by `b`) that fail for good, and that fail once transiently. */
@@ -59,6 +58,17 @@ function perNode(events: RunEvent[]): Map<string, string[]> {
   return seen;
 }
 
+/** Records what the step queue is asked to enqueue (jobs and their groups), enqueueing it as usual; restore the spy after. */
+function recordEnqueues() {
+  const jobs: { nodeIds: readonly string[]; groups?: ReadonlyMap<string, readonly string[]> }[] = [];
+  const enqueue = StepQueue.prototype.enqueue;
+  const enqueueSpy = jest.spyOn(StepQueue.prototype, 'enqueue').mockImplementation(function (this: StepQueue, runId, nodeIds, tokens, groups) {
+    jobs.push({ nodeIds, groups });
+    return enqueue.call(this, runId, nodeIds, tokens, groups);
+  });
+  return { jobs, enqueueSpy };
+}
+
 describe('groups: a fan-out of local steps', () => {
   let service: TestService;
   let runs: RunRepository;
@@ -76,28 +86,11 @@ describe('groups: a fan-out of local steps', () => {
     flakyOnce.clear();
   });
 
-  async function run(workflow: Workflow, capMicros = 500_000): Promise<{ runId: string; events: RunEvent[] }> {
-    const { account } = service;
-    const ctx = {
-      auth: { tokenId: account.tokenId!, userId: account.userId, orgId: account.orgId, scopes: ['read', 'run'] as const, kind: 'personal' as const },
-      requestId: 'step-groups-test',
-      log,
-      signal: new AbortController().signal,
-    };
-    const stream = (await service.runtime.invoke!('runs.create', { workflow, maxCostUsd: capMicros / 1_000_000 }, ctx)) as AsyncIterable<{ event: RunEvent }>;
-    const events: RunEvent[] = [];
-    for await (const { event } of stream) events.push(event);
-    if (events[0]?.type !== 'run.started') throw new Error(`the stream began with ${JSON.stringify(events[0])}`);
-    return { runId: events[0].runId, events };
-  }
+  /** Runs `workflow` through the in-process call path (`runs.create`), its whole stream collected. */
+  const run = (workflow: Workflow, capMicros?: number) => runInProcess(service, workflow, { requestId: 'step-groups-test', ...(capMicros === undefined ? {} : { capMicros }) });
 
   it('runs 150 branches in a handful of jobs and commits: each once, its events once and in order, charged its own price', async () => {
-    const jobs: { nodeIds: readonly string[]; groups?: ReadonlyMap<string, readonly string[]> }[] = [];
-    const enqueue = StepQueue.prototype.enqueue;
-    const enqueueSpy = jest.spyOn(StepQueue.prototype, 'enqueue').mockImplementation(function (this: StepQueue, runId, nodeIds, tokens, groups) {
-      jobs.push({ nodeIds, groups });
-      return enqueue.call(this, runId, nodeIds, tokens, groups);
-    });
+    const { jobs, enqueueSpy } = recordEnqueues();
     const commitSpy = jest.spyOn(StepRepository.prototype, 'completeStep');
     const ledger = new LedgerRepository(service.prisma);
     const before = await ledger.balance(service.account.orgId);
@@ -129,12 +122,7 @@ describe('groups: a fan-out of local steps', () => {
   });
 
   it("groups the first steps of a run that starts wide (a fan-out from the run's inputs): 130 steps in two jobs", async () => {
-    const jobs: { nodeIds: readonly string[]; groups?: ReadonlyMap<string, readonly string[]> }[] = [];
-    const enqueue = StepQueue.prototype.enqueue;
-    const enqueueSpy = jest.spyOn(StepQueue.prototype, 'enqueue').mockImplementation(function (this: StepQueue, runId, nodeIds, tokens, groups) {
-      jobs.push({ nodeIds, groups });
-      return enqueue.call(this, runId, nodeIds, tokens, groups);
-    });
+    const { jobs, enqueueSpy } = recordEnqueues();
     const workflow: Workflow = {
       version: 2,
       nodes: [
