@@ -28,9 +28,9 @@ $$;
 -- wrote it) once: one `run_charge` ledger entry per step (unique on (step_id, kind); a step
 -- charged before is left as it is), and the organization's balance, the run's charged total and
 -- the hold they share moved in one update of each row, whatever the number of steps (a commit of
--- a batch charges its up to 129 steps with three writes, not one of each row per step: every write of a row adds a
--- version that later reads of it in the transaction walk). svc_sync_hold, called last by the
--- caller, settles any status change.
+-- a batch charges its up to 129 steps with three writes, not one of each row per step: every
+-- write of a row adds a version that later reads of it in the transaction walk). svc_sync_hold,
+-- called last by the caller, settles any status change.
 -- Locks: the run row must be locked by the caller; updates (so locks) the organization row.
 CREATE FUNCTION svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
 LANGUAGE plpgsql AS $$

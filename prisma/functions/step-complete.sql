@@ -12,9 +12,9 @@ DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
 --
 -- followers (a JSON array, or null): steps the same worker ran after this one inside its
 -- reservation (a lease, see lease, or a group, see svc_reserve_step), in order: {node_id,
--- cost_micros, estimate_micros, output, ms, dependents, skippable}. Each must be ready when its turn comes (its predecessors completed just before
--- it); each is completed as its own attempt under attempt_token, charged min(cost, estimate),
--- and unblocks its dependents. Together they never spend more than this step's reservation (else
+-- cost_micros, estimate_micros, output, ms, dependents, skippable}. Each must be ready when its
+-- turn comes (its predecessors completed just before it); each is completed as its own attempt
+-- under attempt_token, charged min(cost, estimate), and unblocks its dependents. Together they never spend more than this step's reservation (else
 -- an exception rolls everything back: the caller's arithmetic is wrong). Followers of a run that
 -- stopped meanwhile are dropped (follower_totals says how many went in). A follower marked
 -- skippable (a sibling a group job ran: ready before this attempt started, with no job of its

@@ -18,7 +18,7 @@ DROP FUNCTION IF EXISTS svc_retry_step(jsonb);
 -- step that was not running is left untouched by a refusal (owned false).
 -- With group_micros (a job that runs ready sibling steps after this one, inside its reservation:
 -- their estimates' sum), that much more is held with the attempt when it fits too; else the
--- attempt holds its own estimate alone (group_micros 0 in the output) and the caller runs the
+-- attempt holds its own estimate alone (group_micros null in the output) and the caller runs the
 -- siblings in jobs of their own.
 -- Input:  run_id uuid, node_id text, estimate_micros, stale_ms int (a running step is taken over
 --         only when it started at least this long ago; 0: whenever asked), attempt_token text,

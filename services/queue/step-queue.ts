@@ -133,10 +133,13 @@ export class StepQueue {
   private async notInLiveGroups(runId: string, nodeIds: readonly string[], gone?: string): Promise<string[]> {
     if (nodeIds.length === 0) return [];
     const records = await this.redis.hmget(this.groupsKey(runId), ...nodeIds);
+    // A group's job is looked up once, however many of its siblings are asked about.
+    const heads = new Map<string, Promise<boolean>>();
+    const headAlive = (head: string) => heads.get(head) ?? heads.set(head, this.alive(runId, head)).get(head)!;
     const left: string[] = [];
     for (const [i, nodeId] of nodeIds.entries()) {
       const [at, head] = records[i]?.split(' ') ?? [];
-      const claimed = head !== undefined && head !== gone && (Date.now() - Number(at) < GROUP_CLAIM_GRACE_MS || (await this.alive(runId, head)));
+      const claimed = head !== undefined && head !== gone && (Date.now() - Number(at) < GROUP_CLAIM_GRACE_MS || (await headAlive(head)));
       if (!claimed) left.push(nodeId);
     }
     return left;

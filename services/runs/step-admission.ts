@@ -65,9 +65,9 @@ export class StepAdmission {
         : await this.reserve(runId, prepared, members.ready, { dependents: start.how === 'redelivered' ? dependents : [], group, job });
     if (reserved === null) return null;
     const { attemptToken } = reserved;
-    // Siblings that run in jobs of their own: those whose worst cases did not fit beside this step's, and those that cannot be prepared here.
+    // Siblings that run in jobs of their own: those that cannot be prepared here, and all of them when their worst cases did not fit beside this step's.
     const inGroup = reserved.groupHeld ? members.ready : [];
-    await this.alone(runId, [...members.alone, ...(inGroup === members.ready ? [] : members.ready.map((m) => m.nodeId))]);
+    await this.alone(runId, reserved.groupHeld ? members.alone : [...members.alone, ...members.ready.map((m) => m.nodeId)]);
     const batch = inGroup.length > 0 ? new StepBatch(attemptToken, sumOfEstimates(inGroup), inGroup) : undefined;
     const node = context.prepared.workflow.nodes.get(nodeId)!;
     if (node.role === 'platform' && this.deps.mayRunInline(node.uses) && startsAndEndsTogether(prepared.definition)) {
@@ -90,20 +90,13 @@ export class StepAdmission {
    * is not ready, and is left to its last predecessor's commit.
    */
   private prepareGroup(context: RunContext, group: readonly string[], stepOutputs: OutputsInHand): { ready: PreparedStep[]; alone: string[] } {
-    const { workflow, plan } = context.prepared;
     const ready: PreparedStep[] = [];
     const alone: string[] = [];
     for (const id of group) {
-      if (!plan.steps.get(id)!.dependsOn.every((d) => stepOutputs.has(d))) continue;
-      const node = workflow.nodes.get(id)!;
-      const definition = node.role === 'platform' && this.deps.mayRunInline(node.uses) ? this.deps.findNode(node.uses) : undefined;
-      try {
-        if (!definition) throw new Error(`${id} is not a local node`);
-        const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs });
-        ready.push({ nodeId: id, definition, inputs, estimate: definition.estimate(inputs) });
-      } catch {
-        alone.push(id);
-      }
+      const prepared = this.preparedLocal(context, id, stepOutputs);
+      if (prepared === NOT_READY) continue;
+      if (prepared) ready.push(prepared);
+      else alone.push(id);
     }
     return { ready, alone };
   }
@@ -114,23 +107,33 @@ export class StepAdmission {
    * reserves it too. None when no dependent qualifies (it is then found among the ready ones).
    */
   candidateAfter(context: RunContext, dependents: readonly string[], outputsInHand: OutputsInHand): PreparedStep | undefined {
-    const { workflow, plan } = context.prepared;
     for (const id of dependents) {
-      const node = workflow.nodes.get(id);
-      const planned = plan.steps.get(id);
-      if (!node || !planned || node.role !== 'platform' || !this.deps.mayRunInline(node.uses)) continue;
-      if (!planned.dependsOn.every((d) => outputsInHand.has(d))) continue;
-      const definition = this.deps.findNode(node.uses);
-      if (!definition) continue;
-      try {
-        const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs: outputsInHand });
-        return { nodeId: id, definition, inputs, estimate: definition.estimate(inputs) };
-      } catch {
-        // Inputs it cannot use: its own job reports that (it fails the step with the reason).
-        continue;
-      }
+      const prepared = this.preparedLocal(context, id, outputsInHand);
+      if (prepared && prepared !== NOT_READY) return prepared;
     }
     return undefined;
+  }
+
+  /**
+   * Step `id` prepared to run in this job (its inputs and worst case), when it is a local node
+   * whose predecessors' outputs are all in `stepOutputs`; NOT_READY when one is missing; null when
+   * it is no local node, or its inputs cannot be used here (its own job reports that: it fails
+   * the step with the reason).
+   */
+  private preparedLocal(context: RunContext, id: string, stepOutputs: OutputsInHand): PreparedStep | typeof NOT_READY | null {
+    const { workflow, plan } = context.prepared;
+    const node = workflow.nodes.get(id);
+    const planned = plan.steps.get(id);
+    if (!node || !planned) return null;
+    if (!planned.dependsOn.every((d) => stepOutputs.has(d))) return NOT_READY;
+    const definition = node.role === 'platform' && this.deps.mayRunInline(node.uses) ? this.deps.findNode(node.uses) : undefined;
+    if (!definition) return null;
+    try {
+      const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs });
+      return { nodeId: id, definition, inputs, estimate: definition.estimate(inputs) };
+    } catch {
+      return null;
+    }
   }
 
   /** What an attempt of the step is charged when it is lost or stopped with its cost unknown. */
@@ -193,6 +196,9 @@ export class StepAdmission {
     return null;
   }
 }
+
+/** preparedLocal's answer for a step whose predecessors' outputs are not all in hand. */
+const NOT_READY = 'notReady';
 
 function sumOfEstimates(steps: readonly PreparedStep[]): number {
   return steps.reduce((sum, step) => sum + step.estimate, 0);

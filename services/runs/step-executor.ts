@@ -318,13 +318,18 @@ export class StepExecutor {
   /** Whether more than one of `nodeIds` is a local node (may run in this job). */
   private severalLocal(context: ReservedStep['context'], nodeIds: readonly string[]): boolean {
     let local = 0;
-    for (const id of nodeIds) if (this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses) && ++local > 1) return true;
+    for (const id of nodeIds) if (this.isLocal(context, id) && ++local > 1) return true;
     return false;
   }
 
   /** How ready steps of the run are shared out between this job (`runHere`) and new jobs. */
   private planJobs(context: ReservedStep['context'], ready: readonly string[], runHere: boolean): JobPlan {
-    return planJobs(ready, (id) => this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses), runHere);
+    return planJobs(ready, (id) => this.isLocal(context, id), runHere);
+  }
+
+  /** Whether step `id` of the run is a local node (may run in this job). */
+  private isLocal(context: ReservedStep['context'], id: string): boolean {
+    return this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses);
   }
 
   /** The events of a commit, each step it committed told to metrics. */

@@ -4,7 +4,6 @@ import type { HeldStart } from './held-start';
 import type { PreparedStep } from './prepared-step';
 import type { StepBatch } from './step-batch';
 
-
 /** Outputs of finished steps that a job holds, by node id: read before asking Postgres. */
 export type OutputsInHand = ReadonlyMap<string, Record<string, unknown>>;
 

@@ -54,8 +54,13 @@ class Heartbeats {
   }
 
   private beat(): void {
-    for (const res of this.open) if (!res.writableEnded && !res.destroyed) res.write(': keep-alive\n\n');
+    for (const res of this.open) if (isOpen(res)) res.write(': keep-alive\n\n');
   }
+}
+
+/** Whether the response may still be written: not ended, and its client not gone (`destroyed` once the socket closed). */
+function isOpen(res: Response): boolean {
+  return !res.writableEnded && !res.destroyed;
 }
 
 const heartbeats = new Map<number, Heartbeats>();
@@ -87,31 +92,27 @@ export async function writeEventStream(res: Response, events: EventStream, optio
   res.flushHeaders();
   res.socket?.setNoDelay(true);
 
-  // A client gone is read from `res.destroyed` (true once the socket closed), not from a 'close'
-  // listener: a closure held per open stream for a flag the response already keeps.
+  // A client gone is read from the response (isOpen), not from a 'close' listener: a closure held
+  // per open stream for a flag the response already keeps.
   const heartbeat = heartbeatsOf(options.heartbeatMs);
   heartbeat.add(res);
   const openedAt = Date.now();
   options.metrics?.opened();
-  let ended = false;
   try {
     for await (const item of events) {
-      if (res.destroyed) break;
+      if (!isOpen(res)) break;
       const text = frameOf(item);
       const terminal = TERMINAL_EVENT_TYPES.includes(item.event.type);
       // The terminal event and [DONE] leave in one write: one packet less per run.
       if (terminal) res.end(`${text}${DONE}`);
       else res.write(text);
       options.metrics?.sent(item.at, openedAt);
-      if (terminal) {
-        ended = true;
-        break;
-      }
+      if (terminal) break;
     }
-    if (!ended && !res.destroyed) res.write(DONE);
+    if (isOpen(res)) res.write(DONE);
   } finally {
     options.metrics?.closed();
     heartbeat.delete(res);
-    if (!ended && !res.destroyed) res.end();
+    if (isOpen(res)) res.end();
   }
 }
