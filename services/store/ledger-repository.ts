@@ -68,9 +68,10 @@ function unknownOrg(orgId: string): AppError {
 }
 
 /**
- * The organizations' ledger. Every entry and the matching change of `organizations.balance_micros`
- * are written by one SQL statement, hence in one transaction: the running total always equals the
- * sum of the entries (see {@link LedgerRepository.audit}).
+ * The organizations' ledger. Every entry and the matching change of the balance are written in one
+ * transaction (a credit here by one statement; a step's charge by the step transitions, on the run's
+ * row until the run finishes and then on `organizations.balance_micros`: docs/money.md, Deferred
+ * settlement), so the balance always equals the sum of the entries (see {@link LedgerRepository.audit}).
  */
 export class LedgerRepository {
   constructor(private readonly db: Db) {}
@@ -96,7 +97,9 @@ export class LedgerRepository {
         FROM entry WHERE o.id = entry.org_id
         RETURNING o.balance_micros
       )
-      SELECT entry.*, balance.balance_micros FROM entry CROSS JOIN balance`;
+      -- The row's balance does not show unfinished runs' charges yet (svc_org_balance): less those.
+      SELECT entry.*, balance.balance_micros + (svc_org_balance(entry.org_id) - o.balance_micros) AS balance_micros
+      FROM entry CROSS JOIN balance JOIN organizations o ON o.id = entry.org_id`;
     const row = rows[0];
     if (row) return { entry: fromPostedRow(row), balanceMicros: microsFromDb(row.balance_micros), duplicate: false };
     if (stepId === null) throw unknownOrg(input.orgId);
@@ -133,11 +136,14 @@ export class LedgerRepository {
     });
   }
 
-  /** The organization's balance in micro-USD (may be negative after charges). */
+  /**
+   * The organization's balance in micro-USD: its unfinished runs' charges included, which its row
+   * shows only once each run finishes (`svc_org_balance`; docs/money.md, Deferred settlement).
+   */
   async balance(orgId: string): Promise<number> {
-    const org = await this.db.organization.findUnique({ where: { id: orgId }, select: { balanceMicros: true } });
-    if (!org) throw unknownOrg(orgId);
-    return microsFromDb(org.balanceMicros);
+    const [row] = await this.db.$queryRaw<{ balance: string | null }[]>`SELECT svc_org_balance(${orgId}::uuid)::text AS balance`;
+    if (row?.balance === undefined || row.balance === null) throw unknownOrg(orgId);
+    return microsFromDb(row.balance);
   }
 
   /** The organization's entries, newest first. */

@@ -12,13 +12,13 @@ export interface Organization {
   name: string;
   /** True once the slug namespaces a published workflow. */
   slugFrozen: boolean;
-  /** Running total of the ledger, micro-USD. */
+  /** Running total of the ledger, micro-USD (unfinished runs' charges included: `svc_org_balance`). */
   balanceMicros: number;
   createdAt: Date;
 }
 
-function toOrganization(row: OrganizationRow): Organization {
-  return { id: row.id, slug: row.slug, name: row.name, slugFrozen: row.slugFrozen, balanceMicros: microsFromDb(row.balanceMicros), createdAt: row.createdAt };
+function toOrganization(row: OrganizationRow, balanceMicros: bigint | string): Organization {
+  return { id: row.id, slug: row.slug, name: row.name, slugFrozen: row.slugFrozen, balanceMicros: microsFromDb(balanceMicros), createdAt: row.createdAt };
 }
 
 /** The slug and name checked (kebab-case, not a platform namespace; a name of text): a 400 names what is wrong. */
@@ -42,23 +42,23 @@ export class OrganizationRepository {
     const data = checked(input);
     const inserted = await this.db.organization.createMany({ data: [data], skipDuplicates: true });
     if (inserted.count === 0) throw new AppError({ code: 'conflict', message: `the organization slug "${data.slug}" is taken` });
-    return toOrganization(await this.db.organization.findUniqueOrThrow({ where: { slug: data.slug } }));
+    return (await this.withBalances([await this.db.organization.findUniqueOrThrow({ where: { slug: data.slug } })]))[0]!;
   }
 
   /** Every organization, oldest first. */
   async list(): Promise<Organization[]> {
     const rows = await this.db.organization.findMany({ orderBy: [{ createdAt: 'asc' }, { slug: 'asc' }] });
-    return rows.map(toOrganization);
+    return this.withBalances(rows);
   }
 
   async findById(id: string): Promise<Organization | null> {
     const row = await this.db.organization.findUnique({ where: { id } });
-    return row ? toOrganization(row) : null;
+    return row ? (await this.withBalances([row]))[0]! : null;
   }
 
   async findBySlug(slug: string): Promise<Organization | null> {
     const row = await this.db.organization.findUnique({ where: { slug } });
-    return row ? toOrganization(row) : null;
+    return row ? (await this.withBalances([row]))[0]! : null;
   }
 
   /**
@@ -69,7 +69,19 @@ export class OrganizationRepository {
     const data = checked(input);
     const inserted = await this.db.organization.createMany({ data: [data], skipDuplicates: true });
     const row = await this.db.organization.findUniqueOrThrow({ where: { slug: data.slug } });
-    return { organization: toOrganization(row), created: inserted.count === 1 };
+    return { organization: (await this.withBalances([row]))[0]!, created: inserted.count === 1 };
+  }
+
+  /**
+   * The rows with their balances: the row's `balance_micros` does not show what unfinished runs
+   * were charged yet (docs/money.md, Deferred settlement), `svc_org_balance` does.
+   */
+  private async withBalances(rows: OrganizationRow[]): Promise<Organization[]> {
+    if (rows.length === 0) return [];
+    const ids = rows.map((row) => row.id);
+    const balances = await this.db.$queryRaw<{ id: string; balance: string }[]>`SELECT id::text, svc_org_balance(id)::text AS balance FROM unnest(${ids}::uuid[]) AS id`;
+    const byId = new Map(balances.map((b) => [b.id, b.balance]));
+    return rows.map((row) => toOrganization(row, byId.get(row.id) ?? row.balanceMicros));
   }
 
   /** Freezes the slug (idempotent); called when the organization's first workflow is published. */

@@ -30,8 +30,10 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
  * - `0 <= runs.reserved_micros = sum(steps.reserved_micros)`, a step holding money only while `running`;
  * - `runs.spent_micros + runs.reserved_micros <= min(runs.cap_micros, runs.authorized_micros)` (reserve
  *   checks it under the run's lock; settling moves at most the held amount from reserved to spent);
- * - `organizations.held_micros = sum(runs.held_micros)` and `0 <= organizations.balance_micros` (CHECK):
- *   a run's charges come out of the hold it took on the balance when it was stored (docs/money.md);
+ * - `organizations.held_micros = sum(runs.held_micros + runs.charged_micros - runs.settled_micros)` and
+ *   `0 <= organizations.balance_micros` (CHECK): a run's charges come out of the hold it took on the
+ *   balance when it was stored, and reach the organization row when it finishes (docs/money.md,
+ *   Deferred settlement);
  * - `runs.spent_micros = sum(steps.cost_micros)` and `-sum(run_charge entries of the run)`;
  * - only the attempt holding the step's current token can settle it, and only once.
  */

@@ -112,7 +112,7 @@ describe('fault suite oracles: provider fake, run client and checker', () => {
     // One micro-USD less everywhere the service keeps it: only the provider's record tells.
     const steps = "UPDATE steps SET cost_micros = cost_micros + $2 WHERE run_id = $1 AND node_id = 'a'";
     const ledger = "UPDATE ledger_entries SET amount_micros = amount_micros - $2 WHERE run_id = $1 AND note = 'step a'";
-    const runs = 'UPDATE runs SET spent_micros = spent_micros + $2, charged_micros = charged_micros + $2 WHERE id = $1';
+    const runs = 'UPDATE runs SET spent_micros = spent_micros + $2, charged_micros = charged_micros + $2, settled_micros = settled_micros + $2 WHERE id = $1';
     const orgs = 'UPDATE organizations SET balance_micros = balance_micros - $2 WHERE id = (SELECT org_id FROM runs WHERE id = $1)';
     const shift = async (by: number): Promise<void> => {
       for (const sql of [steps, ledger, runs, orgs]) await pool.query(sql, [clean.runId, by]);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -134,7 +134,9 @@ describe('migration runner', () => {
   it('migrates a database from before balance holds forward: overdrafts written off, unfinished runs holding what they may still spend', async () => {
     const db = await emptyDatabase();
     const before = await migrationsCopy();
-    await rm(path.join(before, '20261124210000_money_holds'), { recursive: true });
+    // The database as the main before holds left it: money_holds and every later migration missing.
+    const later = (await readdir(before)).filter((name) => name >= '20261124210000_money_holds' && !name.includes('.')).sort();
+    for (const name of later) await rm(path.join(before, name), { recursive: true });
     const noFunctions = await mkdtemp(path.join(tmpdir(), 'svc-functions-'));
     temps.push(noFunctions);
     await applyMigrations({ connectionString: db.url, migrationsDir: before, functionsDir: noFunctions });
@@ -148,15 +150,17 @@ describe('migration runner', () => {
     );
     await query(db.url, "INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, note) VALUES ($1, -2137, 'run_charge', $2, 'step a')", [org!.id, running!.id]);
 
-    await expect(applyMigrations({ connectionString: db.url })).resolves.toMatchObject({ applied: ['20261124210000_money_holds'] });
+    await expect(applyMigrations({ connectionString: db.url })).resolves.toMatchObject({ applied: later });
     const [after] = await query<{ balance_micros: string; held_micros: string }>(db.url, 'SELECT balance_micros, held_micros FROM organizations WHERE id = $1', [org!.id]);
     expect(after).toEqual({ balance_micros: '0', held_micros: String(500000 - 2137) });
-    const [run] = await query<{ authorized_micros: string; charged_micros: string; held_micros: string }>(
+    const [run] = await query<{ authorized_micros: string; charged_micros: string; held_micros: string; settled_micros: string }>(
       db.url,
-      'SELECT authorized_micros, charged_micros, held_micros FROM runs WHERE id = $1',
+      'SELECT authorized_micros, charged_micros, held_micros, settled_micros FROM runs WHERE id = $1',
       [running!.id],
     );
-    expect(run).toEqual({ authorized_micros: '500000', charged_micros: '2137', held_micros: String(500000 - 2137) });
+    // deferred_settlement: the charge made before it was taken from the balance at once, so it is settled.
+    expect(run).toEqual({ authorized_micros: '500000', charged_micros: '2137', held_micros: String(500000 - 2137), settled_micros: '2137' });
+    expect(await query(db.url, 'SELECT svc_org_balance($1) AS balance', [org!.id])).toEqual([{ balance: '0' }]);
     const entries = await query<{ amount_micros: string; kind: string }>(db.url, "SELECT amount_micros, kind FROM ledger_entries WHERE org_id = $1 AND kind = 'adjustment'", [org!.id]);
     expect(entries).toEqual([{ amount_micros: '137', kind: 'adjustment' }]);
   });

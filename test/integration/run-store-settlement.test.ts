@@ -170,6 +170,63 @@ describe('run store: settling steps and runs', () => {
     await runs.failRun(runId, { code: 'internal', message: 'test over' });
   });
 
+  it("defers an unfinished run's charges off its organization's row (ledger, balance and available exact meanwhile) and settles them when the run ends, however it ends", async () => {
+    const account = await fundedAccount(prisma, 'deferred', 1_000_000);
+    const orgRow = async () => {
+      const row = await prisma.organization.findUniqueOrThrow({ where: { id: account.orgId }, select: { balanceMicros: true, heldMicros: true } });
+      return { balance: Number(row.balanceMicros), held: Number(row.heldMicros) };
+    };
+    const runRow = async (runId: string) => {
+      const row = await prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { chargedMicros: true, settledMicros: true, heldMicros: true } });
+      return { charged: Number(row.chargedMicros), settled: Number(row.settledMicros), held: Number(row.heldMicros) };
+    };
+    // Each way a run ends: its last commit, a failing step, its own failure.
+    const endings: [string, (runId: string) => Promise<unknown>][] = [
+      ['completed by its last commit', async (runId) => {
+        const c = await reserveOk(runId, 'c', 10_000);
+        await steps.completeStep({ runId, nodeId: 'c', attemptToken: c.attemptToken, costMicros: 4_000, output: {}, ms: 1, dependents: [], runOutputs: { done: true } });
+      }],
+      ['failed by a step', async (runId) => {
+        const c = await reserveOk(runId, 'c', 10_000);
+        await steps.failStep({ runId, nodeId: 'c', attemptToken: c.attemptToken, costMicros: 4_000, error: { code: 'node_failed', message: 'boom' }, ms: 1 });
+      }],
+      ['failed on its own', (runId) => runs.failRun(runId, { code: 'run_timeout', message: 'too slow' })],
+    ];
+    let balance = 1_000_000;
+    for (const [how, end] of endings) {
+      // Admitted as POST /v1/runs admits: holding its cap of the balance.
+      const runId = await runs.createRun({
+        orgId: account.orgId,
+        userId: account.userId,
+        tokenId: account.tokenId,
+        definition: { version: 2, nodes: ['a', 'b', 'c'] },
+        inputs: {},
+        capMicros: 100_000,
+        steps: stepsOf({ a: [], b: ['a'], c: ['b'] }),
+        requireCredit: true,
+        start: true,
+      });
+      const before = await orgRow();
+      expect(before).toEqual({ balance, held: 100_000 });
+      for (const [node, dependent, cost] of [['a', 'b', 7_000], ['b', 'c', 3_000]] as const) {
+        const step = await reserveOk(runId, node, 20_000);
+        await expect(steps.completeStep({ runId, nodeId: node, attemptToken: step.attemptToken, costMicros: cost, output: {}, ms: 1, dependents: [dependent] })).resolves.toMatchObject({ committed: true, chargedMicros: cost });
+      }
+      // The ledger and the run have the charges; the organization row has not moved: it still counts them as held.
+      await expect(runRow(runId)).resolves.toEqual({ charged: 10_000, settled: 0, held: 90_000 });
+      await expect(orgRow()).resolves.toEqual(before);
+      await expect(ledger.balance(account.orgId)).resolves.toBe(balance - 10_000);
+      await expect(ledger.audit(account.orgId)).resolves.toEqual({ balanceMicros: balance - 10_000, ledgerTotalMicros: balance - 10_000 });
+      const spent = how === 'failed on its own' ? 10_000 : 14_000;
+      await end(runId);
+      const run = await runRow(runId);
+      expect({ how, ...run }).toEqual({ how, charged: spent, settled: spent, held: 0 });
+      balance -= spent;
+      expect({ how, ...(await orgRow()) }).toEqual({ how, balance, held: 0 });
+      await expect(ledger.balance(account.orgId)).resolves.toBe(balance);
+    }
+  });
+
   it('clamps a cost above the reservation to the reservation and logs it', async () => {
     const account = await fundedAccount(prisma, 'clamp', 1_000_000);
     const runId = await startRun(runs, account, { x: [] }, 10_000);

@@ -10,7 +10,11 @@ import type { Pool } from 'pg';
  * - `ledger_entries` holds one `run_charge` per step (-cost), so `runs.charged_micros` is minus the
  *   sum of the run's `run_charge` rows, and `organizations.balance_micros` the sum of all rows;
  * - `runs.held_micros` is what the run holds of `organizations.held_micros`; a terminal run holds
- *   nothing once its attempts settled, nor reserves anything (`runs.reserved_micros`).
+ *   nothing once its attempts settled, nor reserves anything (`runs.reserved_micros`);
+ * - an unfinished run's charges reach the organization row only when it finishes: until then
+ *   `runs.charged_micros - runs.settled_micros` is still counted in the row's `held_micros` and not
+ *   yet taken from its `balance_micros` (docs/money.md, Deferred settlement), so the balance and
+ *   the holds are the row's less those deferred charges, and a finished run defers nothing.
  */
 
 export interface RunRow {
@@ -42,10 +46,14 @@ export interface StepRow {
 
 export interface OrgRow {
   id: string;
+  /** The row's balance less its runs' deferred charges. */
   balanceMicros: number;
+  /** The row's holds less its runs' deferred charges. */
   heldMicros: number;
   ledgerSumMicros: number;
   runsHeldMicros: number;
+  /** Finished runs of the organization whose charges are not all on its row (there must be none). */
+  finishedUnsettled: number;
 }
 
 export interface RunLedgerRow {
@@ -124,11 +132,20 @@ export async function loadRunLedgers(pool: Pool, runIds: readonly string[]): Pro
 /** Every organization with its ledger's sum and what its runs hold. */
 export async function loadOrgs(pool: Pool): Promise<OrgRow[]> {
   const { rows } = await pool.query<Record<string, string>>(
-    `SELECT o.id, o.balance_micros::text, o.held_micros::text,
+    `SELECT o.id, (o.balance_micros - d.deferred)::text AS balance_micros, (o.held_micros - d.deferred)::text AS held_micros,
             COALESCE((SELECT SUM(amount_micros) FROM ledger_entries l WHERE l.org_id = o.id), 0)::text AS ledger_sum,
-            COALESCE((SELECT SUM(held_micros) FROM runs r WHERE r.org_id = o.id), 0)::text AS runs_held
+            COALESCE((SELECT SUM(held_micros) FROM runs r WHERE r.org_id = o.id), 0)::text AS runs_held,
+            (SELECT count(*) FROM runs r WHERE r.org_id = o.id AND r.status NOT IN ('pending', 'running') AND r.charged_micros <> r.settled_micros)::text AS finished_unsettled
        FROM organizations o
+      CROSS JOIN LATERAL (SELECT COALESCE(SUM(charged_micros - settled_micros), 0) AS deferred FROM runs r WHERE r.org_id = o.id) d
       ORDER BY o.id`,
   );
-  return rows.map((r) => ({ id: r.id!, balanceMicros: n(r.balance_micros), heldMicros: n(r.held_micros), ledgerSumMicros: n(r.ledger_sum), runsHeldMicros: n(r.runs_held) }));
+  return rows.map((r) => ({
+    id: r.id!,
+    balanceMicros: n(r.balance_micros),
+    heldMicros: n(r.held_micros),
+    ledgerSumMicros: n(r.ledger_sum),
+    runsHeldMicros: n(r.runs_held),
+    finishedUnsettled: n(r.finished_unsettled),
+  }));
 }

@@ -295,6 +295,7 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
       if (org.balanceMicros !== opening + org.ledgerSumMicros) violations.push(`${o}: balance ${org.balanceMicros} ≠ opening ${opening} + ledger ${org.ledgerSumMicros} micro-USD`);
       if (org.heldMicros !== org.runsHeldMicros) violations.push(`${o}: holds ${org.heldMicros} but its runs hold ${org.runsHeldMicros} micro-USD`);
       if (org.heldMicros < 0 || org.heldMicros > org.balanceMicros) violations.push(`${o}: holds ${org.heldMicros} of a balance of ${org.balanceMicros} micro-USD`);
+      if (org.finishedUnsettled > 0) violations.push(`${o}: ${org.finishedUnsettled} finished run(s) with charges not settled on the organization row`);
     }
     counts.clientResumes = options.clients.reduce((sum, c) => sum + c.resumes, 0);
     counts.clientsGaveUp = options.clients.filter((c) => c.gaveUp !== undefined).length;
