@@ -11,6 +11,7 @@ DROP FUNCTION IF EXISTS svc_charge_step(steps);
 DROP FUNCTION IF EXISTS svc_charge_steps(uuid, uuid[]);
 DROP FUNCTION IF EXISTS svc_settle_run(runs, bigint, bigint);
 DROP FUNCTION IF EXISTS svc_org_balance(uuid);
+DROP FUNCTION IF EXISTS svc_release_locks_before_flush();
 
 -- svc_run_hold(r runs) RETURNS bigint
 -- What run r holds of its organization's balance: an unfinished run what it is authorized for
@@ -68,6 +69,22 @@ BEGIN
   END IF;
 END $$;
 
+-- svc_release_locks_before_flush() RETURNS void
+-- Makes the calling transaction commit without waiting for its WAL to reach the disk, so the row
+-- locks it holds (the organization's one row, which every creation and settlement of the
+-- organization's runs writes) are released at once rather than after an fsync: the next writer of
+-- the row waits for this transaction's work, not for its flush. Durability is the caller's:
+-- services/store/hot-sql.ts reads svc.flush_after_commit with the answer and commits an empty transaction that
+-- does wait (WAL is flushed in order, so that flush covers this commit) before it returns. Nothing
+-- is acknowledged, published or enqueued before then; a crash in between loses the transaction as
+-- a whole, as a crash before a synchronous commit's fsync would.
+-- Locks: none.
+CREATE FUNCTION svc_release_locks_before_flush() RETURNS void
+LANGUAGE sql AS $$
+  -- svc.flush_after_commit tells the caller (the session's own synchronous_commit may be off already).
+  SELECT set_config('synchronous_commit', 'off', true), set_config('svc.flush_after_commit', 'on', true)
+$$;
+
 -- svc_settle_run(old runs, p_new_hold bigint, p_charged bigint) RETURNS void
 -- Writes run old.id's new hold and charged total, and brings its organization's row up to date
 -- with the run: before, the row counted the run's hold (old.held_micros) and its deferred charges
@@ -77,6 +94,7 @@ END $$;
 CREATE FUNCTION svc_settle_run(old runs, p_new_hold bigint, p_charged bigint) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+  PERFORM svc_release_locks_before_flush();
   UPDATE runs SET charged_micros = p_charged, held_micros = p_new_hold, settled_micros = p_charged WHERE id = old.id;
   UPDATE organizations
   SET balance_micros = balance_micros - (p_charged - old.settled_micros),

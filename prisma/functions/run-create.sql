@@ -26,7 +26,8 @@ DROP FUNCTION IF EXISTS svc_create_run(jsonb);
 -- Output: id (null when refused or the organization does not exist), available_micros (null
 --         when the organization does not exist).
 -- Locks:  the organization row (FOR NO KEY UPDATE: what the UPDATE of its hold takes, so it waits
---         for no foreign-key check of a row that names the organization).
+--         for no foreign-key check of a row that names the organization), released before the
+--         commit's flush (svc_release_locks_before_flush: the caller waits for it).
 CREATE FUNCTION svc_create_run(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -40,6 +41,8 @@ DECLARE
   new_id uuid;
 BEGIN
   SELECT balance_micros - held_micros INTO available FROM organizations WHERE id = p_org FOR NO KEY UPDATE;
+  -- Every creation of the organization's runs waits for this lock: release it before the flush (money-holds.sql).
+  PERFORM svc_release_locks_before_flush();
   IF NOT FOUND THEN
     RETURN jsonb_build_object('id', NULL, 'available_micros', NULL);
   END IF;

@@ -181,10 +181,26 @@ interface Functions {
 
 type Name = keyof Functions;
 
-/** One round trip: `SELECT <name>($1::jsonb)`. The name comes from the `Functions` list above, never from a caller's data. */
+/**
+ * One round trip, `SELECT <name>($1::jsonb)`, and a second when the function committed without
+ * waiting for its flush: one that wrote the organization's row (a creation, a settlement) turns
+ * `synchronous_commit` off for its transaction so that the row's lock is released at once, not
+ * after an fsync (`svc_release_locks_before_flush` in money-holds.sql). Then an empty transaction
+ * that does wait (`txid_current()` gives it a commit record; WAL is flushed in order, so that
+ * flush covers the function's commit) makes it durable before the caller acts on the answer.
+ * The name comes from the `Functions` list above, never from a caller's data.
+ */
 async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
-  const rows = await queryRows<{ out: Record<string, unknown> }>(pool, `SELECT ${name}($1::jsonb) AS out`, [jsonParam(args, name)]);
-  return rows[0]!.out;
+  // OFFSET 0 keeps the call a subquery of its own, run before the setting is read (the function
+  // sets svc.flush_after_commit for its transaction alone).
+  const rows = await queryRows<{ out: Record<string, unknown>; unflushed: boolean }>(
+    pool,
+    `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f`,
+    [jsonParam(args, name)],
+  );
+  const row = rows[0]!;
+  if (row.unflushed) await pool.query('SELECT txid_current()');
+  return row.out;
 }
 
 const money = (value: unknown): number => microsFromDb(value as number);

@@ -1,4 +1,4 @@
-import type { LedgerRepository, NewRun, PrismaClient, RunRecoveryRepository, RunRepository, StepRepository } from '../../services/store';
+import { RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
 import { DIAMOND, fundedAccount, reserveOk as reserveStep, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
 
 describe('run store: settling steps and runs', () => {
@@ -9,9 +9,10 @@ describe('run store: settling steps and runs', () => {
   let recovery: RunRecoveryRepository;
   let ledger: LedgerRepository;
   let warnings: Record<string, unknown>[];
+  let pool: Database['pool'];
 
   beforeAll(() => {
-    ({ prisma, runs, steps, recovery, ledger, warnings } = bench.get());
+    ({ prisma, runs, steps, recovery, ledger, warnings, pool } = bench.get());
   });
 
   const reserveOk = (runId: string, nodeId: string, estimateMicros: number) => reserveStep(steps, runId, nodeId, estimateMicros);
@@ -225,6 +226,50 @@ describe('run store: settling steps and runs', () => {
       expect({ how, ...(await orgRow()) }).toEqual({ how, balance, held: 0 });
       await expect(ledger.balance(account.orgId)).resolves.toBe(balance);
     }
+  });
+
+  it("releases the organization row's lock before its commit's flush, and waits for that flush before answering, only where the row was written", async () => {
+    // What the repositories send, and the transaction setting each statement ran under.
+    const sent: { text: string; async: boolean }[] = [];
+    const recording = {
+      query: async (text: string, params?: unknown[]) => {
+        const result = await pool.query(text, params);
+        const row = result.rows[0] as { unflushed?: boolean } | undefined;
+        sent.push({ text: text.replace(/\s+/g, ' ').slice(0, 60), async: row?.unflushed === true });
+        return result;
+      },
+    } as unknown as Database['pool'];
+    const recordedRuns = new RunRepository({ prisma, pool: recording });
+    const recordedSteps = new StepRepository({ pool: recording });
+    const account = await fundedAccount(prisma, 'flush', 1_000_000);
+    const flushes = () => sent.filter((s) => s.text === 'SELECT txid_current()').length;
+    const runId = await recordedRuns.createRun({
+      orgId: account.orgId,
+      userId: account.userId,
+      tokenId: account.tokenId,
+      definition: { version: 2, nodes: ['a', 'b'] },
+      inputs: {},
+      capMicros: 100_000,
+      steps: stepsOf({ a: [], b: ['a'] }),
+      requireCredit: true,
+      start: true,
+    });
+    // The creation locked and wrote the organization row: committed without waiting, then flushed.
+    expect(sent.map((s) => s.async)).toEqual([true, false]);
+    expect(flushes()).toBe(1);
+    const a = await reserveOk(runId, 'a', 20_000);
+    await recordedSteps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: ['b'] });
+    // A commit of an unfinished run leaves the organization row alone: an ordinary synchronous commit.
+    expect(sent.slice(2).map((s) => s.async)).toEqual([false]);
+    expect(flushes()).toBe(1);
+    const b = await reserveOk(runId, 'b', 20_000);
+    await recordedSteps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: [], runOutputs: {} });
+    // The last commit settles the run on the organization row: flushed before it answered.
+    expect(sent.slice(3).map((s) => s.async)).toEqual([true, false]);
+    expect(sent.at(-1)!.text).toBe('SELECT txid_current()');
+    await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', spentMicros: 10_000 });
+    // Each statement left the connection as it found it: the setting is the transaction's alone.
+    await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s")).resolves.toMatchObject({ rows: [{ s: '' }] });
   });
 
   it('clamps a cost above the reservation to the reservation and logs it', async () => {

@@ -82,12 +82,15 @@ export async function moneyViolations(prisma: PrismaClient): Promise<string[]> {
     if (r.stray_reservations !== 0n) problems.push(`run ${r.id}: ${r.stray_reservations} steps hold money without running`);
     if (r.charged !== r.spent) problems.push(`run ${r.id}: ledger charged ${r.charged} != spent ${r.spent}`);
   }
-  const orgs = await prisma.$queryRaw<{ id: string; balance: bigint; total: bigint }[]>`
-    SELECT o.id, o.balance_micros AS balance,
-           (SELECT COALESCE(sum(l.amount_micros), 0) FROM ledger_entries l WHERE l.org_id = o.id)::bigint AS total
+  // The balance net of unfinished runs' deferred charges (docs/money.md, Deferred settlement), which the row counts as held.
+  const orgs = await prisma.$queryRaw<{ id: string; balance: bigint; total: bigint; held: bigint; runs_held: bigint }[]>`
+    SELECT o.id, svc_org_balance(o.id) AS balance, o.held_micros AS held,
+           (SELECT COALESCE(sum(l.amount_micros), 0) FROM ledger_entries l WHERE l.org_id = o.id)::bigint AS total,
+           (SELECT COALESCE(sum(r.held_micros + r.charged_micros - r.settled_micros), 0) FROM runs r WHERE r.org_id = o.id)::bigint AS runs_held
     FROM organizations o`;
   for (const o of orgs) {
     if (o.balance !== o.total) problems.push(`org ${o.id}: balance ${o.balance} != ledger sum ${o.total}`);
+    if (o.held !== o.runs_held) problems.push(`org ${o.id}: holds ${o.held} != its runs' holds and deferred charges ${o.runs_held}`);
   }
   return problems;
 }
@@ -97,6 +100,8 @@ export const DIAMOND = { a: [], b: ['a'], c: ['a'], d: ['b', 'c'] };
 /** The repositories of one test file, and the warnings StepRepository logged. */
 export interface RunStoreBench {
   prisma: PrismaClient;
+  /** The pool the repositories run on (Database.pool). */
+  pool: Database['pool'];
   runs: RunRepository;
   steps: StepRepository;
   recovery: RunRecoveryRepository;
@@ -126,6 +131,7 @@ export function useRunStore(): { get(): RunStoreBench } {
     });
     bench = {
       prisma: database.prisma,
+      pool: database.pool,
       runs: new RunRepository(database),
       steps: new StepRepository(database, { logger: pino({ level: 'warn' }, sink) }),
       recovery: new RunRecoveryRepository(database.prisma),

@@ -1,0 +1,45 @@
+import pg from 'pg';
+import { sampleUntilStopped } from '../../faults/support/sampler';
+
+/** How often the sampler looks: often enough for a few hundred samples in a measured phase. */
+const PERIOD_MS = 50;
+
+/**
+ * What the database's busy connections are waiting for, sampled every 50 ms over a phase: the
+ * profile evidence beside a throughput figure (a lock wait on one row, WAL fsyncs, or nothing:
+ * then the time is CPU). Each sample counts the active backends of `database` by wait event and
+ * statement; `stop()` answers the most frequent, as "share% event statement" lines.
+ */
+export function sampleWaits(connectionString: string, database: string): { stop(): Promise<string[]> } {
+  const pool = new pg.Pool({ connectionString, max: 1 });
+  pool.on('error', () => undefined);
+  const sampler = sampleUntilStopped(async () => {
+    const { rows } = await pool.query<{ wait: string; statement: string }>(
+      `SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU (no wait event)') AS wait,
+              COALESCE(substring(query from 'svc_[a-z_]+|txid_current'), left(regexp_replace(query, '\\s+', ' ', 'g'), 48)) AS statement
+         FROM pg_stat_activity
+        WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
+      [database],
+    );
+    return rows;
+  }, PERIOD_MS);
+  return {
+    async stop() {
+      try {
+        const samples = await sampler.stop();
+        const counts = new Map<string, number>();
+        let total = 0;
+        for (const row of samples.flat()) {
+          const key = `${row.wait} ${row.statement}`;
+          counts.set(key, (counts.get(key) ?? 0) + 1);
+          total++;
+        }
+        const busy = `${samples.length} samples, ${(total / Math.max(1, samples.length)).toFixed(1)} active backends on average`;
+        const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6);
+        return [busy, ...top.map(([key, n]) => `${((100 * n) / total).toFixed(0).padStart(3)}% ${key}`)];
+      } finally {
+        await pool.end();
+      }
+    },
+  };
+}
