@@ -52,9 +52,11 @@ ensure_media() {
   [ "${#missing[@]}" -eq 0 ] || install_packages "the local tool nodes' programs" "${missing[@]}"
 }
 
-# postgres_bin_dir: the newest installed PostgreSQL's binaries.
+# postgres_bin_dir: $PG_BIN_DIR when it holds a postgres, else the newest installed PostgreSQL's binaries.
 postgres_bin_dir() {
   local dir
+  # PG_BIN_DIR: a relocated PostgreSQL, e.g. the bundle that runs benchmarks where Debian's packages are not.
+  if [ -n "${PG_BIN_DIR:-}" ] && [ -x "$PG_BIN_DIR/postgres" ]; then echo "$PG_BIN_DIR"; return; fi
   dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
   [ -n "$dir" ] || return 1
   echo "$dir"
