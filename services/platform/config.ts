@@ -55,6 +55,13 @@ export const SETTINGS = {
   },
   databaseUrl: { env: 'DATABASE_URL', description: 'Postgres connection URL', parse: url('postgres:', 'postgresql:') },
   databasePoolSize: { path: 'database.poolSize', env: 'DATABASE_POOL_SIZE', description: 'Postgres connections one process opens at most', default: '10', parse: int(1, 1000) },
+  databaseCreationsPerOrg: {
+    path: 'database.creationsPerOrg',
+    env: 'RUN_CREATIONS_PER_ORG',
+    description: "Run creations of one organization that one process sends to Postgres at once (each locks the organization's row; the others wait in the process)",
+    default: '4',
+    parse: int(1, 1000),
+  },
   databaseConnectTimeoutMs: {
     path: 'database.connectTimeoutMs',
     env: 'DATABASE_CONNECT_TIMEOUT_MS',

@@ -85,7 +85,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     for (const step of steps) await step().catch((err: unknown) => log.warn({ err }, 'error while closing'));
   };
 
-  const runs = new RunRepository(database);
+  const runs = new RunRepository(database, { creationsPerOrg: config.database.creationsPerOrg });
   // The platform's nodes, plus providers with a configured key, installed local tools, and the embedding's.
   const nodes = createNodeRegistry([...(await configuredNodes(config, log)), ...(options.nodes ?? [])]);
   const contexts = new RunContextCache(runs, nodes.catalog);

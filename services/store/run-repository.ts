@@ -12,6 +12,7 @@ import {
   type RunRecord,
 } from './run-records';
 import * as sql from './hot-sql';
+import { KeyedGate } from './keyed-gate';
 
 /**
  * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
@@ -46,10 +47,18 @@ export class RunRepository {
   private readonly prisma: PrismaClient;
   private readonly pool: sql.SqlPool;
 
-  /** Creation, transitions and the run record run on `database.pool` (hot-sql.ts); the listing and the run context on Prisma. */
-  constructor(database: Pick<Database, 'prisma' | 'pool'>) {
+  private readonly creations: KeyedGate;
+
+  /**
+   * Creation, transitions and the run record run on `database.pool` (hot-sql.ts); the listing and
+   * the run context on Prisma. At most `creationsPerOrg` (default 4) creations of one organization
+   * are sent to Postgres at once: each locks the organization's row, and a long queue on one row
+   * slows every handoff of its lock (KeyedGate).
+   */
+  constructor(database: Pick<Database, 'prisma' | 'pool'>, options: { creationsPerOrg?: number } = {}) {
     this.prisma = database.prisma;
     this.pool = database.pool;
+    this.creations = new KeyedGate(options.creationsPerOrg ?? 4);
   }
 
   /**
@@ -77,7 +86,7 @@ export class RunRepository {
     // organization row is locked, what is available (balance less what other unfinished runs
     // hold) is read, and the run holds up to its cap of it (docs/money.md, Holds). The refusal
     // reports the available balance that caused it.
-    const row = await sql.createRun(this.pool, {
+    const row = await this.creations.run(input.orgId, () => sql.createRun(this.pool, {
       org_id: input.orgId,
       user_id: input.userId,
       token_id: input.tokenId,
@@ -91,7 +100,7 @@ export class RunRepository {
       reserved_micros: reservedTotal,
       run_id: input.id ?? null,
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
-    });
+    }));
     if (row.id !== null) return row.id;
     if (row.available_micros === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
     throw new InsufficientCreditError(row.available_micros);

@@ -7,17 +7,18 @@ const PERIOD_MS = 50;
 /**
  * What the database's busy connections are waiting for, sampled every 50 ms over a phase: the
  * profile evidence beside a throughput figure (a lock wait on one row, WAL fsyncs, or nothing:
- * then the time is CPU). Each sample counts the active backends of `database` by wait event and
- * statement; `stop()` answers the most frequent, as "share% event statement" lines.
+ * then the time is CPU). Each sample counts the active backends of `database` by wait event (with
+ * the table of a row lock waited for) and statement; `stop()` answers the most frequent, as "share% event statement" lines.
  */
 export function sampleWaits(connectionString: string, database: string): { stop(): Promise<string[]> } {
   const pool = new pg.Pool({ connectionString, max: 1 });
   pool.on('error', () => undefined);
   const sampler = sampleUntilStopped(async () => {
     const { rows } = await pool.query<{ wait: string; statement: string }>(
-      `SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU (no wait event)') AS wait,
+      `SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU (no wait event)')
+                || COALESCE(' on ' || (SELECT l.relation::regclass::text FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted AND l.relation IS NOT NULL LIMIT 1), '') AS wait,
               COALESCE(substring(query from 'svc_[a-z_]+|txid_current'), left(regexp_replace(query, '\\s+', ' ', 'g'), 48)) AS statement
-         FROM pg_stat_activity
+         FROM pg_stat_activity a
         WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
       [database],
     );
