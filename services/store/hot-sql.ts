@@ -181,13 +181,19 @@ interface Functions {
 
 type Name = keyof Functions;
 
+/** A transaction that writes WAL and commits synchronously: its flush covers every commit before it. */
+export const FLUSH = "SELECT pg_logical_emit_message(true, 'svc_flush', '')";
+
 /**
  * One round trip, `SELECT <name>($1::jsonb)`, and a second when the function committed without
  * waiting for its flush: one that wrote the organization's row (a creation, a settlement) turns
  * `synchronous_commit` off for its transaction so that the row's lock is released at once, not
- * after an fsync (`svc_release_locks_before_flush` in money-holds.sql). Then an empty transaction
- * that does wait (`txid_current()` gives it a commit record; WAL is flushed in order, so that
- * flush covers the function's commit) makes it durable before the caller acts on the answer.
+ * after an fsync (`svc_release_locks_before_flush` in money-holds.sql). Then a transaction that
+ * does wait for its flush makes it durable before the caller acts on the answer: WAL is flushed in
+ * order, so that flush covers the function's commit. It must write WAL of its own (a transactional
+ * logical message, which decoding plugins ignore): Postgres commits a transaction that wrote none
+ * without waiting for a flush even when synchronous_commit is on (`txid_current()` alone did not:
+ * runs acknowledged just before a Postgres crash were lost, test/integration/stream-outages).
  * The name comes from the `Functions` list above, never from a caller's data.
  */
 async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
@@ -199,7 +205,7 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
     [jsonParam(args, name)],
   );
   const row = rows[0]!;
-  if (row.unflushed) await pool.query('SELECT txid_current()');
+  if (row.unflushed) await pool.query(FLUSH);
   return row.out;
 }
 

@@ -1,4 +1,5 @@
 import { RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
+import { FLUSH } from '../../services/store/hot-sql';
 import { DIAMOND, fundedAccount, reserveOk as reserveStep, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
 
 describe('run store: settling steps and runs', () => {
@@ -242,7 +243,7 @@ describe('run store: settling steps and runs', () => {
     const recordedRuns = new RunRepository({ prisma, pool: recording });
     const recordedSteps = new StepRepository({ pool: recording });
     const account = await fundedAccount(prisma, 'flush', 1_000_000);
-    const flushes = () => sent.filter((s) => s.text === 'SELECT txid_current()').length;
+    const flushes = () => sent.filter((s) => s.text === FLUSH).length;
     const runId = await recordedRuns.createRun({
       orgId: account.orgId,
       userId: account.userId,
@@ -266,7 +267,7 @@ describe('run store: settling steps and runs', () => {
     await recordedSteps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: [], runOutputs: {} });
     // The last commit settles the run on the organization row: flushed before it answered.
     expect(sent.slice(3).map((s) => s.async)).toEqual([true, false]);
-    expect(sent.at(-1)!.text).toBe('SELECT txid_current()');
+    expect(sent.at(-1)!.text).toBe(FLUSH);
     await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', spentMicros: 10_000 });
     // Each statement left the connection as it found it: the setting is the transaction's alone.
     await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s")).resolves.toMatchObject({ rows: [{ s: '' }] });

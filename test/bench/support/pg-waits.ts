@@ -17,7 +17,7 @@ export function sampleWaits(connectionString: string, database: string): { stop(
     const { rows } = await pool.query<{ wait: string; statement: string }>(
       `SELECT COALESCE(wait_event_type || ':' || wait_event, 'CPU (no wait event)')
                 || COALESCE(' on ' || (SELECT l.relation::regclass::text FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted AND l.relation IS NOT NULL LIMIT 1), '') AS wait,
-              COALESCE(substring(query from 'svc_[a-z_]+|txid_current'), left(regexp_replace(query, '\\s+', ' ', 'g'), 48)) AS statement
+              COALESCE(substring(query from 'svc_[a-z_]+|pg_logical_emit_message'), left(regexp_replace(query, '\\s+', ' ', 'g'), 48)) AS statement
          FROM pg_stat_activity a
         WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
       [database],
