@@ -85,6 +85,11 @@ export class LedgerRepository {
     const amount = microsToDb(input.amountMicros);
     const runId = input.runId ?? null;
     const stepId = input.stepId ?? null;
+    return inTransaction(this.db, (tx) => new LedgerRepository(tx).postIn(input, amount, runId, stepId));
+  }
+
+  /** `post` inside a transaction (the caller's, or the one `post` opened). */
+  private async postIn(input: NewLedgerEntry, amount: bigint, runId: string | null, stepId: string | null): Promise<LedgerPosting & { duplicate: boolean }> {
     const rows = await this.db.$queryRaw<PostedRow[]>`
       WITH entry AS (
         INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, step_id, note)
@@ -97,11 +102,13 @@ export class LedgerRepository {
         FROM entry WHERE o.id = entry.org_id
         RETURNING o.balance_micros
       )
-      -- The row's balance does not show unfinished runs' charges yet (svc_org_balance): less those.
-      SELECT entry.*, balance.balance_micros + (svc_org_balance(entry.org_id) - o.balance_micros) AS balance_micros
-      FROM entry CROSS JOIN balance JOIN organizations o ON o.id = entry.org_id`;
+      SELECT entry.*, balance.balance_micros FROM entry CROSS JOIN balance`;
     const row = rows[0];
-    if (row) return { entry: fromPostedRow(row), balanceMicros: microsFromDb(row.balance_micros), duplicate: false };
+    // The balance from a statement of its own (svc_org_balance: the row's less unfinished runs'
+    // deferred charges): its snapshot sees this transaction's update and whatever committed while
+    // that update waited for the row (a run settled meanwhile), which the statement above, reading
+    // the runs from its older snapshot, would count twice (M2 found it: seed -342336106).
+    if (row) return { entry: fromPostedRow(row), balanceMicros: await this.balance(input.orgId), duplicate: false };
     if (stepId === null) throw unknownOrg(input.orgId);
     const existing = await this.db.ledgerEntry.findUnique({ where: { stepId_kind: { stepId, kind: input.kind } } });
     if (!existing) throw unknownOrg(input.orgId);

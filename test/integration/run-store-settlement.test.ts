@@ -1,5 +1,6 @@
 import { RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
 import { FLUSH } from '../../services/store/hot-sql';
+import { eventually } from '../support/eventually';
 import { DIAMOND, fundedAccount, reserveOk as reserveStep, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
 
 describe('run store: settling steps and runs', () => {
@@ -271,6 +272,37 @@ describe('run store: settling steps and runs', () => {
     await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', spentMicros: 10_000 });
     // Each statement left the connection as it found it: the setting is the transaction's alone.
     await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s")).resolves.toMatchObject({ rows: [{ s: '' }] });
+  });
+
+  it("answers a credit with the balance after it when a run's settlement committed while the credit waited for the organization row", async () => {
+    const account = await fundedAccount(prisma, 'credit-race', 1_000_000);
+    const runId = await runs.createRun({
+      orgId: account.orgId,
+      userId: account.userId,
+      tokenId: account.tokenId,
+      definition: { version: 2, nodes: ['a', 'b'] },
+      inputs: {},
+      capMicros: 100_000,
+      steps: stepsOf({ a: [], b: ['a'] }),
+      requireCredit: true,
+      start: true,
+    });
+    const a = await reserveOk(runId, 'a', 20_000);
+    await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 24, output: {}, ms: 1, dependents: ['b'] });
+    // The run's 24 micro-USD are deferred; its failure settles them on the organization row, in a
+    // transaction held open while the credit queues behind its lock on that row.
+    const settling = await pool.connect();
+    try {
+      await settling.query('BEGIN');
+      await settling.query('SELECT svc_fail_run($1::jsonb)', [JSON.stringify({ run_id: runId, error: { code: 'internal', message: 'test over' }, culprit_node_id: null })]);
+      const credit = ledger.credit(account.orgId, 1_000, 'during a settlement');
+      await eventually(async () => (await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO ledger_entries%'")).rowCount === 1, { what: 'the credit to wait for the organization row' });
+      await settling.query('COMMIT');
+      await expect(credit).resolves.toMatchObject({ balanceMicros: 1_000_000 - 24 + 1_000 });
+    } finally {
+      settling.release();
+    }
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 24 + 1_000);
   });
 
   it('clamps a cost above the reservation to the reservation and logs it', async () => {
