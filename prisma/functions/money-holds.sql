@@ -74,8 +74,9 @@ END $$;
 -- locks it holds (the organization's one row, which every creation and settlement of the
 -- organization's runs writes) are released at once rather than after an fsync: the next writer of
 -- the row waits for this transaction's work, not for its flush. Durability is the caller's:
--- services/store/hot-sql.ts reads svc.flush_after_commit with the answer and commits an empty transaction that
--- does wait (WAL is flushed in order, so that flush covers this commit) before it returns. Nothing
+-- services/store/hot-sql.ts reads svc.flush_after_commit with the answer and commits a transaction
+-- that writes WAL and waits for its flush (WAL is flushed in order, so that flush covers this
+-- commit) before it returns. Nothing
 -- is acknowledged, published or enqueued before then; a crash in between loses the transaction as
 -- a whole, as a crash before a synchronous commit's fsync would.
 -- Locks: none.

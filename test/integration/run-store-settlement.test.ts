@@ -1,7 +1,7 @@
 import { RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
 import { FLUSH } from '../../services/store/hot-sql';
 import { eventually } from '../support/eventually';
-import { DIAMOND, fundedAccount, reserveOk as reserveStep, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
+import { DIAMOND, fundedAccount, reserveOk as reserveStep, startHeldRun, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
 
 describe('run store: settling steps and runs', () => {
   const bench = useRunStore();
@@ -197,18 +197,7 @@ describe('run store: settling steps and runs', () => {
     ];
     let balance = 1_000_000;
     for (const [how, end] of endings) {
-      // Admitted as POST /v1/runs admits: holding its cap of the balance.
-      const runId = await runs.createRun({
-        orgId: account.orgId,
-        userId: account.userId,
-        tokenId: account.tokenId,
-        definition: { version: 2, nodes: ['a', 'b', 'c'] },
-        inputs: {},
-        capMicros: 100_000,
-        steps: stepsOf({ a: [], b: ['a'], c: ['b'] }),
-        requireCredit: true,
-        start: true,
-      });
+      const runId = await startHeldRun(runs, account, { a: [], b: ['a'], c: ['b'] }, 100_000);
       const before = await orgRow();
       expect(before).toEqual({ balance, held: 100_000 });
       for (const [node, dependent, cost] of [['a', 'b', 7_000], ['b', 'c', 3_000]] as const) {
@@ -245,17 +234,7 @@ describe('run store: settling steps and runs', () => {
     const recordedSteps = new StepRepository({ pool: recording });
     const account = await fundedAccount(prisma, 'flush', 1_000_000);
     const flushes = () => sent.filter((s) => s.text === FLUSH).length;
-    const runId = await recordedRuns.createRun({
-      orgId: account.orgId,
-      userId: account.userId,
-      tokenId: account.tokenId,
-      definition: { version: 2, nodes: ['a', 'b'] },
-      inputs: {},
-      capMicros: 100_000,
-      steps: stepsOf({ a: [], b: ['a'] }),
-      requireCredit: true,
-      start: true,
-    });
+    const runId = await startHeldRun(recordedRuns, account, { a: [], b: ['a'] }, 100_000);
     // The creation locked and wrote the organization row: committed without waiting, then flushed.
     expect(sent.map((s) => s.async)).toEqual([true, false]);
     expect(flushes()).toBe(1);
@@ -276,17 +255,7 @@ describe('run store: settling steps and runs', () => {
 
   it("answers a credit with the balance after it when a run's settlement committed while the credit waited for the organization row", async () => {
     const account = await fundedAccount(prisma, 'credit-race', 1_000_000);
-    const runId = await runs.createRun({
-      orgId: account.orgId,
-      userId: account.userId,
-      tokenId: account.tokenId,
-      definition: { version: 2, nodes: ['a', 'b'] },
-      inputs: {},
-      capMicros: 100_000,
-      steps: stepsOf({ a: [], b: ['a'] }),
-      requireCredit: true,
-      start: true,
-    });
+    const runId = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);
     const a = await reserveOk(runId, 'a', 20_000);
     await steps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 24, output: {}, ms: 1, dependents: ['b'] });
     // The run's 24 micro-USD are deferred; its failure settles them on the organization row, in a

@@ -53,6 +53,24 @@ export async function startRun(runs: RunRepository, account: SeededAccount, dag:
   return runId;
 }
 
+/**
+ * Creates a run of `dag` stored running and holding up to `capMicros` of its organization's
+ * balance, as POST /v1/runs admits one (the runs of `startRun` hold nothing); returns its id.
+ */
+export async function startHeldRun(runs: RunRepository, account: SeededAccount, dag: Record<string, string[]>, capMicros: number): Promise<string> {
+  return runs.createRun({
+    orgId: account.orgId,
+    userId: account.userId,
+    tokenId: account.tokenId,
+    definition: { version: 2, nodes: Object.keys(dag) },
+    inputs: {},
+    capMicros,
+    steps: stepsOf(dag),
+    requireCredit: true,
+    start: true,
+  });
+}
+
 interface RunMoneyRow {
   id: string;
   cap: bigint;
