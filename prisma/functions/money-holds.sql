@@ -10,6 +10,8 @@ DROP FUNCTION IF EXISTS svc_charge_step(uuid, uuid, uuid, text, bigint);
 DROP FUNCTION IF EXISTS svc_charge_step(steps);
 DROP FUNCTION IF EXISTS svc_charge_steps(uuid, uuid[]);
 DROP FUNCTION IF EXISTS svc_settle_run(runs, bigint, bigint);
+DROP FUNCTION IF EXISTS svc_charge_ledger(uuid, uuid, uuid[]);
+DROP FUNCTION IF EXISTS svc_store_run(runs, runs);
 DROP FUNCTION IF EXISTS svc_org_balance(uuid);
 DROP FUNCTION IF EXISTS svc_release_locks_before_flush();
 
@@ -26,47 +28,109 @@ LANGUAGE sql IMMUTABLE AS $$
                                     ELSE r.reserved_micros + r.spent_micros END - r.charged_micros) END
 $$;
 
--- svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
+-- svc_charge_ledger(p_run uuid, p_org uuid, p_steps uuid[]) RETURNS bigint
 -- Charges each step of run p_run named in p_steps its total cost (cost_micros as the caller just
--- wrote it) once: one `run_charge` ledger entry per step (unique on (step_id, kind); a step
--- charged before is left as it is), and the run's charged total and hold moved in one update of
--- its row, whatever the number of steps (a commit of a batch charges its up to 129 steps with
--- two writes, not one of each row per step: every write of a row adds a version that later reads
--- of it in the transaction walk). The organization's row is left alone while the run is
--- unfinished and its hold falls by exactly what it was charged (Deferred settlement in
--- docs/money.md: the row still counts the charge in held_micros, so balance less held, what
--- admission reads, is already right, and the organization's concurrent runs do not queue on its
--- row at every commit); otherwise the run is settled now (svc_settle_run). svc_sync_hold,
--- called last by the caller, settles any status change.
--- Locks: the run row must be locked by the caller; updates (so locks) the organization row only
--- when it settles.
-CREATE FUNCTION svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
+-- wrote it) once: one `run_charge` ledger entry per step for organization p_org (the run's; unique
+-- on (step_id, kind): a step charged before is left as it is). Answers what it charged in all
+-- (micro-USD, >= 0), for the caller to add to the run's charged_micros in its one write of the
+-- run row (svc_store_run).
+-- Locks: none beyond the entries it inserts (ledger_entries.org_id has no foreign key).
+CREATE FUNCTION svc_charge_ledger(p_run uuid, p_org uuid, p_steps uuid[]) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
   charged bigint;
-  old runs%ROWTYPE;
-  r runs%ROWTYPE;
-  new_hold bigint;
 BEGIN
-  SELECT * INTO old FROM runs WHERE id = p_run;
-  r := old;
+  -- PL/pgSQL, not SQL: its statement's plan is cached for the session, a SQL function's is made at every call.
   WITH entries AS (
     INSERT INTO ledger_entries (org_id, amount_micros, kind, run_id, step_id, note)
-    SELECT r.org_id, -s.cost_micros, 'run_charge', s.run_id, s.id, 'step ' || s.node_id
+    SELECT p_org, -s.cost_micros, 'run_charge', s.run_id, s.id, 'step ' || s.node_id
     FROM steps s WHERE s.id = ANY(p_steps) AND s.run_id = p_run AND s.cost_micros > 0
     ON CONFLICT (step_id, kind) DO NOTHING
     RETURNING amount_micros)
-  SELECT sum(amount_micros) INTO charged FROM entries;
-  IF charged IS NULL THEN
+  SELECT COALESCE(-sum(amount_micros), 0)::bigint INTO charged FROM entries;
+  RETURN charged;
+END $$;
+
+-- svc_store_run(old runs, nr runs) RETURNS void
+-- Writes run nr (the caller's new state of the row old, which it read and locked in this
+-- transaction: its status, outputs, error, times and amounts, charged_micros including what
+-- svc_charge_ledger just charged) with ONE update of the run row, the run's hold recomputed
+-- (svc_run_hold), and brings the organization's row up to date when it must:
+--
+-- - An unfinished run whose hold fell by exactly what it was charged is left out of the
+--   organization's row (Deferred settlement in docs/money.md: the row still counts the charge in
+--   held_micros, so balance less held, what admission reads, is already right, and the
+--   organization's concurrent runs do not queue on its row at every commit).
+-- - Otherwise (the run finished, or its hold moved otherwise) it is settled: before, the row
+--   counted the run's hold (old.held_micros) and its deferred charges (old.charged_micros -
+--   old.settled_micros) in held_micros, and only old.settled_micros of its charges in
+--   balance_micros; afterwards it counts the new hold, and all its charges in the balance.
+--
+-- One update, not one per change: the second update of a row in a transaction re-checks every
+-- foreign key of the row (Postgres checks the keys of a row version this transaction made, changed
+-- or not), and the check of runs.org_id locks the organization's row FOR KEY SHARE beside the
+-- creations that lock it FOR NO KEY UPDATE: a multixact per commit (bench B8 counts them).
+-- A run stored before holds (null authorization) holds nothing and is settled at each charge.
+-- Locks: the run row must be locked by the caller; updates (so locks) the organization row only
+-- when it settles.
+CREATE FUNCTION svc_store_run(old runs, nr runs) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  new_hold bigint := svc_run_hold(nr);
+  settle boolean;
+BEGIN
+  IF nr.authorized_micros IS NULL THEN
+    settle := nr.charged_micros <> old.charged_micros;
+  ELSE
+    settle := NOT (nr.status IN ('pending', 'running') AND new_hold + nr.charged_micros = old.held_micros + old.charged_micros)
+              AND NOT (new_hold = old.held_micros AND nr.charged_micros = old.charged_micros
+                       AND (nr.status IN ('pending', 'running') OR nr.charged_micros = old.settled_micros));
+  END IF;
+  IF nr.authorized_micros IS NOT NULL OR settle THEN
+    nr.held_micros := new_hold;
+  END IF;
+  IF settle THEN
+    nr.settled_micros := nr.charged_micros;
+  END IF;
+  -- The columns it writes (not the whole rows: their definitions would be compared too).
+  IF (nr.status, nr.outputs, nr.error, nr.started_at, nr.finished_at, nr.reserved_micros, nr.spent_micros, nr.charged_micros, nr.held_micros, nr.settled_micros)
+     IS DISTINCT FROM (old.status, old.outputs, old.error, old.started_at, old.finished_at, old.reserved_micros, old.spent_micros, old.charged_micros,
+                       old.held_micros, old.settled_micros) THEN
+    UPDATE runs SET status = nr.status, outputs = nr.outputs, error = nr.error, started_at = nr.started_at, finished_at = nr.finished_at,
+                    reserved_micros = nr.reserved_micros, spent_micros = nr.spent_micros, charged_micros = nr.charged_micros,
+                    held_micros = nr.held_micros, settled_micros = nr.settled_micros
+    WHERE id = nr.id;
+  END IF;
+  IF settle THEN
+    PERFORM svc_release_locks_before_flush();
+    UPDATE organizations
+    SET balance_micros = balance_micros - (nr.charged_micros - old.settled_micros),
+        held_micros = held_micros + new_hold - old.held_micros - (old.charged_micros - old.settled_micros)
+    WHERE id = old.org_id;
+  END IF;
+END $$;
+
+-- svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
+-- svc_charge_ledger for the steps p_steps of run p_run, and the run's charged total and hold moved
+-- in one write of its row (svc_store_run), whatever the number of steps: for callers that write the
+-- run row themselves before (svc_complete_step charges with svc_charge_ledger and writes the row
+-- once with svc_store_run instead).
+-- Locks: the run row must be locked by the caller; as svc_store_run.
+CREATE FUNCTION svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+  old runs%ROWTYPE;
+  r runs%ROWTYPE;
+  charged bigint;
+BEGIN
+  SELECT * INTO old FROM runs WHERE id = p_run;
+  charged := svc_charge_ledger(p_run, old.org_id, p_steps);
+  IF charged = 0 THEN
     RETURN;
   END IF;
-  r.charged_micros := r.charged_micros - charged;
-  new_hold := svc_run_hold(r);
-  IF r.authorized_micros IS NOT NULL AND r.status IN ('pending', 'running') AND new_hold + r.charged_micros = old.held_micros + old.charged_micros THEN
-    UPDATE runs SET charged_micros = r.charged_micros, held_micros = new_hold WHERE id = r.id;
-  ELSE
-    PERFORM svc_settle_run(old, new_hold, r.charged_micros);
-  END IF;
+  r := old;
+  r.charged_micros := r.charged_micros + charged;
+  PERFORM svc_store_run(old, r);
 END $$;
 
 -- svc_release_locks_before_flush() RETURNS void
@@ -85,23 +149,6 @@ LANGUAGE sql AS $$
   -- svc.flush_after_commit tells the caller (the session's own synchronous_commit may be off already).
   SELECT set_config('synchronous_commit', 'off', true), set_config('svc.flush_after_commit', 'on', true)
 $$;
-
--- svc_settle_run(old runs, p_new_hold bigint, p_charged bigint) RETURNS void
--- Writes run old.id's new hold and charged total, and brings its organization's row up to date
--- with the run: before, the row counted the run's hold (old.held_micros) and its deferred charges
--- (old.charged_micros - old.settled_micros) in held_micros, and only old.settled_micros of its
--- charges in balance_micros; afterwards it counts p_new_hold, and all p_charged in the balance.
--- Locks: the run row must be locked by the caller; updates (so locks) the organization row.
-CREATE FUNCTION svc_settle_run(old runs, p_new_hold bigint, p_charged bigint) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM svc_release_locks_before_flush();
-  UPDATE runs SET charged_micros = p_charged, held_micros = p_new_hold, settled_micros = p_charged WHERE id = old.id;
-  UPDATE organizations
-  SET balance_micros = balance_micros - (p_charged - old.settled_micros),
-      held_micros = held_micros + p_new_hold - old.held_micros - (old.charged_micros - old.settled_micros)
-  WHERE id = old.org_id;
-END $$;
 
 -- svc_charge_step(s steps) RETURNS void
 -- svc_charge_steps for the one step s (as the caller just wrote it).
@@ -123,15 +170,10 @@ CREATE FUNCTION svc_sync_hold(p_run_id uuid) RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
   r runs%ROWTYPE;
-  new_hold bigint;
 BEGIN
   SELECT * INTO r FROM runs WHERE id = p_run_id;
-  IF NOT FOUND OR r.authorized_micros IS NULL THEN
-    RETURN;
-  END IF;
-  new_hold := svc_run_hold(r);
-  IF new_hold <> r.held_micros OR (r.charged_micros <> r.settled_micros AND r.status NOT IN ('pending', 'running')) THEN
-    PERFORM svc_settle_run(r, new_hold, r.charged_micros);
+  IF FOUND THEN
+    PERFORM svc_store_run(r, r);
   END IF;
 END $$;
 

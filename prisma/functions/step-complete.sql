@@ -43,7 +43,7 @@ DROP FUNCTION IF EXISTS svc_complete_step(jsonb);
 --         asked), next_attempt int, next_lease_micros, follower_totals (array of micro-USD, null
 --         for a skipped follower).
 -- Locks:  the run row, then the step row (FOR UPDATE), then its dependents, followers and the
---         next step (UPDATE), then the organization row (svc_charge_steps, svc_sync_hold).
+--         next step (UPDATE), then the organization row when the run settles (svc_store_run).
 CREATE FUNCTION svc_complete_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -60,11 +60,13 @@ DECLARE
   p_next_token text := args->>'next_attempt_token';
   p_followers jsonb := NULLIF(args->'followers', 'null'::jsonb);
   p_lease boolean := COALESCE((args->>'lease')::boolean, false);
-  r record;
+  r runs%ROWTYPE;
+  nr runs%ROWTYPE;
   s record;
   f record;
   done steps%ROWTYPE;
   added bigint;
+  charged bigint;
   spent_added bigint;
   total bigint;
   follower_totals bigint[] := '{}';
@@ -84,7 +86,7 @@ DECLARE
   next_verdict text;
   next_attempt int;
 BEGIN
-  SELECT org_id, status, cap_micros, authorized_micros, reserved_micros, spent_micros INTO r FROM runs WHERE id = p_run FOR UPDATE;
+  SELECT * INTO r FROM runs WHERE id = p_run FOR UPDATE;
   IF FOUND THEN
     SELECT id, reserved_micros INTO s FROM steps
     WHERE run_id = p_run AND node_id = p_node AND status = 'running' AND attempt_token = p_token FOR UPDATE;
@@ -165,8 +167,8 @@ BEGIN
       charged_ids := charged_ids || done.id;
     END LOOP;
   END IF;
-  -- Every step of the commit charged at once: one ledger insert, one write of the run's and the organization's rows.
-  PERFORM svc_charge_steps(p_run, charged_ids);
+  -- Every step of the commit charged at once, in one ledger insert; the run's row takes the charge with the rest below.
+  charged := svc_charge_ledger(p_run, r.org_id, charged_ids);
   -- The next step may be no dependent of these (a group's sibling, reserved on its own after a failure).
   IF p_next_node IS NOT NULL THEN
     touched := touched || p_next_node;
@@ -195,15 +197,18 @@ BEGIN
       next_verdict := 'ok';
     END IF;
   END IF;
-  -- One write of the run row: the settlement, the next reservation and, after the last step, the completion.
+  -- One write of the run row (svc_store_run): the charge, the settlement, the next reservation and,
+  -- after the last step, the completion; with the organization's row when the run settles.
+  nr := r;
+  nr.reserved_micros := new_reserved;
+  nr.spent_micros := r.spent_micros + spent_added;
+  nr.charged_micros := r.charged_micros + charged;
   IF completes_run THEN
-    UPDATE runs SET reserved_micros = new_reserved, spent_micros = spent_micros + spent_added,
-                    status = 'completed', outputs = p_run_outputs, finished_at = now()
-    WHERE id = p_run;
-  ELSE
-    UPDATE runs SET reserved_micros = new_reserved, spent_micros = spent_micros + spent_added WHERE id = p_run;
+    nr.status := 'completed';
+    nr.outputs := p_run_outputs;
+    nr.finished_at := now();
   END IF;
-  PERFORM svc_sync_hold(p_run);
+  PERFORM svc_store_run(r, nr);
   -- A failed or cancelled run's dependents are skipped already: nothing becomes ready there.
   RETURN jsonb_build_object('committed', true, 'total_micros', total, 'held_micros', s.reserved_micros,
                             'ready', CASE WHEN r.status = 'running' THEN to_jsonb(ready) END, 'remaining', remaining, 'run_completed', completes_run,

@@ -287,6 +287,17 @@ describe('migration runner', () => {
     expect(await history(db.url)).toHaveLength(files.length);
   });
 
+  it("deletes an organization's ledger entries with it, the ledger's org_id having no foreign key (prisma/functions/ledger-entries.sql)", async () => {
+    const db = await emptyDatabase();
+    await applyMigrations({ connectionString: db.url });
+    const [gone, kept] = await query<{ id: string }>(db.url, "INSERT INTO organizations (slug, name, balance_micros) VALUES ('gone', 'Gone', 5), ('kept', 'Kept', 7) RETURNING id");
+    await query(db.url, "INSERT INTO ledger_entries (org_id, amount_micros, kind) VALUES ($1::uuid, 5, 'credit'), ($2::uuid, 7, 'credit')", [gone!.id, kept!.id]);
+    const keys = await query<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM pg_constraint WHERE conrelid = 'ledger_entries'::regclass AND confrelid = 'organizations'::regclass");
+    expect(keys).toEqual([{ n: 0 }]);
+    await query(db.url, 'DELETE FROM organizations WHERE id = $1::uuid', [gone!.id]);
+    await expect(query(db.url, 'SELECT org_id, amount_micros::int AS amount FROM ledger_entries')).resolves.toEqual([{ org_id: kept!.id, amount: 7 }]);
+  });
+
   it('leaves no drift between the migrated database and schema.prisma', async () => {
     const db = await emptyDatabase();
     await applyMigrations({ connectionString: db.url });

@@ -253,6 +253,36 @@ describe('run store: settling steps and runs', () => {
     await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s")).resolves.toMatchObject({ rows: [{ s: '' }] });
   });
 
+  it("commits an unfinished run's charged step without locking its organization's row, not even as a foreign key's check does", async () => {
+    const account = await fundedAccount(prisma, 'no-org-lock', 1_000_000);
+    const runId = await startHeldRun(runs, account, { a: [], b: ['a'], c: ['b'] }, 100_000);
+    const a = await reserveOk(runId, 'a', 20_000);
+    // FOR UPDATE conflicts with every row lock, FOR KEY SHARE (a foreign key's check) included: a
+    // commit that locked the organization's row would wait for this transaction.
+    const locker = await pool.connect();
+    let waited = false;
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM organizations WHERE id = $1::uuid FOR UPDATE', [account.orgId]);
+      let done = false;
+      const commit = steps
+        .completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: ['b'], next: { nodeId: 'b', estimateMicros: 20_000 } })
+        .finally(() => (done = true));
+      while (!done && !waited) {
+        const blocked = await pool.query("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%svc_complete_step%'");
+        waited = blocked.rowCount !== 0;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      await locker.query('ROLLBACK');
+      await expect(commit).resolves.toMatchObject({ committed: true, chargedMicros: 5_000, next: { ok: true } });
+    } finally {
+      locker.release();
+    }
+    expect(waited).toBe(false);
+    await expect(ledger.balance(account.orgId)).resolves.toBe(1_000_000 - 5_000);
+    await runs.failRun(runId, { code: 'internal', message: 'test over' });
+  });
+
   it("answers a credit with the balance after it when a run's settlement committed while the credit waited for the organization row", async () => {
     const account = await fundedAccount(prisma, 'credit-race', 1_000_000);
     const runId = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);

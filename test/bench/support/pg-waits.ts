@@ -44,3 +44,30 @@ export function sampleWaits(connectionString: string, database: string): { stop(
     },
   };
 }
+
+/**
+ * How many multixacts the database made between `start()` and `stop()`: Postgres makes one each
+ * time a row is locked by a second transaction at once (a foreign-key check's FOR KEY SHARE beside
+ * another's lock or update of the same row), and every later lock of that row reads the multixact
+ * SLRU (the `LWLock:MultiXact*` waits above). The counter is read from the control file, which a
+ * checkpoint brings up to date, so each end runs one (outside the measured phase).
+ */
+export async function countMultixacts(connectionString: string): Promise<{ stop(): Promise<number> }> {
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  const read = async (): Promise<number> => {
+    await client.query('CHECKPOINT');
+    const { rows } = await client.query<{ next: string }>('SELECT next_multixact_id::text AS next FROM pg_control_checkpoint()');
+    return Number(rows[0]!.next);
+  };
+  const first = await read();
+  return {
+    async stop() {
+      try {
+        return (await read()) - first;
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}

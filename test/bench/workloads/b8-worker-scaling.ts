@@ -10,7 +10,7 @@ import { seedAccount, type SeededAccount } from '../../support/fixtures';
 import { freePorts } from '../../support/local-servers';
 import type { BenchContext, Workload } from '../support/context';
 import { atLeast, type Row } from '../support/report';
-import { sampleWaits } from '../support/pg-waits';
+import { countMultixacts, sampleWaits } from '../support/pg-waits';
 import { mathChain, runOnce } from '../support/service-client';
 
 /** Steps per run: a 10-node math chain, so the work is in the workers, not the API. */
@@ -179,12 +179,16 @@ export const b8: Workload = {
         try {
           await Promise.all(workers.map((w) => w.start()));
           const cpu = cpuShares([...stack.apis, ...workers]);
+          const multixacts = await countMultixacts(stack.url);
           const waits = sampleWaits(stack.url, stack.database);
           const result = await closedLoop(ctx, `B8 ${k} worker(s)`, { clients: CLIENTS_PER_WORKER * k, warmupS, seconds }, (client) => runOnce(services[client % services.length]!, body, outputs));
           ctx.say(`CPU (% of one core, warm-up included): ${cpu()}`);
           const [busy, ...top] = await waits.stop();
           ctx.say(`Postgres, what active connections wait for (${busy}):`);
           for (const line of top) ctx.say(`  ${line}`);
+          const made = await multixacts.stop();
+          // Counted over the warm-up too: per run, divided by the runs of both at the measured rate.
+          ctx.say(`Postgres multixacts made: ${made} (about ${(made / Math.max(1, result.rate * (warmupS + seconds))).toFixed(2)} per run)`);
           rates.set(k, result.rate);
           ctx.say(`${k} worker process(es): ${result.rate.toFixed(1)} runs/s (${(result.rate * CHAIN).toFixed(0)} steps/s; ${result.completed} runs in ${seconds} s${result.failed ? `, ${result.failed} failed` : ''})`);
           // The processes' logs go with the stack's directory: a failure's logged cause is printed now.
