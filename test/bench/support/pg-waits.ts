@@ -35,7 +35,9 @@ export function sampleWaits(connectionString: string, database: string): { stop(
           counts.set(key, (counts.get(key) ?? 0) + 1);
           total++;
         }
-        const busy = `${samples.length} samples, ${(total / Math.max(1, samples.length)).toFixed(1)} active backends on average`;
+        // Heavyweight locks (a row's tuple, another transaction's end): the waits on a hot row, whatever their rank.
+        const locked = [...counts].filter(([key]) => key.startsWith('Lock:')).reduce((sum, [, n]) => sum + n, 0);
+        const busy = `${samples.length} samples, ${(total / Math.max(1, samples.length)).toFixed(1)} active backends on average, ${((100 * locked) / Math.max(1, total)).toFixed(1)}% waiting for a lock`;
         const top = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6);
         return [busy, ...top.map(([key, n]) => `${((100 * n) / total).toFixed(0).padStart(3)}% ${key}`)];
       } finally {
