@@ -110,29 +110,6 @@ BEGIN
   END IF;
 END $$;
 
--- svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
--- svc_charge_ledger for the steps p_steps of run p_run, and the run's charged total and hold moved
--- in one write of its row (svc_store_run), whatever the number of steps: for callers that write the
--- run row themselves before (svc_complete_step charges with svc_charge_ledger and writes the row
--- once with svc_store_run instead).
--- Locks: the run row must be locked by the caller; as svc_store_run.
-CREATE FUNCTION svc_charge_steps(p_run uuid, p_steps uuid[]) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-  old runs%ROWTYPE;
-  r runs%ROWTYPE;
-  charged bigint;
-BEGIN
-  SELECT * INTO old FROM runs WHERE id = p_run;
-  charged := svc_charge_ledger(p_run, old.org_id, p_steps);
-  IF charged = 0 THEN
-    RETURN;
-  END IF;
-  r := old;
-  r.charged_micros := r.charged_micros + charged;
-  PERFORM svc_store_run(old, r);
-END $$;
-
 -- svc_release_locks_before_flush() RETURNS void
 -- Makes the calling transaction commit without waiting for its WAL to reach the disk, so the row
 -- locks it holds (the organization's one row, which every creation and settlement of the
@@ -150,37 +127,10 @@ LANGUAGE sql AS $$
   SELECT set_config('synchronous_commit', 'off', true), set_config('svc.flush_after_commit', 'on', true)
 $$;
 
--- svc_charge_step(s steps) RETURNS void
--- svc_charge_steps for the one step s (as the caller just wrote it).
--- Locks: as svc_charge_steps.
-CREATE FUNCTION svc_charge_step(s steps) RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-  IF s.cost_micros > 0 THEN
-    PERFORM svc_charge_steps(s.run_id, ARRAY[s.id]);
-  END IF;
-END $$;
-
--- svc_sync_hold(p_run_id uuid) RETURNS void
--- Brings the run's share of its organization's row up to date after a change of its status or
--- amounts (call it last): its hold, and, once it is finished, the charges it deferred.
--- Locks: the run row must be locked by the caller; updates the organization row when the hold
--- moved or a finished run has deferred charges.
-CREATE FUNCTION svc_sync_hold(p_run_id uuid) RETURNS void
-LANGUAGE plpgsql AS $$
-DECLARE
-  r runs%ROWTYPE;
-BEGIN
-  SELECT * INTO r FROM runs WHERE id = p_run_id;
-  IF FOUND THEN
-    PERFORM svc_store_run(r, r);
-  END IF;
-END $$;
-
 -- svc_org_balance(p_org uuid) RETURNS bigint
 -- The organization's balance: its row's balance_micros less what its unfinished runs have been
--- charged that the row does not show yet (deferred until each finishes; svc_charge_steps). Null
--- when the organization does not exist. A finished run has none deferred (svc_sync_hold settles
+-- charged that the row does not show yet (deferred until each finishes; svc_store_run). Null
+-- when the organization does not exist. A finished run has none deferred (svc_store_run settles
 -- it in the transaction that finishes it), so only the unfinished ones are read.
 -- Locks: none.
 CREATE FUNCTION svc_org_balance(p_org uuid) RETURNS bigint

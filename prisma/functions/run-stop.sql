@@ -8,6 +8,22 @@ DROP FUNCTION IF EXISTS svc_fail_run(uuid, jsonb, text);
 DROP FUNCTION IF EXISTS svc_fail_run(jsonb);
 DROP FUNCTION IF EXISTS svc_complete_run(uuid, jsonb);
 DROP FUNCTION IF EXISTS svc_complete_run(jsonb);
+DROP FUNCTION IF EXISTS svc_failed_run(runs, jsonb);
+
+-- svc_failed_run(r runs, p_error jsonb) RETURNS runs
+-- Row r as failed now with p_error, when it is unfinished (pending or running); otherwise r as it
+-- is (a run ends once). Writes nothing: the caller writes the row with svc_store_run.
+-- Locks: none.
+CREATE FUNCTION svc_failed_run(r runs, p_error jsonb) RETURNS runs
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF r.status IN ('pending', 'running') THEN
+    r.status := 'failed';
+    r.error := p_error;
+    r.finished_at := now();
+  END IF;
+  RETURN r;
+END $$;
 
 -- svc_fail_step(args jsonb) RETURNS jsonb
 -- Commits a failed attempt if attempt_token still owns the step: its cost charged (clamped to
@@ -18,7 +34,7 @@ DROP FUNCTION IF EXISTS svc_complete_run(jsonb);
 -- Output: committed boolean, total_micros (the step's cost over all its attempts, charged),
 --         held_micros (what the attempt held), run_failed boolean, skipped (text array or null).
 -- Locks:  the run row, then the step row (FOR UPDATE), then the run's pending steps (UPDATE),
---         then the organization row (svc_charge_step, svc_sync_hold).
+--         then the organization row (svc_store_run: the run row written once, settled).
 CREATE FUNCTION svc_fail_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -28,14 +44,15 @@ DECLARE
   p_cost bigint := svc_arg(args, 'cost_micros')::bigint;
   p_error jsonb := args->'error';
   p_ms int := (args->>'ms')::int;
-  r record;
+  r runs%ROWTYPE;
+  nr runs%ROWTYPE;
   s record;
   done steps%ROWTYPE;
   added bigint;
   fails_run boolean;
   skipped text[];
 BEGIN
-  SELECT org_id, status INTO r FROM runs WHERE id = p_run FOR UPDATE;
+  SELECT * INTO r FROM runs WHERE id = p_run FOR UPDATE;
   IF FOUND THEN
     SELECT id, reserved_micros INTO s FROM steps
     WHERE run_id = p_run AND node_id = p_node AND status = 'running' AND attempt_token = p_token FOR UPDATE;
@@ -48,11 +65,6 @@ BEGIN
   UPDATE steps SET status = 'failed', cost_micros = cost_micros + added, reserved_micros = 0, lost_charge_micros = 0, error = p_error, ms = p_ms, finished_at = now()
   WHERE id = s.id
   RETURNING * INTO done;
-  UPDATE runs SET reserved_micros = reserved_micros - s.reserved_micros, spent_micros = spent_micros + added,
-                  status = CASE WHEN fails_run THEN 'failed' ELSE status END,
-                  error = CASE WHEN fails_run THEN p_error ELSE error END,
-                  finished_at = CASE WHEN fails_run THEN now() ELSE finished_at END
-  WHERE id = p_run;
   -- Pending and queued steps hold no reservation (only running ones do), so nothing to release.
   WITH stopped AS (
     UPDATE steps o SET status = 'skipped', finished_at = now()
@@ -60,8 +72,12 @@ BEGIN
     RETURNING o.node_id
   )
   SELECT array_agg(node_id ORDER BY node_id) INTO skipped FROM stopped;
-  PERFORM svc_charge_step(done);
-  PERFORM svc_sync_hold(p_run);
+  -- One write of the run row (svc_store_run): the release, the spending, the failure, the charge and the settlement.
+  nr := r;
+  nr.reserved_micros := r.reserved_micros - s.reserved_micros;
+  nr.spent_micros := r.spent_micros + added;
+  nr.charged_micros := r.charged_micros + svc_charge_ledger(p_run, r.org_id, ARRAY[done.id]);
+  PERFORM svc_store_run(r, svc_failed_run(nr, p_error));
   RETURN jsonb_build_object('committed', true, 'total_micros', done.cost_micros, 'held_micros', s.reserved_micros, 'run_failed', fails_run,
                             'skipped', to_jsonb(skipped));
 END $$;
@@ -78,16 +94,16 @@ END $$;
 -- Output: found boolean, failed boolean (this call moved the run to failed), released_micros
 --         (reservations given back), cancelled (text array), skipped (text array).
 -- Locks:  the run row, then its unfinished steps in node_id order (FOR UPDATE), then the
---         organization row (svc_charge_step, svc_sync_hold).
+--         organization row (svc_store_run: the run row written once, settled).
 CREATE FUNCTION svc_fail_run(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   p_run uuid := svc_arg(args, 'run_id')::uuid;
   p_error jsonb := args->'error';
   p_culprit text := args->>'culprit_node_id';
-  r record;
+  r runs%ROWTYPE;
+  nr runs%ROWTYPE;
   st record;
-  charged steps%ROWTYPE;
   released bigint := 0;
   lost_total bigint := 0;
   lost bigint;
@@ -95,7 +111,7 @@ DECLARE
   skipped text[] := '{}';
   fails_run boolean;
 BEGIN
-  SELECT org_id, status INTO r FROM runs WHERE id = p_run FOR UPDATE;
+  SELECT * INTO r FROM runs WHERE id = p_run FOR UPDATE;
   IF NOT FOUND THEN
     RETURN jsonb_build_object('found', false, 'failed', false, 'released_micros', 0, 'cancelled', '[]'::jsonb, 'skipped', '[]'::jsonb);
   END IF;
@@ -115,16 +131,14 @@ BEGIN
       skipped := skipped || st.node_id;
     END IF;
   END LOOP;
-  UPDATE runs SET reserved_micros = reserved_micros - released, spent_micros = spent_micros + lost_total,
-                  status = CASE WHEN fails_run THEN 'failed' ELSE status END,
-                  error = CASE WHEN fails_run THEN p_error ELSE error END,
-                  finished_at = CASE WHEN fails_run THEN now() ELSE finished_at END
-  WHERE id = p_run;
-  -- Attempts retried or lost before the run stopped spent money: the ledger gets it now (once per step).
-  FOR charged IN SELECT * FROM steps WHERE run_id = p_run AND status = 'cancelled' AND cost_micros > 0 LOOP
-    PERFORM svc_charge_step(charged);
-  END LOOP;
-  PERFORM svc_sync_hold(p_run);
+  -- One write of the run row (svc_store_run). Attempts retried or lost before the run stopped spent
+  -- money: the ledger gets it now (once per step: one charged before is not charged again).
+  nr := r;
+  nr.reserved_micros := r.reserved_micros - released;
+  nr.spent_micros := r.spent_micros + lost_total;
+  nr.charged_micros := r.charged_micros
+    + svc_charge_ledger(p_run, r.org_id, ARRAY(SELECT id FROM steps WHERE run_id = p_run AND status = 'cancelled' AND cost_micros > 0));
+  PERFORM svc_store_run(r, svc_failed_run(nr, p_error));
   RETURN jsonb_build_object('found', true, 'failed', fails_run, 'released_micros', released, 'cancelled', to_jsonb(cancelled), 'skipped', to_jsonb(skipped));
 END $$;
 
@@ -132,17 +146,22 @@ END $$;
 -- running → completed with its outputs; completed is true for exactly one call per run.
 -- Input:  run_id uuid, outputs (JSON object).
 -- Output: completed boolean.
--- Locks:  the run row (FOR UPDATE), then the organization row (svc_sync_hold).
+-- Locks:  the run row (FOR UPDATE), then the organization row (svc_store_run).
 CREATE FUNCTION svc_complete_run(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   p_run uuid := svc_arg(args, 'run_id')::uuid;
+  r runs%ROWTYPE;
+  nr runs%ROWTYPE;
 BEGIN
-  PERFORM 1 FROM runs WHERE id = p_run FOR UPDATE;
-  UPDATE runs SET status = 'completed', outputs = args->'outputs', finished_at = now() WHERE id = p_run AND status = 'running';
-  IF NOT FOUND THEN
+  SELECT * INTO r FROM runs WHERE id = p_run FOR UPDATE;
+  IF NOT FOUND OR r.status <> 'running' THEN
     RETURN jsonb_build_object('completed', false);
   END IF;
-  PERFORM svc_sync_hold(p_run);
+  nr := r;
+  nr.status := 'completed';
+  nr.outputs := args->'outputs';
+  nr.finished_at := now();
+  PERFORM svc_store_run(r, nr);
   RETURN jsonb_build_object('completed', true);
 END $$;

@@ -26,8 +26,8 @@ export interface LedgerPosting {
 
 /**
  * What {@link LedgerRepository.post} records. Never a step's charge: `run_charge` entries are
- * written by the step and run transition functions alone (`svc_charge_step`,
- * prisma/functions/money-holds.sql), in the same statement that moves the run's hold, so the
+ * written by the step and run transition functions alone (`svc_charge_ledger`,
+ * prisma/functions/money-holds.sql), in the transaction that moves the run's hold, so the
  * ledger is charged in one place.
  */
 export interface NewLedgerEntry {

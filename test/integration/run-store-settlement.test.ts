@@ -283,6 +283,51 @@ describe('run store: settling steps and runs', () => {
     await runs.failRun(runId, { code: 'internal', message: 'test over' });
   });
 
+  it("writes a run's row once per transition, charge and settlement included (a second update re-checks the row's foreign keys, locking the organization row)", async () => {
+    const account = await fundedAccount(prisma, 'one-write', 1_000_000);
+    const client = await pool.connect();
+    // The run row's updates made by one call, counted by Postgres inside the call's transaction
+    // (before and after: the view also counts earlier transactions whose counts it has not flushed).
+    const updatesOfRuns = async () =>
+      (await client.query<{ n: number }>("SELECT COALESCE(sum(n_tup_upd), 0)::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'runs'")).rows[0]!.n;
+    const runUpdates = async (fn: string, args: Record<string, unknown>): Promise<number> => {
+      await client.query('BEGIN');
+      try {
+        const before = await updatesOfRuns();
+        await client.query(`SELECT ${fn}($1::jsonb)`, [JSON.stringify(args)]);
+        return (await updatesOfRuns()) - before;
+      } finally {
+        await client.query('COMMIT');
+      }
+    };
+    const boom = { code: 'node_failed', message: 'boom' };
+    try {
+      const chain = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);
+      const a = await reserveOk(chain, 'a', 20_000);
+      const commit = { node_id: 'a', attempt_token: a.attemptToken, cost_micros: 5_000, output: {}, ms: 1, dependents: ['b'] };
+      await expect(runUpdates('svc_complete_step', { run_id: chain, ...commit })).resolves.toBe(1);
+      const b = await reserveOk(chain, 'b', 20_000);
+      const last = { node_id: 'b', attempt_token: b.attemptToken, cost_micros: 6_000, output: {}, ms: 1, dependents: [], run_outputs: { done: true } };
+      await expect(runUpdates('svc_complete_step', { run_id: chain, ...last })).resolves.toBe(1);
+
+      const failing = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);
+      const f = await reserveOk(failing, 'a', 20_000);
+      await expect(runUpdates('svc_fail_step', { run_id: failing, node_id: 'a', attempt_token: f.attemptToken, cost_micros: 3_000, error: boom, ms: 1 })).resolves.toBe(1);
+
+      const stopped = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);
+      await reserveOk(stopped, 'a', 20_000);
+      await expect(runUpdates('svc_fail_run', { run_id: stopped, error: { code: 'run_timeout', message: 'too slow' }, culprit_node_id: null })).resolves.toBe(1);
+
+      const outer = await startHeldRun(runs, account, { a: [] }, 100_000);
+      await expect(runUpdates('svc_complete_run', { run_id: outer, outputs: {} })).resolves.toBe(1);
+    } finally {
+      client.release();
+    }
+    await expect(runs.getRun((await prisma.run.findFirstOrThrow({ where: { orgId: account.orgId }, orderBy: { createdAt: 'asc' } })).id)).resolves.toMatchObject({ status: 'completed', spentMicros: 11_000 });
+    await expect(ledger.audit(account.orgId)).resolves.toEqual({ balanceMicros: 1_000_000 - 14_000, ledgerTotalMicros: 1_000_000 - 14_000 });
+    await expect(prisma.organization.findUniqueOrThrow({ where: { id: account.orgId } })).resolves.toMatchObject({ heldMicros: 0n, balanceMicros: BigInt(1_000_000 - 14_000) });
+  });
+
   it("answers a credit with the balance after it when a run's settlement committed while the credit waited for the organization row", async () => {
     const account = await fundedAccount(prisma, 'credit-race', 1_000_000);
     const runId = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);

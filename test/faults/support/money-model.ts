@@ -115,7 +115,7 @@ function syncHold(state: MState, run: MRun): void {
   run.held = hold;
 }
 
-/** svc_charge_step: the step's whole cost to the ledger, once. */
+/** svc_charge_ledger: the step's whole cost to the ledger, once. */
 function charge(state: MState, run: MRun, step: MStep): void {
   if (step.cost <= 0 || step.charged) return;
   step.charged = true;
