@@ -301,8 +301,8 @@ describe('run store: settling steps and runs', () => {
       }
     };
     const boom = { code: 'node_failed', message: 'boom' };
+    const chain = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);
     try {
-      const chain = await startHeldRun(runs, account, { a: [], b: ['a'] }, 100_000);
       const a = await reserveOk(chain, 'a', 20_000);
       const commit = { node_id: 'a', attempt_token: a.attemptToken, cost_micros: 5_000, output: {}, ms: 1, dependents: ['b'] };
       await expect(runUpdates('svc_complete_step', { run_id: chain, ...commit })).resolves.toBe(1);
@@ -323,7 +323,7 @@ describe('run store: settling steps and runs', () => {
     } finally {
       client.release();
     }
-    await expect(runs.getRun((await prisma.run.findFirstOrThrow({ where: { orgId: account.orgId }, orderBy: { createdAt: 'asc' } })).id)).resolves.toMatchObject({ status: 'completed', spentMicros: 11_000 });
+    await expect(runs.getRun(chain)).resolves.toMatchObject({ status: 'completed', spentMicros: 11_000 });
     await expect(ledger.audit(account.orgId)).resolves.toEqual({ balanceMicros: 1_000_000 - 14_000, ledgerTotalMicros: 1_000_000 - 14_000 });
     await expect(prisma.organization.findUniqueOrThrow({ where: { id: account.orgId } })).resolves.toMatchObject({ heldMicros: 0n, balanceMicros: BigInt(1_000_000 - 14_000) });
   });

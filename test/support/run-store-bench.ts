@@ -38,9 +38,9 @@ export function dependentsOf(dag: Record<string, string[]>, nodeId: string): str
     .map(([id]) => id);
 }
 
-/** Creates a run of `dag` with cap `capMicros` and marks it running; returns its id. */
-export async function startRun(runs: RunRepository, account: SeededAccount, dag: Record<string, string[]>, capMicros: number): Promise<string> {
-  const runId = await runs.createRun({
+/** What `createRun` stores for a run of `dag` of `account` with cap `capMicros`. */
+function runOf(account: SeededAccount, dag: Record<string, string[]>, capMicros: number): NewRun {
+  return {
     orgId: account.orgId,
     userId: account.userId,
     tokenId: account.tokenId,
@@ -48,7 +48,12 @@ export async function startRun(runs: RunRepository, account: SeededAccount, dag:
     inputs: {},
     capMicros,
     steps: stepsOf(dag),
-  });
+  };
+}
+
+/** Creates a run of `dag` with cap `capMicros` and marks it running; returns its id. */
+export async function startRun(runs: RunRepository, account: SeededAccount, dag: Record<string, string[]>, capMicros: number): Promise<string> {
+  const runId = await runs.createRun(runOf(account, dag, capMicros));
   if (!(await runs.markRunning(runId))) throw new Error(`run ${runId} did not start`);
   return runId;
 }
@@ -58,17 +63,7 @@ export async function startRun(runs: RunRepository, account: SeededAccount, dag:
  * balance, as POST /v1/runs admits one (the runs of `startRun` hold nothing); returns its id.
  */
 export async function startHeldRun(runs: RunRepository, account: SeededAccount, dag: Record<string, string[]>, capMicros: number): Promise<string> {
-  return runs.createRun({
-    orgId: account.orgId,
-    userId: account.userId,
-    tokenId: account.tokenId,
-    definition: { version: 2, nodes: Object.keys(dag) },
-    inputs: {},
-    capMicros,
-    steps: stepsOf(dag),
-    requireCredit: true,
-    start: true,
-  });
+  return runs.createRun({ ...runOf(account, dag, capMicros), requireCredit: true, start: true });
 }
 
 interface RunMoneyRow {

@@ -7,10 +7,10 @@ const PERIOD_MS = 50;
 /**
  * What the database's busy connections are waiting for, sampled every 50 ms over a phase: the
  * profile evidence beside a throughput figure (a lock wait on one row, WAL fsyncs, or nothing:
- * then the time is CPU). Each sample counts the active backends of `database` by wait event (with
+ * then the time is CPU). Each sample counts the active backends of the connection string's database by wait event (with
  * the table of a row lock waited for) and statement; `stop()` answers the most frequent, as "share% event statement" lines.
  */
-export function sampleWaits(connectionString: string, database: string): { stop(): Promise<string[]> } {
+export function sampleWaits(connectionString: string): { stop(): Promise<string[]> } {
   const pool = new pg.Pool({ connectionString, max: 1 });
   pool.on('error', () => undefined);
   const sampler = sampleUntilStopped(async () => {
@@ -19,8 +19,7 @@ export function sampleWaits(connectionString: string, database: string): { stop(
                 || COALESCE(' on ' || (SELECT l.relation::regclass::text FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted AND l.relation IS NOT NULL LIMIT 1), '') AS wait,
               COALESCE(substring(query from 'svc_[a-z_]+|pg_logical_emit_message'), left(regexp_replace(query, '\\s+', ' ', 'g'), 48)) AS statement
          FROM pg_stat_activity a
-        WHERE datname = $1 AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
-      [database],
+        WHERE datname = current_database() AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid()`,
     );
     return rows;
   }, PERIOD_MS);
@@ -48,7 +47,7 @@ export function sampleWaits(connectionString: string, database: string): { stop(
 }
 
 /**
- * How many multixacts the database made between `start()` and `stop()`: Postgres makes one each
+ * How many multixacts the database made from this call to `stop()`: Postgres makes one each
  * time a row is locked by a second transaction at once (a foreign-key check's FOR KEY SHARE beside
  * another's lock or update of the same row), and every later lock of that row reads the multixact
  * SLRU (the `LWLock:MultiXact*` waits above). The counter is read from the control file, which a

@@ -44,7 +44,7 @@ async function storeRate(ctx: BenchContext, phase: string, accounts: SeededAccou
     if (!done.committed || !done.runCompleted) throw new Error(`run ${runId} did not complete: ${JSON.stringify(done)}`);
   };
   try {
-    const waits = sampleWaits(ctx.stack.databaseUrl, new URL(ctx.stack.databaseUrl).pathname.slice(1));
+    const waits = sampleWaits(ctx.stack.databaseUrl);
     const result = await closedLoop(ctx, phase, { clients: STORE_CLIENTS, seconds: ctx.scale(10, 4) }, once);
     const lines = await waits.stop();
     ctx.say(`${result.perSecond.toFixed(0)} runs/s, latency ${result.latency.summary()}`);

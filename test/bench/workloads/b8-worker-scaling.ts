@@ -106,7 +106,7 @@ async function closedLoop(ctx: BenchContext, phase: string, options: { clients: 
  * database (migrated here) and Redis prefix, so the shared in-process service of the other
  * workloads, idle but still running its reaper, never sees these runs.
  */
-async function startProcesses(ctx: BenchContext, dir: string): Promise<{ apis: ServiceProcess[]; account: SeededAccount; env: Record<string, string>; logDir: string; url: string; database: string; close(): Promise<void> }> {
+async function startProcesses(ctx: BenchContext, dir: string): Promise<{ apis: ServiceProcess[]; account: SeededAccount; env: Record<string, string>; logDir: string; url: string; close(): Promise<void> }> {
   const database = `svc_bench_b8_${Date.now()}`;
   await onServer(ctx.stack.postgres, `CREATE DATABASE ${database}`);
   const url = databaseUrl(ctx.stack.postgres, database);
@@ -143,7 +143,7 @@ async function startProcesses(ctx: BenchContext, dir: string): Promise<{ apis: S
   fs.mkdirSync(logDir, { recursive: true });
   const apis = ports.map((port, i) => serviceProcess({ name: ports.length > 1 ? `api-${i + 1}` : 'api', role: 'api', port, env, logDir }));
   await Promise.all(apis.map((api) => api.start()));
-  return { apis, account, env, logDir, url, database, close: async () => void (await Promise.all(apis.map((api) => api.kill()))) };
+  return { apis, account, env, logDir, url, close: async () => void (await Promise.all(apis.map((api) => api.kill()))) };
 }
 
 /** The error-level lines (pino level 50 and up) of the processes' logs, shortened. */
@@ -180,7 +180,7 @@ export const b8: Workload = {
           await Promise.all(workers.map((w) => w.start()));
           const cpu = cpuShares([...stack.apis, ...workers]);
           const multixacts = await countMultixacts(stack.url);
-          const waits = sampleWaits(stack.url, stack.database);
+          const waits = sampleWaits(stack.url);
           const result = await closedLoop(ctx, `B8 ${k} worker(s)`, { clients: CLIENTS_PER_WORKER * k, warmupS, seconds }, (client) => runOnce(services[client % services.length]!, body, outputs));
           ctx.say(`CPU (% of one core, warm-up included): ${cpu()}`);
           const [busy, ...top] = await waits.stop();
