@@ -58,7 +58,7 @@ export const SETTINGS = {
   databaseCreationsPerOrg: {
     path: 'database.creationsPerOrg',
     env: 'RUN_CREATIONS_PER_ORG',
-    description: "Run creations of one organization that one process sends to Postgres at once (each locks the organization's row; the others wait in the process)",
+    description: "Run-creation transactions of one organization that one process sends to Postgres at once (each locks the organization's row; creations arriving meanwhile wait in the process, then go together, up to 32 per transaction)",
     default: '4',
     parse: int(1, 1000),
   },

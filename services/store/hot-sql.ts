@@ -139,9 +139,8 @@ export interface FailRunOut {
   skipped: string[];
 }
 
-/** Input of `svc_create_run`. */
+/** One run of `svc_create_runs`. */
 export interface CreateRunArgs {
-  org_id: string;
   user_id: string;
   token_id: string | null;
   workflow_id: string | null;
@@ -156,7 +155,13 @@ export interface CreateRunArgs {
   steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
 }
 
-/** Output of `svc_create_run`. */
+/** Input of `svc_create_runs`: runs of one organization, stored in order in one transaction. */
+export interface CreateRunsArgs {
+  org_id: string;
+  runs: readonly CreateRunArgs[];
+}
+
+/** What `svc_create_runs` answers for each run. */
 export interface CreateRunOut {
   id: string | null;
   available_micros: number | null;
@@ -170,7 +175,7 @@ export interface CompleteRunArgs {
 
 /** What each function takes and returns, by name: the one list {@link callFunction} is typed against. */
 interface Functions {
-  svc_create_run: [CreateRunArgs, CreateRunOut];
+  svc_create_runs: [CreateRunsArgs, { results: CreateRunOut[] }];
   svc_reserve_step: [ReserveStepArgs, ReserveStepOut];
   svc_retry_step: [RetryStepArgs, RetryStepOut];
   svc_complete_step: [CompleteStepArgs, CompleteStepOut];
@@ -212,9 +217,10 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
 const money = (value: unknown): number => microsFromDb(value as number);
 const moneyOrNull = (value: unknown): number | null => (value === null || value === undefined ? null : money(value));
 
-export async function createRun(pool: SqlPool, args: CreateRunArgs): Promise<CreateRunOut> {
-  const out = await callFunction(pool, 'svc_create_run', args);
-  return { id: (out.id as string | null) ?? null, available_micros: moneyOrNull(out.available_micros) };
+/** One result per run of `args.runs`, in order. */
+export async function createRuns(pool: SqlPool, args: CreateRunsArgs): Promise<CreateRunOut[]> {
+  const out = await callFunction(pool, 'svc_create_runs', args);
+  return (out.results as Record<string, unknown>[]).map((r) => ({ id: (r.id as string | null) ?? null, available_micros: moneyOrNull(r.available_micros) }));
 }
 
 export async function reserveStep(pool: SqlPool, args: ReserveStepArgs): Promise<ReserveStepOut> {

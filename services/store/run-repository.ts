@@ -12,7 +12,7 @@ import {
   type RunRecord,
 } from './run-records';
 import * as sql from './hot-sql';
-import { KeyedGate } from './keyed-gate';
+import { KeyedBatcher } from './keyed-batcher';
 
 /**
  * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
@@ -39,6 +39,19 @@ export interface FailRunResult {
 }
 
 /**
+ * Creations of one organization stored in one transaction at most (RunRepository.createRun): a
+ * batch holds the organization's row while it inserts its runs, so a bigger one keeps the row's
+ * other writers (settlements) waiting longer.
+ */
+export const CREATION_BATCH = 32;
+
+/** Postgres refused the statement for its data (SQLSTATE class 22: data exception; 23: integrity constraint). */
+function isDataError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^2[23]/.test(code);
+}
+
+/**
  * Runs as a whole: creation, the run-level status transitions and reads. Per-step money moves
  * (reserve, complete, fail) are {@link StepRepository}'s. No business rules: the caller decides
  * when a run completes; this class makes each transition happen at most once.
@@ -47,23 +60,25 @@ export class RunRepository {
   private readonly prisma: PrismaClient;
   private readonly pool: sql.SqlPool;
 
-  private readonly creations: KeyedGate;
+  private readonly creations: KeyedBatcher<sql.CreateRunArgs, sql.CreateRunOut>;
 
   /**
    * Creation, transitions and the run record run on `database.pool` (hot-sql.ts); the listing and
-   * the run context on Prisma. At most `creationsPerOrg` (default 4) creations of one organization
-   * are sent to Postgres at once: each locks the organization's row, and a long queue on one row
-   * slows every handoff of its lock (KeyedGate).
+   * the run context on Prisma. At most `creationsPerOrg` (default 4) creation transactions of one
+   * organization are sent to Postgres at once: each locks the organization's row, and a long queue
+   * on one row slows every handoff of its lock. The creations that wait meanwhile go together, up
+   * to {@link CREATION_BATCH} in one transaction that locks the row once (KeyedBatcher).
    */
   constructor(database: Pick<Database, 'prisma' | 'pool'>, options: { creationsPerOrg?: number } = {}) {
     this.prisma = database.prisma;
     this.pool = database.pool;
-    this.creations = new KeyedGate(options.creationsPerOrg ?? 4);
+    this.creations = new KeyedBatcher(options.creationsPerOrg ?? 4, CREATION_BATCH, (orgId, runs) => this.storeRuns(orgId, runs));
   }
 
   /**
    * Stores a run (status `pending`) and one step row per executable node in one statement, hence
-   * atomically: a run is never visible without its steps. Returns the run id.
+   * atomically: a run is never visible without its steps. Returns the run id. Creations of the
+   * organization that queued in this process meanwhile share its transaction (the constructor).
    */
   async createRun(input: NewRun): Promise<string> {
     assertMicros(input.capMicros, 'capMicros');
@@ -86,8 +101,7 @@ export class RunRepository {
     // organization row is locked, what is available (balance less what other unfinished runs
     // hold) is read, and the run holds up to its cap of it (docs/money.md, Holds). The refusal
     // reports the available balance that caused it.
-    const row = await this.creations.run(input.orgId, () => sql.createRun(this.pool, {
-      org_id: input.orgId,
+    const row = await this.creations.run(input.orgId, {
       user_id: input.userId,
       token_id: input.tokenId,
       workflow_id: input.workflowId ?? null,
@@ -100,10 +114,26 @@ export class RunRepository {
       reserved_micros: reservedTotal,
       run_id: input.id ?? null,
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
-    }));
+    });
     if (row.id !== null) return row.id;
     if (row.available_micros === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
     throw new InsufficientCreditError(row.available_micros);
+  }
+
+  /**
+   * Stores runs of one organization in one transaction (svc_create_runs). When Postgres refuses a
+   * batch for the data of one of its runs (a key that names no row, an id taken: SQLSTATE classes
+   * 22 and 23), each run is sent again alone, so that only that run fails, as it would have alone;
+   * any other failure (Postgres unavailable) is every run's.
+   */
+  private async storeRuns(orgId: string, runs: sql.CreateRunArgs[]): Promise<PromiseSettledResult<sql.CreateRunOut>[]> {
+    try {
+      const results = await sql.createRuns(this.pool, { org_id: orgId, runs });
+      return results.map((value) => ({ status: 'fulfilled', value }));
+    } catch (err) {
+      if (runs.length === 1 || !isDataError(err)) throw err;
+    }
+    return Promise.allSettled(runs.map(async (run) => (await sql.createRuns(this.pool, { org_id: orgId, runs: [run] }))[0]!));
   }
 
 

@@ -1,4 +1,4 @@
-import { RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
+import { InsufficientCreditError, RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
 import { FLUSH } from '../../services/store/hot-sql';
 import { eventually } from '../support/eventually';
 import { DIAMOND, fundedAccount, reserveOk as reserveStep, startHeldRun, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
@@ -435,6 +435,35 @@ describe('run store: settling steps and runs', () => {
       ['d', 'pending', 2, 0],
     ]);
     await expect(steps.reserve({ runId, nodeId: 'a', estimateMicros: 1 })).resolves.toEqual({ ok: false, reason: 'run_not_running' });
+  });
+
+  it("stores the creations of one organization that queue in its process together: each holds in order, a refused or faulty one fails alone", async () => {
+    // One creation transaction of an organization at a time: the others queue and go together.
+    const batched = new RunRepository({ prisma, pool }, { creationsPerOrg: 1 });
+    const account = await fundedAccount(prisma, 'batched', 2_500_000);
+    const settled = await Promise.allSettled(Array.from({ length: 40 }, () => startHeldRun(batched, account, { a: [] }, 100_000)));
+    // In arrival order, as one after another: 25 runs hold 100_000 each, then nothing is left.
+    expect(settled.map((r) => r.status)).toEqual([...Array<string>(25).fill('fulfilled'), ...Array<string>(15).fill('rejected')]);
+    for (const r of settled.slice(25)) expect((r as PromiseRejectedResult).reason).toEqual(new InsufficientCreditError(0));
+    // The first went alone; the 39 that queued behind it went as one batch of 32 and one of 7 (runs of one transaction share its xmin).
+    const [stored] = (await pool.query<{ runs: number; transactions: number; held: string }>(
+      `SELECT count(*)::int AS runs, count(DISTINCT r.xmin::text)::int AS transactions, max(o.held_micros)::text AS held
+       FROM runs r JOIN organizations o ON o.id = r.org_id WHERE r.org_id = $1::uuid`, [account.orgId])).rows;
+    expect(stored).toEqual({ runs: 25, transactions: 2, held: '2500000' });
+
+    // A run that names no user fails alone: the batch it was in is sent again run by run.
+    const other = await fundedAccount(prisma, 'batched-faulty');
+    const unknownUser = '00000000-0000-0000-0000-000000000000';
+    const mixed = await Promise.allSettled([other.userId, other.userId, unknownUser, other.userId].map((userId) =>
+      batched.createRun({ orgId: other.orgId, userId, tokenId: null, definition: {}, inputs: {}, capMicros: 1_000, steps: stepsOf({ a: [] }) })));
+    expect(mixed.map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((mixed[2] as PromiseRejectedResult).reason).toMatchObject({ code: '23503' });
+    await expect(prisma.run.count({ where: { orgId: other.orgId } })).resolves.toBe(3);
+
+    // An organization that does not exist: every creation of the batch is told so.
+    const missing = await Promise.allSettled(Array.from({ length: 3 }, () =>
+      batched.createRun({ orgId: '00000000-0000-4000-8000-000000000001', userId: other.userId, tokenId: null, definition: {}, inputs: {}, capMicros: 1_000, steps: [] })));
+    for (const r of missing) expect((r as PromiseRejectedResult).reason).toMatchObject({ code: 'not_found', message: 'organization 00000000-0000-4000-8000-000000000001 does not exist' });
   });
 
   it('finds stuck attempts and ready steps for the reaper', async () => {

@@ -16,7 +16,7 @@ const STORE_CLIENTS = 32;
 /**
  * Runs/s of the run store alone (no HTTP, no Redis, no worker): a closed loop of
  * STORE_CLIENTS, each storing a 1-step run that holds its cap of its organization's balance
- * with its step reserved (svc_create_run), then committing the step with the run's outputs
+ * with its step reserved (svc_create_runs), then committing the step with the run's outputs
  * (svc_complete_step: the charge and the settlement), the organization taken round robin from
  * `accounts`. These are the two writes of an organization's row per run, without the CPU of the
  * rest of the service, which on a small machine hides them (the sustained phases above).
