@@ -2,8 +2,10 @@
 # On the 16-core machine, from the repo root, with .b8dev carried (built by build-root.sh and
 # build-nm.sh; base-src.tar.gz = `git archive <base> services workers prisma/functions | gzip`): B8 (1 -> 8
 # worker processes) for this tree and for the base tree (its services/, workers/ and prisma/functions/,
-# with this tree's bench code and migrations), quick, B8_ROUNDS times (default 1) alternated; then
-# this tree at full length unless B8_FULL=0. Output under $OUT.
+# with this tree's bench code and migrations), quick, in the order of B8_VARIANTS (default "new base":
+# words "new" or "base", each optionally followed by ":NAME=VALUE,..." for its service's environment,
+# e.g. "new base new:RUN_CREATIONS_PER_ORG=1"); then this tree at full length unless B8_FULL=0.
+# Output under $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 REPO=$PWD
@@ -19,8 +21,13 @@ tar -C "$REPO" --exclude=./node_modules --exclude=./.b8dev --exclude=./.git -cf 
 rm -rf /tmp/base/services /tmp/base/workers /tmp/base/prisma/functions
 gzip -dc .b8dev/base-src.tar.gz | tar -C /tmp/base -xf -
 ln -s "$REPO/node_modules" /tmp/base/node_modules
-for round in $(seq 1 "${B8_ROUNDS:-1}"); do
-  echo "== new, quick ($round)"; (cd "$REPO" && bench BENCH_QUICK=1) 2>&1 | tee "$OUT/new-quick-$round.txt" | grep -vE '^\s+→'
-  echo "== base, quick ($round)"; (cd /tmp/base && bench BENCH_QUICK=1) 2>&1 | tee "$OUT/base-quick-$round.txt" | grep -vE '^\s+→'
+n=0
+for variant in ${B8_VARIANTS:-new base}; do
+  n=$((n + 1)); tree=${variant%%:*}; extra=""
+  [ "$tree" = "$variant" ] || extra=$(echo "${variant#*:}" | tr ',' ' ')
+  dir=$REPO; [ "$tree" = base ] && dir=/tmp/base
+  echo "== $variant, quick"
+  # shellcheck disable=SC2086 # extra is a list of NAME=VALUE words
+  (cd "$dir" && bench BENCH_QUICK=1 $extra) 2>&1 | tee "$OUT/$n-${tree}-quick.txt" | grep -vE '^\s+→'
 done
 if [ "${B8_FULL:-1}" = 1 ]; then echo "== new, full"; (cd "$REPO" && bench) 2>&1 | tee "$OUT/new-full.txt" | grep -vE '^\s+→'; fi
