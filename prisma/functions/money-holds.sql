@@ -12,6 +12,7 @@ DROP FUNCTION IF EXISTS svc_charge_steps(uuid, uuid[]);
 DROP FUNCTION IF EXISTS svc_settle_run(runs, bigint, bigint);
 DROP FUNCTION IF EXISTS svc_charge_ledger(uuid, uuid, uuid[]);
 DROP FUNCTION IF EXISTS svc_store_run(runs, runs);
+DROP FUNCTION IF EXISTS svc_store_run(runs, runs, boolean);
 DROP FUNCTION IF EXISTS svc_org_balance(uuid);
 DROP FUNCTION IF EXISTS svc_release_locks_before_flush();
 
@@ -51,7 +52,7 @@ BEGIN
   RETURN charged;
 END $$;
 
--- svc_store_run(old runs, nr runs) RETURNS void
+-- svc_store_run(old runs, nr runs, p_apply boolean DEFAULT true) RETURNS jsonb
 -- Writes run nr (the caller's new state of the row old, which it read and locked in this
 -- transaction: its status, outputs, error, times and amounts, charged_micros including what
 -- svc_charge_ledger just charged) with ONE update of the run row, the run's hold recomputed
@@ -71,13 +72,20 @@ END $$;
 -- or not), and the check of runs.org_id locks the organization's row FOR KEY SHARE beside the
 -- creations that lock it FOR NO KEY UPDATE: a multixact per commit (bench B8 counts them).
 -- A run stored before holds (null authorization) holds nothing and is settled at each charge.
+--
+-- With p_apply false the organization's row is left to the caller: the answer is what settling
+-- adds to it, {org_id, balance_micros, held_micros} (null when the run does not settle), for a
+-- caller that settles several runs and writes the row once for all of them, in the same
+-- transaction (svc_complete_steps). Otherwise the answer is null.
 -- Locks: the run row must be locked by the caller; updates (so locks) the organization row only
--- when it settles.
-CREATE FUNCTION svc_store_run(old runs, nr runs) RETURNS void
+-- when it settles, and p_apply.
+CREATE FUNCTION svc_store_run(old runs, nr runs, p_apply boolean DEFAULT true) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   new_hold bigint := svc_run_hold(nr);
   settle boolean;
+  balance_added bigint;
+  held_added bigint;
 BEGIN
   IF nr.authorized_micros IS NULL THEN
     settle := nr.charged_micros <> old.charged_micros;
@@ -101,13 +109,17 @@ BEGIN
                     held_micros = nr.held_micros, settled_micros = nr.settled_micros
     WHERE id = nr.id;
   END IF;
-  IF settle THEN
-    PERFORM svc_release_locks_before_flush();
-    UPDATE organizations
-    SET balance_micros = balance_micros - (nr.charged_micros - old.settled_micros),
-        held_micros = held_micros + new_hold - old.held_micros - (old.charged_micros - old.settled_micros)
-    WHERE id = old.org_id;
+  IF NOT settle THEN
+    RETURN NULL;
   END IF;
+  balance_added := -(nr.charged_micros - old.settled_micros);
+  held_added := new_hold - old.held_micros - (old.charged_micros - old.settled_micros);
+  IF NOT p_apply THEN
+    RETURN jsonb_build_object('org_id', old.org_id, 'balance_micros', balance_added, 'held_micros', held_added);
+  END IF;
+  PERFORM svc_release_locks_before_flush();
+  UPDATE organizations SET balance_micros = balance_micros + balance_added, held_micros = held_micros + held_added WHERE id = old.org_id;
+  RETURN NULL;
 END $$;
 
 -- svc_release_locks_before_flush() RETURNS void

@@ -62,6 +62,13 @@ export const SETTINGS = {
     default: '4',
     parse: int(1, 1000),
   },
+  databaseSettlementsPerOrg: {
+    path: 'database.settlementsPerOrg',
+    env: 'RUN_SETTLEMENTS_PER_ORG',
+    description: "Transactions of one organization's run-finishing step commits that one process sends to Postgres at once (each writes the organization's row; commits arriving meanwhile wait in the process, then go together, up to 32 per transaction)",
+    default: '1',
+    parse: int(1, 1000),
+  },
   databaseConnectTimeoutMs: {
     path: 'database.connectTimeoutMs',
     env: 'DATABASE_CONNECT_TIMEOUT_MS',

@@ -136,7 +136,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     channels,
     queue,
     runs,
-    steps: new StepRepository(database, { logger: log }),
+    steps: new StepRepository(database, { logger: log, settlementsPerOrg: config.database.settlementsPerOrg }),
     workflows: new WorkflowRepository(database.prisma),
     artifacts,
     catalog: nodes.catalog,

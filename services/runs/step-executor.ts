@@ -246,7 +246,7 @@ export class StepExecutor {
 
     const commit = batch?.holding ? batch.commit(done) : StepCommit.of(done);
     const next = candidate && { nodeId: candidate.nodeId, estimateMicros: candidate.estimate, lease: step.mayContinue };
-    const result = await this.deps.steps.completeStep({ runId, attemptToken: step.attemptToken, ...commit.input(), runOutputs, next });
+    const result = await this.deps.steps.completeStep({ runId, orgId: context.orgId, attemptToken: step.attemptToken, ...commit.input(), runOutputs, next });
     if (!result.committed) {
       this.deps.log.info({ runId, nodeId: commit.steps[0].nodeId }, STALE_RESULT_DROPPED);
       return null;

@@ -90,6 +90,11 @@ export interface CompleteStepArgs {
   lease: boolean;
 }
 
+/** Input of `svc_complete_steps`: commits made in one transaction, each organization's row written once. */
+export interface CompleteStepsArgs {
+  commits: readonly CompleteStepArgs[];
+}
+
 /** Output of `svc_complete_step`, money already converted. */
 export interface CompleteStepOut {
   committed: boolean;
@@ -179,6 +184,7 @@ interface Functions {
   svc_reserve_step: [ReserveStepArgs, ReserveStepOut];
   svc_retry_step: [RetryStepArgs, RetryStepOut];
   svc_complete_step: [CompleteStepArgs, CompleteStepOut];
+  svc_complete_steps: [CompleteStepsArgs, { results: CompleteStepOut[] }];
   svc_fail_step: [FailStepArgs, FailStepOut];
   svc_fail_run: [FailRunArgs, FailRunOut];
   svc_complete_run: [CompleteRunArgs, { completed: boolean }];
@@ -233,7 +239,16 @@ export async function retryStep(pool: SqlPool, args: RetryStepArgs): Promise<Ret
 }
 
 export async function completeStep(pool: SqlPool, args: CompleteStepArgs): Promise<CompleteStepOut> {
-  const out = await callFunction(pool, 'svc_complete_step', args);
+  return completeStepOut(await callFunction(pool, 'svc_complete_step', args));
+}
+
+/** One result per commit of `args.commits`, in order. */
+export async function completeSteps(pool: SqlPool, args: CompleteStepsArgs): Promise<CompleteStepOut[]> {
+  const out = await callFunction(pool, 'svc_complete_steps', args);
+  return (out.results as Record<string, unknown>[]).map(completeStepOut);
+}
+
+function completeStepOut(out: Record<string, unknown>): CompleteStepOut {
   const totals = out.follower_totals as unknown[] | null;
   return {
     ...(out as unknown as CompleteStepOut),

@@ -77,3 +77,18 @@ interface Waiting<I, O> {
   resolve(value: O): void;
   reject(reason: unknown): void;
 }
+
+/**
+ * Sends `items` together with `together`, one result per item; when that fails with an error that
+ * one item may have caused (`oneItemsFault`: Postgres refused one run's data, one commit's
+ * arithmetic), each item is sent again alone, so that only that item fails, as it would have
+ * alone. Any other failure (Postgres unavailable) is every item's.
+ */
+export async function sendTogether<I, O>(items: I[], together: (items: I[]) => Promise<O[]>, oneItemsFault: (err: unknown) => boolean): Promise<PromiseSettledResult<O>[]> {
+  try {
+    return (await together(items)).map((value) => ({ status: 'fulfilled', value }));
+  } catch (err) {
+    if (items.length === 1 || !oneItemsFault(err)) throw err;
+  }
+  return Promise.allSettled(items.map(async (item) => (await together([item]))[0]!));
+}

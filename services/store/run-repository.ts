@@ -12,7 +12,8 @@ import {
   type RunRecord,
 } from './run-records';
 import * as sql from './hot-sql';
-import { KeyedBatcher } from './keyed-batcher';
+import { KeyedBatcher, sendTogether } from './keyed-batcher';
+import { isDatabaseUnavailable } from './store-outage';
 
 /**
  * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
@@ -44,12 +45,6 @@ export interface FailRunResult {
  * other writers (settlements) waiting longer.
  */
 export const CREATION_BATCH = 32;
-
-/** Postgres refused the statement for its data (SQLSTATE class 22: data exception; 23: integrity constraint). */
-function isDataError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^2[23]/.test(code);
-}
 
 /**
  * Runs as a whole: creation, the run-level status transitions and reads. Per-step money moves
@@ -121,19 +116,11 @@ export class RunRepository {
   }
 
   /**
-   * Stores runs of one organization in one transaction (svc_create_runs). When Postgres refuses a
-   * batch for the data of one of its runs (a key that names no row, an id taken: SQLSTATE classes
-   * 22 and 23), each run is sent again alone, so that only that run fails, as it would have alone;
-   * any other failure (Postgres unavailable) is every run's.
+   * Stores runs of one organization in one transaction (svc_create_runs); when Postgres refuses the
+   * batch for anything but being unavailable, each run is sent again alone (sendTogether).
    */
-  private async storeRuns(orgId: string, runs: sql.CreateRunArgs[]): Promise<PromiseSettledResult<sql.CreateRunOut>[]> {
-    try {
-      const results = await sql.createRuns(this.pool, { org_id: orgId, runs });
-      return results.map((value) => ({ status: 'fulfilled', value }));
-    } catch (err) {
-      if (runs.length === 1 || !isDataError(err)) throw err;
-    }
-    return Promise.allSettled(runs.map(async (run) => (await sql.createRuns(this.pool, { org_id: orgId, runs: [run] }))[0]!));
+  private storeRuns(orgId: string, runs: sql.CreateRunArgs[]): Promise<PromiseSettledResult<sql.CreateRunOut>[]> {
+    return sendTogether(runs, (some) => sql.createRuns(this.pool, { org_id: orgId, runs: some }), (err) => !isDatabaseUnavailable(err));
   }
 
 

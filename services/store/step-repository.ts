@@ -4,6 +4,8 @@ import { microsFromDb } from './micros';
 import type { Database } from './database';
 import { assertMicros, isUuid } from './run-records';
 import * as sql from './hot-sql';
+import { KeyedBatcher, sendTogether } from './keyed-batcher';
+import { isDatabaseUnavailable } from './store-outage';
 import type {
   CompleteStepInput,
   CompleteStepResult,
@@ -37,14 +39,30 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
  * - `runs.spent_micros = sum(steps.cost_micros)` and `-sum(run_charge entries of the run)`;
  * - only the attempt holding the step's current token can settle it, and only once.
  */
+/**
+ * Settling commits of one organization made in one transaction at most (StepRepository): a batch
+ * holds its runs' rows until it commits.
+ */
+export const SETTLEMENT_BATCH = 32;
+
 export class StepRepository {
   private readonly logger: Logger | undefined;
   private readonly pool: sql.SqlPool;
+  private readonly settlements: KeyedBatcher<sql.CompleteStepArgs, sql.CompleteStepOut>;
 
-  /** Every transition runs on `database.pool` (hot-sql.ts). */
-  constructor(database: Pick<Database, 'pool'>, options: { logger?: Logger } = {}) {
+  /**
+   * Every transition runs on `database.pool` (hot-sql.ts). A commit that may finish its run
+   * (`runOutputs` given, with `orgId`) settles the run on its organization's row: at most
+   * `settlementsPerOrg` (default 1) such transactions of one organization are sent at once, and
+   * the commits that arrive meanwhile go together, up to {@link SETTLEMENT_BATCH} in one
+   * transaction that writes the row once (svc_complete_steps).
+   */
+  constructor(database: Pick<Database, 'pool'>, options: { logger?: Logger; settlementsPerOrg?: number } = {}) {
     this.pool = database.pool;
     this.logger = options.logger;
+    this.settlements = new KeyedBatcher(options.settlementsPerOrg ?? 1, SETTLEMENT_BATCH, (_orgId, commits) =>
+      sendTogether(commits, (some) => sql.completeSteps(this.pool, { commits: some }), (err) => !isDatabaseUnavailable(err)),
+    );
   }
 
   /**
@@ -125,7 +143,7 @@ export class StepRepository {
       assertMicros(f.estimateMicros, 'followers[].estimateMicros');
     }
     const nextToken = next ? randomUUID() : null;
-    const row = await sql.completeStep(this.pool, {
+    const args: sql.CompleteStepArgs = {
       run_id: input.runId,
       node_id: input.nodeId,
       attempt_token: input.attemptToken,
@@ -142,7 +160,8 @@ export class StepRepository {
           ? null
           : followers.map((f) => ({ node_id: f.nodeId, cost_micros: f.costMicros, estimate_micros: f.estimateMicros, output: f.output, ms: Math.round(f.ms), dependents: f.dependents, skippable: f.skippable === true })),
       lease: next?.lease ?? false,
-    });
+    };
+    const row = input.runOutputs !== undefined && input.orgId !== undefined ? await this.settlements.run(input.orgId, args) : await sql.completeStep(this.pool, args);
     if (!row.committed) return this.replayedCommit(input);
     const clamped = this.noteClamp(input, row.held_micros);
     const nextReserved = row.next_verdict === 'ok';

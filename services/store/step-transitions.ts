@@ -74,6 +74,12 @@ export interface CompleteStepInput extends StepAttempt {
    */
   runOutputs?: Record<string, unknown>;
   /**
+   * The run's organization. With `runOutputs`, the commit may settle the run on the organization's
+   * row: it then goes with the organization's other settling commits waiting in this process, in
+   * one transaction that writes the row once (StepRepository's constructor).
+   */
+  orgId?: string;
+  /**
    * A dependent the caller will run next, with its worst-case estimate: if this commit makes it
    * ready, its attempt is reserved in the same transaction (as `reserve` would) and `next` in the
    * result says how that went. With `lease`, when nothing else of the run is running or ready,

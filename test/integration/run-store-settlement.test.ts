@@ -108,6 +108,43 @@ describe('run store: settling steps and runs', () => {
     await expect(runs.completeRun(runId, { out: { kind: 'int', value: 3 } })).resolves.toBe(false);
   });
 
+  it("commits the run-finishing steps of one organization that queue in its process together, the organization's row written once; a faulty commit fails alone", async () => {
+    const account = await fundedAccount(prisma, 'settle-batched', 5_000_000);
+    // Run 0 has a second step: its commit does not finish it.
+    const runIds = await Promise.all(Array.from({ length: 12 }, (_, i) => startHeldRun(runs, account, i === 0 ? { a: [], b: [] } : { a: [] }, 100_000)));
+    const attempts = await Promise.all(runIds.map((runId) => reserveOk(runId, 'a', 40_000)));
+    const commit = (i: number) => ({ runId: runIds[i]!, orgId: account.orgId, nodeId: 'a', attemptToken: attempts[i]!.attemptToken, costMicros: 30_000 + i, output: { i }, ms: 1,
+                                    dependents: [], runOutputs: { out: { kind: 'int', value: i } } });
+    // Run 5's commit claims a follower that costs more than its reservation: svc_complete_steps raises for the whole batch.
+    const faulty = { ...commit(5), followers: [{ nodeId: 'b', costMicros: 50_000, estimateMicros: 50_000, output: {}, ms: 1, dependents: [] }] };
+    // The first commit finds no settlement of the organization out and goes alone; the other eleven queue and go together.
+    const settled = await Promise.allSettled(runIds.map((_, i) => steps.completeStep(i === 5 ? faulty : commit(i))));
+    expect(settled.map((r) => r.status)).toEqual(runIds.map((_, i) => (i === 5 ? 'rejected' : 'fulfilled')));
+    expect((settled[5] as PromiseRejectedResult).reason).toMatchObject({ message: expect.stringContaining('cost more than its reservation') });
+    for (const [i, r] of settled.entries()) {
+      if (i !== 5) expect((r as PromiseFulfilledResult<unknown>).value).toMatchObject({ committed: true, chargedMicros: 30_000 + i, runCompleted: i !== 0 });
+    }
+    await expect(runs.getRun(runIds[0]!)).resolves.toMatchObject({ status: 'running', spentMicros: 30_000 });
+    await expect(runs.getRun(runIds[3]!)).resolves.toMatchObject({ status: 'completed', outputs: { out: { kind: 'int', value: 3 } }, spentMicros: 30_003 });
+    // Without run 5 the batch of eleven went again run by run: each in its own transaction (runs of one share its xmin).
+    const { rows } = await pool.query<{ transactions: number }>(`SELECT count(DISTINCT xmin::text)::int AS transactions FROM runs WHERE id = ANY($1::uuid[])`, [runIds]);
+    expect(rows[0]!.transactions).toBe(12);
+    for (const runId of runIds) await runs.failRun(runId, { code: 'internal', message: 'test over' });
+
+    // No faulty one: two transactions, the second settling eleven runs and writing the organization's row once for them.
+    const more = await Promise.all(Array.from({ length: 12 }, () => startHeldRun(runs, account, { a: [] }, 100_000)));
+    const taken = await Promise.all(more.map((runId) => reserveOk(runId, 'a', 40_000)));
+    const done = await Promise.all(more.map((runId, i) => steps.completeStep({ runId, orgId: account.orgId, nodeId: 'a', attemptToken: taken[i]!.attemptToken, costMicros: 1_000,
+                                                                                 output: {}, ms: 1, dependents: [], runOutputs: { out: { kind: 'int', value: i } } })));
+    expect(done.every((d) => d.committed && d.runCompleted)).toBe(true);
+    const { rows: [together] } = await pool.query<{ transactions: number; org_written_last: boolean }>(
+      `SELECT count(DISTINCT r.xmin::text)::int AS transactions, bool_or(r.xmin = o.xmin) AS org_written_last
+       FROM runs r JOIN organizations o ON o.id = r.org_id WHERE r.id = ANY($1::uuid[])`, [more]);
+    expect(together).toEqual({ transactions: 2, org_written_last: true });
+    // Charged: 30_000 + i for each i but 5 (330_061), then 1_000 each (12_000).
+    await expect(ledger.audit(account.orgId)).resolves.toEqual({ balanceMicros: 5_000_000 - 342_061, ledgerTotalMicros: 5_000_000 - 342_061 });
+  });
+
   it('reserves the dependent the caller runs next in the same commit, within the cap', async () => {
     const account = await fundedAccount(prisma, 'chained', 1_000_000);
     const runId = await startRun(runs, account, { a: [], b: ['a'], c: ['b'] }, 50);
