@@ -17,9 +17,11 @@ const STORE_CLIENTS = 32;
  * Runs/s of the run store alone (no HTTP, no Redis, no worker): a closed loop of
  * STORE_CLIENTS, each storing a 1-step run that holds its cap of its organization's balance
  * with its step reserved (svc_create_runs), then committing the step with the run's outputs
- * (svc_complete_step: the charge and the settlement), the organization taken round robin from
- * `accounts`. These are the two writes of an organization's row per run, without the CPU of the
- * rest of the service, which on a small machine hides them (the sustained phases above).
+ * (svc_complete_steps: the charge and the settlement), the organization taken round robin from
+ * `accounts`, through the repositories as the service uses them (creations and settling commits
+ * of one organization that queue go together). These are the two writes of an organization's row
+ * per run, without the CPU of the rest of the service, which on a small machine hides them (the
+ * sustained phases above).
  */
 async function storeRate(ctx: BenchContext, phase: string, accounts: SeededAccount[]): Promise<{ rate: number; waits: string[] }> {
   const database = createDatabase(ctx.stack.databaseUrl, { poolSize: STORE_CLIENTS });
@@ -40,7 +42,7 @@ async function storeRate(ctx: BenchContext, phase: string, accounts: SeededAccou
       requireCredit: true,
       start: true,
     });
-    const done = await steps.completeStep({ runId, nodeId: 'a', attemptToken, costMicros: 1_000, output: {}, ms: 1, dependents: [], runOutputs: {} });
+    const done = await steps.completeStep({ runId, orgId: account.orgId, nodeId: 'a', attemptToken, costMicros: 1_000, output: {}, ms: 1, dependents: [], runOutputs: {} });
     if (!done.committed || !done.runCompleted) throw new Error(`run ${runId} did not complete: ${JSON.stringify(done)}`);
   };
   try {
