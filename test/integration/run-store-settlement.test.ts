@@ -290,6 +290,35 @@ describe('run store: settling steps and runs', () => {
     await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s")).resolves.toMatchObject({ rows: [{ s: '' }] });
   });
 
+  it('shares one flush among the commits that returned before it was sent, and never answers a commit with a flush sent before it returned', async () => {
+    // Each statement's sending and return on one clock, the run each creation stored, and each caller's answer.
+    let clock = 0;
+    const statements: { flush: boolean; runId: string | null; sent: number; returned: number }[] = [];
+    const recording = {
+      query: async (text: string, params?: unknown[]) => {
+        const sent = ++clock;
+        const result = await pool.query(text, params);
+        const row = result.rows[0] as { out?: { results?: { id: string }[] }; unflushed?: boolean } | undefined;
+        statements.push({ flush: text === FLUSH, runId: row?.unflushed ? row.out!.results![0]!.id : null, sent, returned: ++clock });
+        return result;
+      },
+    } as unknown as Database['pool'];
+    const recordedRuns = new RunRepository({ prisma, pool: recording });
+    const accounts = await Promise.all(Array.from({ length: 16 }, (_, i) => fundedAccount(prisma, `flush-group-${i}`, 1_000_000)));
+    // Sixteen organizations: no two creations share a transaction, and each needs a flush.
+    const answered = new Map(await Promise.all(accounts.map(async (account) => [await startHeldRun(recordedRuns, account, { a: [] }, 100_000), ++clock] as const)));
+    const creations = statements.filter((st) => st.runId !== null);
+    const flushes = statements.filter((st) => st.flush);
+    expect(creations.map((c) => c.runId).sort()).toEqual([...answered.keys()].sort());
+    // Shared: fewer flushes than creations.
+    expect(flushes.length).toBeGreaterThanOrEqual(1);
+    expect(flushes.length).toBeLessThan(16);
+    // Each creation's caller was answered after a flush sent after the creation returned had returned.
+    for (const creation of creations) {
+      expect(flushes.some((f) => f.sent > creation.returned && f.returned < answered.get(creation.runId!)!)).toBe(true);
+    }
+  });
+
   it("commits an unfinished run's charged step without locking its organization's row, not even as a foreign key's check does", async () => {
     const account = await fundedAccount(prisma, 'no-org-lock', 1_000_000);
     const runId = await startHeldRun(runs, account, { a: [], b: ['a'], c: ['b'] }, 100_000);
