@@ -15,6 +15,7 @@ DROP FUNCTION IF EXISTS svc_store_run(runs, runs);
 DROP FUNCTION IF EXISTS svc_store_run(runs, runs, boolean);
 DROP FUNCTION IF EXISTS svc_org_balance(uuid);
 DROP FUNCTION IF EXISTS svc_release_locks_before_flush();
+DROP FUNCTION IF EXISTS svc_settle_org(uuid, bigint, bigint);
 
 -- svc_run_hold(r runs) RETURNS bigint
 -- What run r holds of its organization's balance: an unfinished run what it is authorized for
@@ -117,9 +118,19 @@ BEGIN
   IF NOT p_apply THEN
     RETURN jsonb_build_object('org_id', old.org_id, 'balance_micros', balance_added, 'held_micros', held_added);
   END IF;
-  PERFORM svc_release_locks_before_flush();
-  UPDATE organizations SET balance_micros = balance_micros + balance_added, held_micros = held_micros + held_added WHERE id = old.org_id;
+  PERFORM svc_settle_org(old.org_id, balance_added, held_added);
   RETURN NULL;
+END $$;
+
+-- svc_settle_org(p_org uuid, p_balance_added bigint, p_held_added bigint) RETURNS void
+-- Adds what settling runs adds to organization p_org's row (svc_store_run's answer with p_apply
+-- false, summed), its lock released before the commit's flush (svc_release_locks_before_flush).
+-- Locks: the organization row.
+CREATE FUNCTION svc_settle_org(p_org uuid, p_balance_added bigint, p_held_added bigint) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM svc_release_locks_before_flush();
+  UPDATE organizations SET balance_micros = balance_micros + p_balance_added, held_micros = held_micros + p_held_added WHERE id = p_org;
 END $$;
 
 -- svc_release_locks_before_flush() RETURNS void

@@ -262,8 +262,7 @@ BEGIN
   FOR d IN SELECT (x->>'org_id')::uuid AS org_id, sum((x->>'balance_micros')::bigint)::bigint AS balance_added,
                   sum((x->>'held_micros')::bigint)::bigint AS held_added
            FROM unnest(settled) AS x GROUP BY 1 ORDER BY 1 LOOP
-    PERFORM svc_release_locks_before_flush();
-    UPDATE organizations SET balance_micros = balance_micros + d.balance_added, held_micros = held_micros + d.held_added WHERE id = d.org_id;
+    PERFORM svc_settle_org(d.org_id, d.balance_added, d.held_added);
   END LOOP;
   RETURN jsonb_build_object('results', to_jsonb(outs));
 END $$;

@@ -24,6 +24,12 @@ const DEFAULT_MAX_ATTEMPTS = 5;
 const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, ready: [], chargedMicros: 0, clamped: false, remaining: -1, runCompleted: false, followerCharges: [] };
 
 /**
+ * Settling commits of one organization made in one transaction at most (StepRepository): a batch
+ * holds its runs' rows until it commits.
+ */
+export const SETTLEMENT_BATCH = 32;
+
+/**
  * The money-moving step transitions. Each is one call of a Postgres function (the repeatable
  * files `prisma/functions/*.sql`, called through hot-sql.ts on the pool): one round trip, one
  * transaction, taking the run's lock first as prisma/functions/README.md describes (One lock
@@ -39,12 +45,6 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
  * - `runs.spent_micros = sum(steps.cost_micros)` and `-sum(run_charge entries of the run)`;
  * - only the attempt holding the step's current token can settle it, and only once.
  */
-/**
- * Settling commits of one organization made in one transaction at most (StepRepository): a batch
- * holds its runs' rows until it commits.
- */
-export const SETTLEMENT_BATCH = 32;
-
 export class StepRepository {
   private readonly logger: Logger | undefined;
   private readonly pool: sql.SqlPool;

@@ -10,7 +10,7 @@ import { ladder, SUSTAINED_P99_MS } from './b4-sustained';
 
 const ORGANIZATIONS = 50;
 
-/** Concurrent runs of the store-level phase: the service's pool and creation gate at their defaults would admit about this many. */
+/** Concurrent runs of the store-level phase: about what the service's pool and creation batcher admit at their defaults. */
 const STORE_CLIENTS = 32;
 
 /**
