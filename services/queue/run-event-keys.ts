@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { RunEvent } from '../contract';
 
 /**
@@ -27,4 +28,22 @@ export function runEventKeys(prefix: string, runId: string): RunEventKeys {
 export function runStartedJson(runId: string): string {
   const event: RunEvent = { type: 'run.started', runId };
   return JSON.stringify(event);
+}
+
+/**
+ * The hash beside a run's log that records the appends it holds by id (see the append scripts),
+ * so that an append sent twice is logged once.
+ */
+export function runAppendsKey(logKey: string): string {
+  return `${logKey}:appends`;
+}
+
+/** This process' part of every append id: two processes never share one. */
+const APPEND_ID_TAG = randomBytes(6).toString('base64url');
+let appendCount = 0;
+
+/** A new append id, unique among every process' (a tag of this process and a count; short: the run's appends hash keeps one per append). */
+export function nextAppendId(): string {
+  appendCount += 1;
+  return `${APPEND_ID_TAG}${appendCount.toString(36)}`;
 }

@@ -5,6 +5,7 @@ import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent }
 import { MountTallyAppender } from '../../services/queue/mount-tally-appender';
 import { followRunEvents, type StoredRun } from '../../services/runs';
 import { eventually } from '../support/eventually';
+import { startFaultProxy } from '../support/fault-proxy';
 import { stack, uniqueName } from '../support/stack';
 
 const prefix = uniqueName('bus');
@@ -376,6 +377,44 @@ describe('the run event bus', () => {
     // On a log that has entries it adds no second run.started.
     expect(await tally.appendTallied(runId, [{ event, mark: null }])).toBe(3);
     expect(await bus.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event }, { seq: 3, at: appendedAt, event }]);
+  });
+
+  // Redis ran the append, then the connection dropped before its reply came back (a graceful
+  // restart exits with replies unsent): ioredis sends the unanswered command again on its next
+  // connection. The second arrival must change nothing, for both append scripts.
+  it.each([
+    ['the bus', (redis: Redis, runId: string) => new RunEventBus({ redis, prefix }).appendAll(runId, [stepStarted, completed])],
+    [
+      'the mount tally appender',
+      (redis: Redis, runId: string) =>
+        new MountTallyAppender({ redis, prefix, logTtlSeconds: 60 }).appendTallied(runId, [
+          { event: stepStarted, mark: null },
+          { event: completed, mark: null },
+        ]),
+    ],
+  ])('logs an append once when %s sends it again after its reply was lost', async (_, append) => {
+    const proxy = await startFaultProxy(stack().redisUrl);
+    try {
+      const redis = createRedisConnection(`redis://127.0.0.1:${proxy.port}`);
+      redis.on('error', () => undefined);
+      connections.push(redis);
+      // Both scripts known to Redis first: a NOSCRIPT answer would be lost as well.
+      await append(redis, randomUUID());
+      const runId = randomUUID();
+      const { log } = runEventKeys(prefix, runId);
+      const connectionsBefore = proxy.connections;
+      proxy.freezeOpen();
+      const seq = append(redis, runId);
+      await eventually(async () => (await admin.llen(log)) === 3, { what: 'the append run by Redis' });
+      proxy.resetAll();
+      expect(await seq).toBe(3);
+      expect(proxy.connections).toBeGreaterThan(connectionsBefore);
+      // A later append on the new connection is numbered after the first, not after a second copy.
+      expect(await append(redis, runId)).toBe(5);
+      expect(events(await bus.read(runId))).toEqual([runStarted(runId), stepStarted, completed, stepStarted, completed]);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('ends a stream whose log Redis lost and began again, its terminal event landing on a seq the stream had used, with the terminal event of the run record', async () => {
