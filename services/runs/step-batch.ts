@@ -183,7 +183,13 @@ export class StepBatch {
   /** The commit of what the batch holds, with `last` (the step settling now) as its last follower. */
   commit(last?: FinishedStep): StepCommit {
     if (!this.head) throw new Error('a batch holds nothing before its head finished');
-    const followers = [...this.followers, ...(last ? [last] : [])].map((f) => (this.memberIds.has(f.nodeId) ? { ...f, skippable: true } : f));
+    const followers = [...this.followers, ...(last ? [last] : [])].map((f) => (this.memberIds.has(f.nodeId) ? skippable(f) : f));
     return new StepCommit([this.head, ...followers], this.held, last?.nodeId);
   }
+}
+
+/** `step` as a skippable follower. Its fields written out: a property after an object spread is slow to define (see withAttempt in step-admission.ts), and a group's commit makes one per member. */
+function skippable(step: FinishedStep): FinishedStep {
+  const { nodeId, specId, costMicros, estimateMicros, output, ms, dependents } = step;
+  return { nodeId, specId, costMicros, estimateMicros, output, ms, dependents, skippable: true };
 }

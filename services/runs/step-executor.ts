@@ -131,7 +131,9 @@ export class StepExecutor {
       let outcome = await this.attempt(step);
       const ms = performance.now() - started;
       if (outcome.ok) {
-        const checked = checkResult(step.context, { ...step, outputs: outcome.outputs }, (o) => this.deps.lifecycle.hasForeignRefs(o));
+        // The call's fields written out: a property after an object spread is slow to define (see withAttempt in step-admission.ts).
+        const call = { nodeId: step.nodeId, definition: step.definition, inputs: step.inputs, estimate: step.estimate, outputs: outcome.outputs };
+        const checked = checkResult(step.context, call, (o) => this.deps.lifecycle.hasForeignRefs(o));
         if (checked.ok) return this.settle(step, finishedStep(step, outcome.outputs, checked.costMicros, ms), checked.runOutputs);
         outcome = checked;
       }
