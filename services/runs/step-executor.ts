@@ -100,6 +100,8 @@ export class StepExecutor {
    */
   async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string; group?: readonly string[] } = {}): Promise<void> {
     let next: NextStep | null = { start: startOfJob(nodeId, options), outputsInHand: new Map() };
+    // The job holds its run's abort signal, so that the attempts it runs one after another share one.
+    this.deps.inFlight.hold(runId);
     try {
       for (let inline = 0; next; inline++) {
         if (inline >= MAX_INLINE_STEPS) {
@@ -119,6 +121,7 @@ export class StepExecutor {
         }
       }
     } finally {
+      this.deps.inFlight.release(runId);
       // The job ends when its events are out (a failed append fails the job: BullMQ retries it).
       await this.outbox.drain(runId);
     }
@@ -153,12 +156,12 @@ export class StepExecutor {
   private async attempt(step: ReservedStep): Promise<AttemptOutcome> {
     const { runId } = step.context;
     const held = step.batch?.holding ? step.batch : undefined;
-    const controller = this.deps.inFlight.start(runId);
+    const signal = this.deps.inFlight.hold(runId);
     try {
       const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
       const outputs = await inSpan('node.execute', { attributes: node }, () => step.definition.execute(step.inputs, {
-        signal: controller.signal,
-        artifacts: this.deps.artifactsFor(runId, controller.signal),
+        signal,
+        artifacts: this.deps.artifactsFor(runId, signal),
         progress: (message) => {
           const event: RunEvent = { type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) };
           if (held) held.hold(event);
@@ -167,9 +170,9 @@ export class StepExecutor {
       }));
       return { ok: true, outputs };
     } catch (err) {
-      return { ok: false, err: controller.signal.aborted ? new AbortedByRun() : err };
+      return { ok: false, err: signal.aborted ? new AbortedByRun() : err };
     } finally {
-      this.deps.inFlight.end(runId, controller);
+      this.deps.inFlight.release(runId);
     }
   }
 
