@@ -29,7 +29,7 @@ export class InFlightSteps {
       abort = { controller: new AbortController(), holds: 0 };
       // Every attempt of the run running here listens on it (a provider call, `raceAbort`): more
       // than Node's default ten is expected, not a leak.
-      setMaxListeners(0, abort.controller.signal);
+      setMaxListeners(Infinity, abort.controller.signal);
       this.byRun.set(runId, abort);
     }
     abort.holds += 1;
