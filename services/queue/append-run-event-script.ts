@@ -70,6 +70,7 @@ const APPEND = new RedisScript(APPEND_RUN_EVENT_LUA);
  * `openerJson`: the run's `run.started`, pushed first if the log is empty ('' for none). With no
  * events there is nothing to append twice, so the append goes without an id.
  */
-export async function appendRunEventScript(redis: Redis, logKey: string, channel: string, openerJson: string, eventJsons: readonly string[], ttlSeconds: number, appendId = eventJsons.length > 0 ? nextAppendId() : ''): Promise<number> {
+export async function appendRunEventScript(redis: Redis, logKey: string, channel: string, openerJson: string, eventJsons: readonly string[], ttlSeconds: number): Promise<number> {
+  const appendId = eventJsons.length > 0 ? nextAppendId() : '';
   return Number(await APPEND.run(redis, [logKey, runAppendsKey(logKey)], [channel, String(ttlSeconds), openerJson, appendId, ...eventJsons]));
 }

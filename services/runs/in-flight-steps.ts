@@ -14,8 +14,8 @@ interface RunAbort {
  *
  * The jobs and attempts of one run share one AbortController, kept while a job of the run runs
  * here (a job holds it, and so does each attempt): a controller and its signal per attempt cost
- * more than a quick local node's whole call (B3's fan-out, 1,001 attempts in 9 jobs: about 3% of
- * the process' CPU went to making, listening on and dropping them). Aborting a run aborts every
+ * more than a quick local node's whole call (B3's fan-out, 1,001 attempts in 9 jobs: the attempts
+ * took 10% of the process' busy time, mostly making, listening on and dropping them; 3-5% now). Aborting a run aborts every
  * attempt of it, as before; an attempt that starts after its run was aborted is aborted at once,
  * which is right, since a run is aborted only once it has stopped.
  */

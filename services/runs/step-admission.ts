@@ -44,8 +44,8 @@ export class StepAdmission {
       return null;
     }
     const { dependents } = planned;
-    if (start.how === 'inBatch') return withAttempt(start.step, { context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue, job, startHeld: undefined });
-    if (start.how === 'reservedWithCommit') return withAttempt(start.step, { context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue, job, startHeld: undefined });
+    if (start.how === 'inBatch') return withAttempt(start.step, { context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue, job });
+    if (start.how === 'reservedWithCommit') return withAttempt(start.step, { context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue, job });
 
     const group = (start.how === 'reservedWithRun' ? undefined : start.group)?.filter((id) => id !== nodeId && context.prepared.plan.steps.has(id)) ?? [];
     const stepOutputs = new Map(next.outputsInHand);
@@ -74,7 +74,7 @@ export class StepAdmission {
       return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld: new HeldStart(nodeId) });
     }
     await this.deps.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
-    return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld: undefined });
+    return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job });
   }
 
   /** Enqueues `nodeIds` (ready steps with no jobs of their own) each in a job of its own; null for `admit`. */
