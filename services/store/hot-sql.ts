@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import { microsFromDb } from './micros';
 import { jsonParam } from './run-records';
 
@@ -205,20 +205,51 @@ export const FLUSH = "SELECT pg_logical_emit_message(true, 'svc_flush', '')";
  * logical message, which decoding plugins ignore): Postgres commits a transaction that wrote none
  * without waiting for a flush even when synchronous_commit is on (`txid_current()` alone did not:
  * runs acknowledged just before a Postgres crash were lost, test/integration/stream-outages).
- * Callers that need a flush at once share one ({@link FlushGroup}).
+ * Callers that need a flush at once share one ({@link FlushGroup}); a call with nothing of its
+ * pool in flight beside it has nobody to share with and sends its flush in its own round trip
+ * ({@link callFlushed}).
  * The name comes from the `Functions` list above, never from a caller's data.
  */
 async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
-  // OFFSET 0 keeps the call a subquery of its own, run before the setting is read (the function
-  // sets svc.flush_after_commit for its transaction alone).
-  const rows = await queryRows<{ out: Record<string, unknown>; unflushed: boolean }>(
-    pool,
-    `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f`,
-    [jsonParam(args, name)],
-  );
-  const row = rows[0]!;
-  if (row.unflushed) await flushGroupOf(pool).flush();
-  return row.out;
+  const group = flushGroupOf(pool);
+  const json = jsonParam(args, name);
+  const alone = group.idle();
+  group.calls++;
+  try {
+    if (alone) return await callFlushed(pool, name, json);
+    // OFFSET 0 keeps the call a subquery of its own, run before the setting is read (the function
+    // sets svc.flush_after_commit for its transaction alone).
+    const rows = await queryRows<{ out: Record<string, unknown>; unflushed: boolean }>(
+      pool,
+      `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f`,
+      [json],
+    );
+    const row = rows[0]!;
+    if (row.unflushed) await group.flush();
+    return row.out;
+  } finally {
+    group.calls--;
+  }
+}
+
+/**
+ * The function's call and, when it committed without waiting, its flush, in one simple query
+ * (B1: a sequential run's creation and settlement each paid a second round trip for its flush).
+ * The call runs in the query's implicit transaction and the explicit `COMMIT` ends it, with the
+ * function's own `synchronous_commit`; the last statement is a transaction of its own, which
+ * writes the flush's WAL and waits for it only when the call asked (`svc.flush_pending`, set for
+ * the session because the call's own setting ends with its transaction, and cleared again). A
+ * failing call skips the rest and rolls back, as a single statement would. The simple protocol
+ * takes no parameters: the argument is a quoted literal (`escapeLiteral`).
+ */
+async function callFlushed(pool: SqlPool, name: Name, json: string): Promise<Record<string, unknown>> {
+  const results = (await pool.query(
+    `SELECT f.out, set_config('svc.flush_pending', COALESCE(current_setting('svc.flush_after_commit', true) = 'on', false)::text, false) AS unflushed ` +
+      `FROM (SELECT ${name}(${pg.escapeLiteral(json)}::jsonb) AS out OFFSET 0) f; COMMIT; ` +
+      `SELECT CASE WHEN current_setting('svc.flush_pending') = 'true' THEN pg_logical_emit_message(true, 'svc_flush', '') END AS flushed, ` +
+      `set_config('svc.flush_pending', '', false)`,
+  )) as unknown as pg.QueryResult[];
+  return (results[0]!.rows[0] as { out: Record<string, unknown> }).out;
 }
 
 /**
@@ -230,10 +261,17 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
  * run store with fifty organizations: the flush statements' WAL waits were 60-70% of the samples).
  */
 class FlushGroup {
+  /** Function calls of this pool in flight ({@link callFunction}). */
+  calls = 0;
   private sending = false;
   private next: { promise: Promise<void>; resolve(): void; reject(err: unknown): void } | null = null;
 
   constructor(private readonly pool: SqlPool) {}
+
+  /** Nothing of this pool in flight, so no flush to share: a call may flush its own commit. */
+  idle(): boolean {
+    return this.calls === 0 && !this.sending;
+  }
 
   /** Resolves once a FLUSH sent after this call has committed. */
   flush(): Promise<void> {

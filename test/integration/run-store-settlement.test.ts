@@ -1,4 +1,5 @@
 import { InsufficientCreditError, RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
+import type pg from 'pg';
 import { FLUSH } from '../../services/store/hot-sql';
 import { eventually } from '../support/eventually';
 import { DIAMOND, fundedAccount, reserveOk as reserveStep, startHeldRun, startRun, stepsOf, useRunStore } from '../support/run-store-bench';
@@ -256,65 +257,72 @@ describe('run store: settling steps and runs', () => {
     }
   });
 
-  it("releases the organization row's lock before its commit's flush, and waits for that flush before answering, only where the row was written", async () => {
-    // What the repositories send, and the transaction setting each statement ran under.
-    const sent: { text: string; async: boolean }[] = [];
+  /**
+   * A pool that records each round trip the repositories send: its text, whether the function
+   * committed without waiting for its flush (`unflushed`), and for a call that sent its own flush
+   * in the same round trip (three results), whether that flush wrote WAL and waited.
+   */
+  function recordingPool() {
+    let clock = 0;
+    const sent: { text: string; own: boolean; unflushed: boolean; flushed: boolean; runId: string | null; sent: number; returned: number }[] = [];
     const recording = {
       query: async (text: string, params?: unknown[]) => {
-        const result = await pool.query(text, params);
-        const row = result.rows[0] as { unflushed?: boolean } | undefined;
-        sent.push({ text: text.replace(/\s+/g, ' ').slice(0, 60), async: row?.unflushed === true });
+        const at = ++clock;
+        const result = (await pool.query(text, params)) as unknown as pg.QueryResult | pg.QueryResult[];
+        const own = Array.isArray(result);
+        const row = (own ? result[0]!.rows[0] : result.rows[0]) as { out?: { results?: { id: string }[] }; unflushed?: boolean | string } | undefined;
+        const unflushed = String(row?.unflushed) === 'true';
+        const flushed = own && (result[2]!.rows[0] as { flushed: string | null }).flushed !== null;
+        sent.push({ text: text.replace(/\s+/g, ' ').slice(0, 60), own, unflushed, flushed, runId: unflushed ? (row?.out?.results?.[0]?.id ?? null) : null, sent: at, returned: ++clock });
         return result;
       },
     } as unknown as Database['pool'];
+    return { sent, recording, tick: () => ++clock };
+  }
+
+  it("releases the organization row's lock before its commit's flush, and waits for that flush before answering, only where the row was written; alone, in the call's own round trip", async () => {
+    const { sent, recording } = recordingPool();
     const recordedRuns = new RunRepository({ prisma, pool: recording });
     const recordedSteps = new StepRepository({ pool: recording });
     const account = await fundedAccount(prisma, 'flush', 1_000_000);
-    const flushes = () => sent.filter((s) => s.text === FLUSH).length;
+    const view = () => sent.map(({ own, unflushed, flushed }) => ({ own, unflushed, flushed }));
     const runId = await startHeldRun(recordedRuns, account, { a: [], b: ['a'] }, 100_000);
-    // The creation locked and wrote the organization row: committed without waiting, then flushed.
-    expect(sent.map((s) => s.async)).toEqual([true, false]);
-    expect(flushes()).toBe(1);
+    // The creation locked and wrote the organization row: committed without waiting, then
+    // flushed in the same round trip (nothing else of the pool was in flight to share a flush with).
+    expect(view()).toEqual([{ own: true, unflushed: true, flushed: true }]);
     const a = await reserveOk(runId, 'a', 20_000);
     await recordedSteps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: ['b'] });
-    // A commit of an unfinished run leaves the organization row alone: an ordinary synchronous commit.
-    expect(sent.slice(2).map((s) => s.async)).toEqual([false]);
-    expect(flushes()).toBe(1);
+    // A commit of an unfinished run leaves the organization row alone: an ordinary synchronous
+    // commit, and the flush statement that follows it writes nothing and waits for nothing.
+    expect(view().slice(1)).toEqual([{ own: true, unflushed: false, flushed: false }]);
     const b = await reserveOk(runId, 'b', 20_000);
     await recordedSteps.completeStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: [], runOutputs: {} });
     // The last commit settles the run on the organization row: flushed before it answered.
-    expect(sent.slice(3).map((s) => s.async)).toEqual([true, false]);
-    expect(sent.at(-1)!.text).toBe(FLUSH);
+    expect(view().slice(2)).toEqual([{ own: true, unflushed: true, flushed: true }]);
+    expect(sent.some((s) => s.text === FLUSH)).toBe(false);
     await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', spentMicros: 10_000 });
-    // Each statement left the connection as it found it: the setting is the transaction's alone.
-    await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s")).resolves.toMatchObject({ rows: [{ s: '' }] });
+    // Each call left the connection as it found it: the settings are cleared or the transaction's alone.
+    await expect(pool.query("SELECT current_setting('svc.flush_after_commit', true) AS s, current_setting('svc.flush_pending', true) AS p"))
+      .resolves.toMatchObject({ rows: [{ s: '', p: '' }] });
   });
 
   it('shares one flush among the commits that returned before it was sent, and never answers a commit with a flush sent before it returned', async () => {
-    // Each statement's sending and return on one clock, the run each creation stored, and each caller's answer.
-    let clock = 0;
-    const statements: { flush: boolean; runId: string | null; sent: number; returned: number }[] = [];
-    const recording = {
-      query: async (text: string, params?: unknown[]) => {
-        const sent = ++clock;
-        const result = await pool.query(text, params);
-        const row = result.rows[0] as { out?: { results?: { id: string }[] }; unflushed?: boolean } | undefined;
-        statements.push({ flush: text === FLUSH, runId: row?.unflushed ? row.out!.results![0]!.id : null, sent, returned: ++clock });
-        return result;
-      },
-    } as unknown as Database['pool'];
+    const { sent: statements, recording, tick } = recordingPool();
     const recordedRuns = new RunRepository({ prisma, pool: recording });
     const accounts = await Promise.all(Array.from({ length: 16 }, (_, i) => fundedAccount(prisma, `flush-group-${i}`, 1_000_000)));
     // Sixteen organizations: no two creations share a transaction, and each needs a flush.
-    const answered = new Map(await Promise.all(accounts.map(async (account) => [await startHeldRun(recordedRuns, account, { a: [] }, 100_000), ++clock] as const)));
+    const answered = new Map(await Promise.all(accounts.map(async (account) => [await startHeldRun(recordedRuns, account, { a: [] }, 100_000), tick()] as const)));
     const creations = statements.filter((st) => st.runId !== null);
-    const flushes = statements.filter((st) => st.flush);
     expect(creations.map((c) => c.runId).sort()).toEqual([...answered.keys()].sort());
-    // Shared: fewer flushes than creations.
+    // A creation sent with nothing else in flight flushed itself; those sent beside it share flushes.
+    const shared = creations.filter((c) => !c.own);
+    expect(creations.filter((c) => c.own).every((c) => c.flushed)).toBe(true);
+    expect(shared.length).toBeGreaterThanOrEqual(8);
+    const flushes = statements.filter((st) => st.text === FLUSH);
     expect(flushes.length).toBeGreaterThanOrEqual(1);
-    expect(flushes.length).toBeLessThan(16);
-    // Each creation's caller was answered after a flush sent after the creation returned had returned.
-    for (const creation of creations) {
+    expect(flushes.length).toBeLessThan(shared.length);
+    // Each shared creation's caller was answered after a flush sent after the creation returned had returned.
+    for (const creation of shared) {
       expect(flushes.some((f) => f.sent > creation.returned && f.returned < answered.get(creation.runId!)!)).toBe(true);
     }
   });
