@@ -1,4 +1,4 @@
-import type { RunEventCursor } from './run-event-cursor';
+import type { CursorWaiter, RunEventCursor } from './run-event-cursor';
 import type { SequencedEvent } from './sequenced-event';
 
 const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
@@ -23,9 +23,12 @@ export interface RunEventSubscription {
  * (terminal event, failure, `return()`, the cursor stopped by an abort or the bus closing); the
  * call that ends it waits for the release.
  */
-export class RunEventIterator implements AsyncIterableIterator<SequencedEvent> {
+export class RunEventIterator implements AsyncIterableIterator<SequencedEvent>, CursorWaiter {
   private opened = false;
   private released: Promise<void> | undefined;
+  /** The waiting `next()`'s promise, settled by the cursor through the `CursorWaiter` methods. */
+  private resolve: ((result: IteratorResult<SequencedEvent, undefined>) => void) | undefined;
+  private reject: ((err: unknown) => void) | undefined;
 
   /** `failure`: what the first `next()` throws instead of opening (bad arguments, no subscriber). */
   constructor(
@@ -48,11 +51,34 @@ export class RunEventIterator implements AsyncIterableIterator<SequencedEvent> {
     const { cursor } = this;
     if (!cursor || this.released) return Promise.resolve(DONE);
     if (!this.opened) return this.open(cursor);
-    // Not an async function: one promise hop from the cursor's event to this result, not three.
-    return cursor.next().then(
-      (item) => (item ? { value: item, done: false } : this.release().then(() => DONE)),
-      (err: unknown) => this.release().then(() => Promise.reject(err)),
-    );
+    if (this.resolve) return Promise.reject(new Error('RunEventIterator.next() called while another call waits'));
+    // The cursor settles this promise itself when the event comes: no hop between the two.
+    return new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+      cursor.wait(this);
+    });
+  }
+
+  /** The cursor's next event (CursorWaiter). */
+  event(item: SequencedEvent): void {
+    const { resolve } = this;
+    this.resolve = this.reject = undefined;
+    resolve?.({ value: item, done: false });
+  }
+
+  /** The cursor's end (CursorWaiter): done once the subscription is given back. */
+  end(): void {
+    const { resolve } = this;
+    this.resolve = this.reject = undefined;
+    void this.release().then(() => resolve?.(DONE));
+  }
+
+  /** What broke the cursor (CursorWaiter): thrown once the subscription is given back. */
+  fail(err: unknown): void {
+    const { reject } = this;
+    this.resolve = this.reject = undefined;
+    void this.release().then(() => reject?.(err));
   }
 
   async return(): Promise<IteratorResult<SequencedEvent, undefined>> {

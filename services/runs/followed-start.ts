@@ -60,19 +60,70 @@ export async function startFollowed(
  * so sending it without waiting for the log is sending the log's first event; a client whose
  * response has begun therefore always learns the run id, whatever Redis does next.
  */
-async function* announced(runId: string, iterator: AsyncIterator<SequencedEvent>, first: Promise<IteratorResult<SequencedEvent>>, done: () => void): AsyncGenerator<SequencedEvent> {
-  try {
-    yield { seq: 1, event: { type: 'run.started', runId } };
-    for (let step = await first; !step.done; step = await iterator.next()) {
-      const { seq, event } = step.value;
-      if (seq === 1 && event.type === 'run.started') continue;
-      // Only a terminal event from the run's record can come at seq 1 (the log lost every event);
-      // 2 keeps the ids the client sees increasing.
-      yield seq > 1 ? step.value : { seq: 2, event };
+function announced(runId: string, iterator: AsyncIterator<SequencedEvent>, first: Promise<IteratorResult<SequencedEvent>>, done: () => void): AsyncIterableIterator<SequencedEvent> {
+  return new AnnouncedRun(runId, iterator, first, done);
+}
+
+const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
+
+/**
+ * {@link announced}'s iteration. An iterator object rather than an async generator: each event
+ * passes in the turn its follower's `next()` settles, not a `yield` and an `await` later (several
+ * promise hops per event; docs/performance.md, B6). `return()` ends it at once.
+ */
+class AnnouncedRun implements AsyncIterableIterator<SequencedEvent> {
+  private announcedYet = false;
+  /** The follower's first `next()`, under way since before the run was stored; taken by the first read. */
+  private first: Promise<IteratorResult<SequencedEvent>> | undefined;
+  private closed: Promise<void> | undefined;
+
+  constructor(
+    private readonly runId: string,
+    private readonly iterator: AsyncIterator<SequencedEvent>,
+    first: Promise<IteratorResult<SequencedEvent>>,
+    private readonly done: () => void,
+  ) {
+    this.first = first;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<SequencedEvent>> {
+    if (this.closed) return this.closed.then(() => DONE);
+    if (!this.announcedYet) {
+      this.announcedYet = true;
+      return Promise.resolve({ value: { seq: 1, event: { type: 'run.started', runId: this.runId } }, done: false });
     }
-  } finally {
-    done();
-    await iterator.return?.(undefined);
+    const step = this.first ?? this.iterator.next();
+    this.first = undefined;
+    return step.then(
+      (result) => this.shown(result),
+      (err: unknown) => this.close().then(() => Promise.reject(err)),
+    );
+  }
+
+  return(): Promise<IteratorResult<SequencedEvent>> {
+    return this.close().then(() => DONE);
+  }
+
+  /** The follower's event as the client sees it, past the `run.started` sent already. */
+  private shown(step: IteratorResult<SequencedEvent>): IteratorResult<SequencedEvent> | Promise<IteratorResult<SequencedEvent>> {
+    if (step.done) return this.close().then(() => DONE);
+    const { seq, event } = step.value;
+    if (seq === 1 && event.type === 'run.started') return this.next();
+    // Only a terminal event from the run's record can come at seq 1 (the log lost every event);
+    // 2 keeps the ids the client sees increasing.
+    return { value: seq > 1 ? step.value : { seq: 2, event }, done: false };
+  }
+
+  private close(): Promise<void> {
+    if (!this.closed) {
+      this.done();
+      this.closed = Promise.resolve(this.iterator.return?.(undefined)).then(() => undefined);
+    }
+    return this.closed;
   }
 }
 

@@ -119,43 +119,7 @@ type Wake =
   | { kind: 'timer' }
   | { kind: 'aborted' };
 
-/**
- * What wakes one stream, delivered in arrival order. Each source (the log's pending read, the
- * record check, the one timer, the client's abort) delivers here once per settlement, so waiting
- * costs one promise and nothing stays behind on a promise that outlives the wait: racing the
- * long-lived ones afresh for every event left a reaction on each per event, for as long as the
- * stream (or, on a shared never-settling promise, the process) lived.
- *
- * It is also the client signal's abort listener (`handleEvent`). Callbacks kept per stream are
- * methods or unnamed arrows on purpose: tsx (the service's runtime) names every function bound to
- * a name, and a named closure carries a property dictionary of about 256 bytes.
- */
-class Wakes {
-  private readonly queued: Wake[] = [];
-  private waiting: ((wake: Wake) => void) | undefined;
-  /** The client's signal aborted (read here per event: AbortSignal's own getter is not cheap). */
-  aborted = false;
-
-  deliver(wake: Wake): void {
-    const waiting = this.waiting;
-    if (!waiting) {
-      this.queued.push(wake);
-      return;
-    }
-    this.waiting = undefined;
-    waiting(wake);
-  }
-
-  next(): Wake | Promise<Wake> {
-    return this.queued.shift() ?? new Promise<Wake>((resolve) => (this.waiting = resolve));
-  }
-
-  /** The client's signal aborted. */
-  handleEvent(): void {
-    this.aborted = true;
-    this.deliver({ kind: 'aborted' });
-  }
-}
+const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
 /**
  * The run's events after `afterSeq`, from its log and then live, to its terminal event.
@@ -169,122 +133,226 @@ class Wakes {
  * with the seq after the last one sent. Two silent checks, not a clock comparison: a writer that
  * finished the run and is about to append its event is never overtaken.
  */
-export async function* followRunEvents(
+export function followRunEvents(
   source: Pick<RunEventSource, 'events'>,
   loadRun: () => Promise<StoredRun | null>,
   options: FollowOptions,
-): AsyncGenerator<SequencedEvent> {
-  const { signal } = options;
-  const wakes = new Wakes();
-  signal.addEventListener('abort', wakes, { once: true });
-  wakes.aborted = signal.aborted;
+): AsyncIterableIterator<SequencedEvent> {
+  return new RunEventFollower(source, loadRun, options);
+}
+
+/**
+ * {@link followRunEvents}' iteration: a loop that waits for wake-ups (the log's pending read, the
+ * record check, the one timer, the client's abort), each delivered once per settlement and
+ * handled in arrival order, and gives the waiting `next()` each event as its wake-up is handled.
+ * An iterator object rather than an async generator: a live event reaches the consumer in the
+ * turn its log read settles, where a generator's `yield` and its wait for the next wake-up cost
+ * several promise hops per event and stream, all of them run for every stream of a run before
+ * the first one's write leaves (B6, docs/performance.md). Nothing stays behind on a promise that
+ * outlives a wait (racing the long-lived ones afresh per event left a reaction on each).
+ *
+ * It is also the client signal's abort listener (`handleEvent`). Callbacks kept per stream are
+ * methods or unnamed arrows on purpose: tsx (the service's runtime) names every function bound to
+ * a name, and a named closure carries a property dictionary of about 256 bytes.
+ */
+class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
+  private readonly queued: Wake[] = [];
+  /** The consumer's `next()` waiting for an event. */
+  private consumer: { resolve(result: IteratorResult<SequencedEvent>): void; reject(err: unknown): void } | undefined;
+  /** The client's signal aborted (read here per event: AbortSignal's own getter is not cheap). */
+  private aborted: boolean;
+  /** The record's terminal event was given: the iteration ends at the next `next()`. */
+  private ending = false;
+  /** Set once the iteration has ended: the clean-up (the log's stream given back), awaited by every later call. */
+  private closed: Promise<void> | undefined;
   // One timer, moved only earlier: an event pushes the silence deadline later without touching it,
   // and a timer that fires before the deadline it was set for is set again (a timer per event was
   // most of a stream's cost per event).
-  let timer: NodeJS.Timeout | undefined;
-  let timerAt = Infinity;
-  let iterator: AsyncIterator<SequencedEvent> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private iterator: AsyncIterator<SequencedEvent> | undefined;
   // A log read and a record read under way survive a wake-up by something else: never lost.
-  let reading = false;
-  let checking = false;
-  let finished = options.finished;
-  let last = options.afterSeq;
+  private reading = false;
+  private checking = false;
+  private finished: StoredRun | undefined;
+  private last: number;
   // The type of the last event this stream gave, and whether the log has ended without its terminal one.
-  let lastType: RunEvent['type'] | undefined;
-  let logEnded = false;
-  let failures = 0;
-  let retryAt = 0;
-  let quietUntil = Date.now() + options.checkMs;
-  try {
-    for (;;) {
-      if (wakes.aborted) return;
-      // The log's stream ends with the client's signal, or by its return() when it ends here.
-      if (!iterator && !logEnded && Date.now() >= retryAt) iterator = openLog(source, options.runId, last, signal);
-      if (iterator && !reading) {
-        reading = true;
-        iterator.next().then(
-          (step) => wakes.deliver({ kind: 'step', step }),
-          (err: unknown) => wakes.deliver({ kind: 'logFailed', err }),
-        );
+  private lastType: RunEvent['type'] | undefined;
+  private logEnded = false;
+  private failures = 0;
+  private retryAt = 0;
+  private quietUntil: number;
+
+  constructor(
+    private readonly source: Pick<RunEventSource, 'events'>,
+    private readonly loadRun: () => Promise<StoredRun | null>,
+    private readonly options: FollowOptions,
+  ) {
+    options.signal.addEventListener('abort', this, { once: true });
+    this.aborted = options.signal.aborted;
+    this.finished = options.finished;
+    this.last = options.afterSeq;
+    this.quietUntil = Date.now() + options.checkMs;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<SequencedEvent>> {
+    if (this.closed) return this.closed.then(() => DONE);
+    if (this.consumer) return Promise.reject(new Error('followRunEvents: next() called while another call waits'));
+    const waiting = new Promise<IteratorResult<SequencedEvent>>((resolve, reject) => (this.consumer = { resolve, reject }));
+    this.run();
+    return waiting;
+  }
+
+  /** Ends the iteration at once, a waiting `next()` included (it gets done). */
+  return(): Promise<IteratorResult<SequencedEvent>> {
+    this.end();
+    return this.closed!.then(() => DONE);
+  }
+
+  /** The client's signal aborted. */
+  handleEvent(): void {
+    this.aborted = true;
+    this.deliver({ kind: 'aborted' });
+  }
+
+  private deliver(wake: Wake): void {
+    if (this.closed) return;
+    this.queued.push(wake);
+    this.run();
+  }
+
+  /** The loop: handles the wake-ups queued while a consumer waits, until one gives it an event or ends the iteration. */
+  private run(): void {
+    try {
+      while (this.consumer && !this.closed) {
+        if (this.aborted || this.ending) return this.end();
+        this.arm();
+        const wake = this.queued.shift();
+        if (!wake) return;
+        this.handle(wake);
       }
-      // While a record read is under way, silence is not measured; while the log is down, its retry is due.
-      const quietAt = checking ? Infinity : quietUntil;
-      const wakeAt = reading || logEnded ? quietAt : Math.min(quietAt, retryAt);
-      if (wakeAt < timerAt) {
-        clearTimeout(timer);
-        timerAt = wakeAt;
-        timer = setTimeout(() => {
-          timer = undefined;
-          timerAt = Infinity;
-          wakes.deliver({ kind: 'timer' });
-        }, Math.max(0, wakeAt - Date.now()));
-      }
-      const wake = await wakes.next();
-      switch (wake.kind) {
-        case 'aborted':
+    } catch (err) {
+      const consumer = this.consumer;
+      this.consumer = undefined;
+      this.end();
+      consumer?.reject(err);
+    }
+  }
+
+  /** What the loop waits for: the log opened (or reopened once its retry is due), its next read, the timer. */
+  private arm(): void {
+    if (!this.iterator && !this.logEnded && Date.now() >= this.retryAt) this.iterator = openLog(this.source, this.options.runId, this.last, this.options.signal);
+    if (this.iterator && !this.reading) {
+      this.reading = true;
+      this.iterator.next().then(
+        (step) => this.deliver({ kind: 'step', step }),
+        (err: unknown) => this.deliver({ kind: 'logFailed', err }),
+      );
+    }
+    // While a record read is under way, silence is not measured; while the log is down, its retry is due.
+    const quietAt = this.checking ? Infinity : this.quietUntil;
+    const wakeAt = this.reading || this.logEnded ? quietAt : Math.min(quietAt, this.retryAt);
+    if (wakeAt < this.timerAt) {
+      clearTimeout(this.timer);
+      this.timerAt = wakeAt;
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        this.timerAt = Infinity;
+        this.deliver({ kind: 'timer' });
+      }, Math.max(0, wakeAt - Date.now()));
+    }
+  }
+
+  private handle(wake: Wake): void {
+    const { options } = this;
+    switch (wake.kind) {
+      case 'aborted':
+        return this.end();
+      case 'step': {
+        this.reading = false;
+        // The log's stream ended because the client went away: not an ending of the log.
+        if (this.aborted) return this.end();
+        const { step } = wake;
+        if (step.done) {
+          // The log ends after a terminal event, or at once when resumed at it. Ended after an
+          // event of ours that was not terminal, it ended on a terminal event at a seq this
+          // stream had already used for another event: Redis lost the log and the run's events
+          // went on in a new one. Its terminal event then comes from the run's record, now.
+          if (this.lastType === undefined || TERMINAL_EVENT_TYPES.includes(this.lastType)) return this.end();
+          this.iterator = undefined;
+          this.logEnded = true;
+          this.quietUntil = Date.now();
           return;
-        case 'step':
-          reading = false;
-          // The log's stream ended because the client went away: not an ending of the log.
-          if (wakes.aborted) return;
-          if (wake.step.done) {
-            // The log ends after a terminal event, or at once when resumed at it. Ended after an
-            // event of ours that was not terminal, it ended on a terminal event at a seq this
-            // stream had already used for another event: Redis lost the log and the run's events
-            // went on in a new one. Its terminal event then comes from the run's record, now.
-            if (lastType === undefined || TERMINAL_EVENT_TYPES.includes(lastType)) return;
-            iterator = undefined;
-            logEnded = true;
-            quietUntil = Date.now();
-            break;
-          }
-          failures = 0;
-          last = wake.step.value.seq;
-          lastType = wake.step.value.event.type;
-          quietUntil = Date.now() + options.checkMs;
-          yield wake.step.value;
-          break;
-        case 'logFailed':
-          // The failed stream has already released its subscription (its own finally ran).
-          reading = false;
-          iterator = undefined;
-          failures++;
-          retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
-          options.onTrouble?.(wake.err, 'log');
-          break;
-        case 'record':
-          checking = false;
-          if (wake.run && isFinished(wake.run)) finished = wake.run;
-          quietUntil = Date.now() + options.checkMs;
-          break;
-        case 'recordFailed':
-          checking = false;
-          quietUntil = Date.now() + options.checkMs;
-          options.onTrouble?.(wake.err, 'record');
-          break;
-        case 'timer':
-          // The timer may be one set for an earlier deadline (or a log retry): only silence counts.
-          if (checking || Date.now() < quietUntil) break;
-          if (finished) {
-            const event = terminalEventOf(finished);
-            if (event) yield { seq: last + 1, event };
-            return;
-          }
-          checking = true;
-          Promise.resolve()
-            .then(loadRun)
-            .then(
-              (run) => wakes.deliver({ kind: 'record', run }),
-              (err: unknown) => wakes.deliver({ kind: 'recordFailed', err }),
-            );
-          break;
+        }
+        this.failures = 0;
+        this.last = step.value.seq;
+        this.lastType = step.value.event.type;
+        this.quietUntil = Date.now() + options.checkMs;
+        return this.give(step.value);
+      }
+      case 'logFailed':
+        // The failed stream has already released its subscription (its own finally ran).
+        this.reading = false;
+        this.iterator = undefined;
+        this.failures++;
+        this.retryAt = Date.now() + Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (this.failures - 1));
+        options.onTrouble?.(wake.err, 'log');
+        return;
+      case 'record':
+        this.checking = false;
+        if (wake.run && isFinished(wake.run)) this.finished = wake.run;
+        this.quietUntil = Date.now() + options.checkMs;
+        return;
+      case 'recordFailed':
+        this.checking = false;
+        this.quietUntil = Date.now() + options.checkMs;
+        options.onTrouble?.(wake.err, 'record');
+        return;
+      case 'timer': {
+        // The timer may be one set for an earlier deadline (or a log retry): only silence counts.
+        if (this.checking || Date.now() < this.quietUntil) return;
+        if (this.finished) {
+          const event = terminalEventOf(this.finished);
+          if (!event) return this.end();
+          this.ending = true;
+          return this.give({ seq: this.last + 1, event });
+        }
+        this.checking = true;
+        Promise.resolve()
+          .then(() => this.loadRun())
+          .then(
+            (run) => this.deliver({ kind: 'record', run }),
+            (err: unknown) => this.deliver({ kind: 'recordFailed', err }),
+          );
+        return;
       }
     }
-  } finally {
-    clearTimeout(timer);
-    signal.removeEventListener('abort', wakes);
+  }
+
+  /** Hands an event to the waiting `next()`. */
+  private give(value: SequencedEvent): void {
+    const consumer = this.consumer!;
+    this.consumer = undefined;
+    consumer.resolve({ value, done: false });
+  }
+
+  /** Ends the iteration: the timer and the abort listener gone, the log's stream given back, a waiting `next()` done once that is. */
+  private end(): void {
+    if (this.closed) return;
+    clearTimeout(this.timer);
+    this.options.signal.removeEventListener('abort', this);
+    this.queued.length = 0;
     // Ends a next() still pending at once (the port's promise) and releases the subscription.
-    await iterator?.return?.(undefined).catch(() => undefined);
+    const iterator = this.iterator;
+    this.iterator = undefined;
+    this.closed = iterator?.return ? iterator.return(undefined).then(() => undefined, () => undefined) : Promise.resolve();
+    const consumer = this.consumer;
+    this.consumer = undefined;
+    if (consumer) void this.closed.then(() => consumer.resolve(DONE));
   }
 }
 

@@ -517,4 +517,24 @@ describe('the run event bus', () => {
     expect(ended).toEqual([{ seq: 3, event: failed }]);
     expect(await numsub(runId)).toBe(0);
   });
+
+  it('ends a followed stream at once when its consumer returns while a next() waits, and gives its subscription back', async () => {
+    const runId = randomUUID();
+    await bus.append(runId, progress('e1'));
+    const record: StoredRun = { id: runId, orgId: randomUUID(), status: 'running', error: null, outputs: null };
+    const stream = followRunEvents(bus, async () => record, { runId, afterSeq: 0, signal: new AbortController().signal, checkMs: 60_000 });
+    expect(await stream.next()).toMatchObject({ value: { seq: 1 }, done: false });
+    expect(await stream.next()).toMatchObject({ value: { seq: 2, event: progress('e1') }, done: false });
+    const waiting = stream.next();
+    await subscribedOnRedis(runId);
+    // No event comes: an async generator's return() would wait behind the pending next() for ever.
+    expect(await stream.return!()).toEqual({ value: undefined, done: true });
+    expect(await waiting).toEqual({ value: undefined, done: true });
+    expect(await stream.next()).toEqual({ value: undefined, done: true });
+    expect(bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
+    expect(await numsub(runId)).toBe(0);
+    // Events appended later reach nobody.
+    await bus.append(runId, progress('e2'));
+    expect(await stream.next()).toEqual({ value: undefined, done: true });
+  });
 });
