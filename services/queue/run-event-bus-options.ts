@@ -25,6 +25,12 @@ export interface RunEventStreamOptions {
   afterSeq?: number;
   /** Ends the iteration (without an error) when aborted, e.g. when the client goes away. */
   signal?: AbortSignal;
+  /**
+   * The run had no log when the stream began (its id was just chosen, and nothing is appended
+   * before the subscription is answered): no first read of the log, its events come live. A gap
+   * (a live seq past the next one) or a resubscription still reads it.
+   */
+  fresh?: boolean;
 }
 
 /** Default expiry of a run's event log, in seconds. */

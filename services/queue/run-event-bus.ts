@@ -76,7 +76,7 @@ export class RunEventBus {
    * waiting (see `RunEventIterator`); call `next()` once at a time, as `for await` does.
    */
   events(runId: string, options: RunEventStreamOptions = {}): RunEventIterator {
-    const { afterSeq = 0, signal } = options;
+    const { afterSeq = 0, signal, fresh = false } = options;
     const fanout = this.fanout;
     if (!fanout) return new RunEventIterator(undefined, undefined, new Error('this run event bus has no subscriber connection'));
     if (!Number.isInteger(afterSeq) || afterSeq < 0) return new RunEventIterator(undefined, undefined, new RangeError(`afterSeq must be a non-negative integer, got ${afterSeq}`));
@@ -98,7 +98,7 @@ export class RunEventBus {
         cursors.delete(cursor);
         return fanout.remove(channel, cursor);
       },
-    });
+    }, undefined, fresh);
   }
 
   /** The run's logged events with seq > `afterSeq`, oldest first (empty when there is no log). */

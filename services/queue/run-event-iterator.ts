@@ -30,11 +30,15 @@ export class RunEventIterator implements AsyncIterableIterator<SequencedEvent>, 
   private resolve: ((result: IteratorResult<SequencedEvent, undefined>) => void) | undefined;
   private reject: ((err: unknown) => void) | undefined;
 
-  /** `failure`: what the first `next()` throws instead of opening (bad arguments, no subscriber). */
+  /**
+   * `failure`: what the first `next()` throws instead of opening (bad arguments, no subscriber);
+   * `fresh`: the log is not read once subscribed (`RunEventStreamOptions.fresh`).
+   */
   constructor(
     private readonly cursor: RunEventCursor | undefined,
     private readonly subscription: RunEventSubscription | undefined,
     private failure?: unknown,
+    private readonly fresh = false,
   ) {}
 
   [Symbol.asyncIterator](): this {
@@ -98,7 +102,7 @@ export class RunEventIterator implements AsyncIterableIterator<SequencedEvent>, 
       await this.release();
       throw err;
     }
-    cursor.catchUp();
+    if (!this.fresh) cursor.catchUp();
     return this.next();
   }
 

@@ -22,9 +22,10 @@ export interface FollowedRun {
 
 /**
  * Starts a run whose events are followed from before it exists: the run's id is chosen here, so
- * the stream's subscription and first log read overlap the run's storage instead of coming after
- * it (the bus waits for a run's first event either way). A refused run gives the subscription
- * back before its error is thrown. `signal` ends the stream, never the run.
+ * the stream's subscription overlaps the run's storage instead of coming after it (the bus waits
+ * for a run's first event either way), and the log, empty then, is not read (`fresh`: one Redis
+ * round trip less per run). A refused run gives the subscription back before its error is
+ * thrown. `signal` ends the stream, never the run.
  */
 export async function startFollowed(
   deps: FollowDeps,
@@ -134,6 +135,9 @@ function followRun(deps: FollowDeps, runId: string, caller: { orgId: string; log
     afterSeq: 0,
     signal,
     checkMs: deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS,
+    // The id is new: nothing is logged before the run is stored, which takes longer than the
+    // subscription (and a run.started missed meanwhile is read at the next event's gap).
+    fresh: true,
     // The stream rides these out (Redis or Postgres blinking); worth a line, not an error.
     onTrouble: (err, what) => caller.log.warn({ err, runId }, what === 'log' ? 'run event stream broke; reopening it' : 'run record not read; checking again later'),
   });

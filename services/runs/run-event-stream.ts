@@ -18,7 +18,7 @@ export interface RunEventSource {
    * when resumed at or after it, or when `signal` aborts. Its `return()` ends it at once, also
    * while a `next()` waits for an event (an async generator's would wait behind that `next()`).
    */
-  events(runId: string, options: { afterSeq?: number; signal?: AbortSignal }): AsyncIterable<SequencedEvent>;
+  events(runId: string, options: { afterSeq?: number; signal?: AbortSignal; fresh?: boolean }): AsyncIterable<SequencedEvent>;
   /** Seq of the run's last logged event; 0 when its log never existed or has expired. */
   lastSeq(runId: string): Promise<number>;
 }
@@ -65,6 +65,11 @@ export interface FollowOptions {
   finished?: StoredRun;
   /** Told about each failure the stream rides out (a log stream or a record read); for logging. */
   onTrouble?: (err: unknown, what: 'log' | 'record') => void;
+  /**
+   * The run did not exist when the stream began (its id was just chosen): the log is not read
+   * when first opened, only followed (`RunEventStreamOptions.fresh`); reopened after a failure, it is.
+   */
+  fresh?: boolean;
 }
 
 export interface ReplayOptions {
@@ -179,6 +184,8 @@ class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
   // The type of the last event this stream gave, and whether the log has ended without its terminal one.
   private lastType: RunEvent['type'] | undefined;
   private logEnded = false;
+  /** The log has been opened once. */
+  private opened = false;
   private failures = 0;
   private retryAt = 0;
   private quietUntil: number;
@@ -245,7 +252,11 @@ class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
 
   /** What the loop waits for: the log opened (or reopened once its retry is due), its next read, the timer. */
   private arm(): void {
-    if (!this.iterator && !this.logEnded && Date.now() >= this.retryAt) this.iterator = openLog(this.source, this.options.runId, this.last, this.options.signal);
+    if (!this.iterator && !this.logEnded && Date.now() >= this.retryAt) {
+      // Only the first opening may skip the read: a reopened log has events the stream missed.
+      this.iterator = openLog(this.source, this.options.runId, this.last, this.options.signal, this.options.fresh === true && !this.opened);
+      this.opened = true;
+    }
     if (this.iterator && !this.reading) {
       this.reading = true;
       this.iterator.next().then(
@@ -357,9 +368,9 @@ class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
 }
 
 /** The log's stream from `afterSeq`; a source that throws as it is called fails like one whose first read fails. */
-function openLog(source: Pick<RunEventSource, 'events'>, runId: string, afterSeq: number, signal: AbortSignal): AsyncIterator<SequencedEvent> {
+function openLog(source: Pick<RunEventSource, 'events'>, runId: string, afterSeq: number, signal: AbortSignal, fresh: boolean): AsyncIterator<SequencedEvent> {
   try {
-    return source.events(runId, { afterSeq, signal })[Symbol.asyncIterator]();
+    return source.events(runId, { afterSeq, signal, fresh })[Symbol.asyncIterator]();
   } catch (err) {
     return { next: () => Promise.reject(err) };
   }

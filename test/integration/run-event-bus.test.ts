@@ -518,6 +518,40 @@ describe('the run event bus', () => {
     expect(await numsub(runId)).toBe(0);
   });
 
+  it("follows a fresh run's stream without reading its log, and reads it at a gap (a run.started appended before the subscription)", async () => {
+    const redis = connect();
+    const fresh = new RunEventBus({ redis, subscriber, prefix });
+    const reads = jest.spyOn(redis, 'multi');
+    try {
+      const runId = randomUUID();
+      const stream = fresh.events(runId, { fresh: true });
+      const first = stream.next();
+      await subscribedOnRedis(runId);
+      await fresh.append(runId, progress('e1'));
+      expect(await first).toMatchObject({ value: { seq: 1, event: { type: 'run.started', runId } }, done: false });
+      expect(await stream.next()).toMatchObject({ value: { seq: 2, event: progress('e1') }, done: false });
+      expect(reads).not.toHaveBeenCalled();
+      await stream.return();
+      // Appended before the stream subscribed: missed live, read when the next event shows the gap.
+      const late = randomUUID();
+      await fresh.append(late, progress('early'));
+      const items: SequencedEvent[] = [];
+      const followed = (async () => {
+        for await (const item of fresh.events(late, { fresh: true })) items.push(item);
+      })();
+      await subscribedOnRedis(late);
+      expect(items).toEqual([]);
+      await fresh.append(late, failed);
+      await followed;
+      expect(items.map((i) => i.seq)).toEqual([1, 2, 3]);
+      expect(reads).toHaveBeenCalledTimes(1);
+    } finally {
+      reads.mockRestore();
+      await fresh.close();
+      redis.disconnect();
+    }
+  });
+
   it('ends a followed stream at once when its consumer returns while a next() waits, and gives its subscription back', async () => {
     const runId = randomUUID();
     await bus.append(runId, progress('e1'));
