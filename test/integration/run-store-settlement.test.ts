@@ -291,7 +291,10 @@ describe('run store: settling steps and runs', () => {
     // flushed in the same round trip (nothing else of the pool was in flight to share a flush with).
     expect(view()).toEqual([{ own: true, unflushed: true, flushed: true }]);
     const a = await reserveOk(runId, 'a', 20_000);
-    await recordedSteps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 5_000, output: {}, ms: 1, dependents: ['b'] });
+    // The argument travels as a quoted literal: quotes, backslashes and escapes arrive intact.
+    const output = { text: 'it\'s a \\ "quoted" \u2028 line\n', escaped: '\\u0041', tab: '\t' };
+    await recordedSteps.completeStep({ runId, nodeId: 'a', attemptToken: a.attemptToken, costMicros: 5_000, output, ms: 1, dependents: ['b'] });
+    await expect(pool.query("SELECT output FROM steps WHERE run_id = $1 AND node_id = 'a'", [runId])).resolves.toMatchObject({ rows: [{ output }] });
     // A commit of an unfinished run leaves the organization row alone: an ordinary synchronous
     // commit, and the flush statement that follows it writes nothing and waits for nothing.
     expect(view().slice(1)).toEqual([{ own: true, unflushed: false, flushed: false }]);
