@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { SequencedEvent } from '../contract';
 import type { Logger } from '../platform/logger';
-import { DEFAULT_RECORD_CHECK_MS, followRunEvents, type RunEventSource, type StoredRun } from './run-event-stream';
+import { DEFAULT_RECORD_CHECK_MS, DONE, followRunEvents, type RunEventSource, type StoredRun } from './run-event-stream';
 
 /** What following a run's events needs. */
 export interface FollowDeps {
@@ -52,7 +52,7 @@ export async function startFollowed(
     release();
     throw err;
   }
-  return { runId, events: announced(runId, iterator, first, release) };
+  return { runId, events: new AnnouncedRun(runId, iterator, first, release) };
 }
 
 /**
@@ -60,17 +60,10 @@ export async function startFollowed(
  * first `next()` is under way. The starter appended `run.started` as seq 1 before it returned,
  * so sending it without waiting for the log is sending the log's first event; a client whose
  * response has begun therefore always learns the run id, whatever Redis does next.
- */
-function announced(runId: string, iterator: AsyncIterator<SequencedEvent>, first: Promise<IteratorResult<SequencedEvent>>, done: () => void): AsyncIterableIterator<SequencedEvent> {
-  return new AnnouncedRun(runId, iterator, first, done);
-}
-
-const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
-
-/**
- * {@link announced}'s iteration. An iterator object rather than an async generator: each event
- * passes in the turn its follower's `next()` settles, not a `yield` and an `await` later (several
- * promise hops per event; docs/performance.md, B6). `return()` ends it at once.
+ *
+ * An iterator object rather than an async generator: each event passes in the turn its follower's
+ * `next()` settles, not a `yield` and an `await` later (several promise hops per event;
+ * docs/performance.md, B6). `return()` ends it at once.
  */
 class AnnouncedRun implements AsyncIterableIterator<SequencedEvent> {
   private announcedYet = false;

@@ -124,7 +124,8 @@ type Wake =
   | { kind: 'timer' }
   | { kind: 'aborted' };
 
-const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
+/** The end of an iteration, as `next()` gives it. */
+export const DONE: IteratorReturnResult<undefined> = { value: undefined, done: true };
 
 /**
  * The run's events after `afterSeq`, from its log and then live, to its terminal event.
@@ -184,8 +185,8 @@ class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
   // The type of the last event this stream gave, and whether the log has ended without its terminal one.
   private lastType: RunEvent['type'] | undefined;
   private logEnded = false;
-  /** The log has been opened once. */
-  private opened = false;
+  /** The next opening of the log may skip its read (`FollowOptions.fresh`): only the first. */
+  private fresh: boolean;
   private failures = 0;
   private retryAt = 0;
   private quietUntil: number;
@@ -199,6 +200,7 @@ class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
     this.aborted = options.signal.aborted;
     this.finished = options.finished;
     this.last = options.afterSeq;
+    this.fresh = options.fresh === true;
     this.quietUntil = Date.now() + options.checkMs;
   }
 
@@ -253,9 +255,9 @@ class RunEventFollower implements AsyncIterableIterator<SequencedEvent> {
   /** What the loop waits for: the log opened (or reopened once its retry is due), its next read, the timer. */
   private arm(): void {
     if (!this.iterator && !this.logEnded && Date.now() >= this.retryAt) {
-      // Only the first opening may skip the read: a reopened log has events the stream missed.
-      this.iterator = openLog(this.source, this.options.runId, this.last, this.options.signal, this.options.fresh === true && !this.opened);
-      this.opened = true;
+      this.iterator = openLog(this.source, this.options.runId, this.last, this.options.signal, this.fresh);
+      // A reopened log has events the stream missed: read.
+      this.fresh = false;
     }
     if (this.iterator && !this.reading) {
       this.reading = true;

@@ -192,8 +192,11 @@ interface Functions {
 
 type Name = keyof Functions;
 
+/** What writes the flush's WAL: a transactional logical message, which decoding plugins ignore. */
+const FLUSH_MESSAGE = "pg_logical_emit_message(true, 'svc_flush', '')";
+
 /** A transaction that writes WAL and commits synchronously: its flush covers every commit before it. */
-export const FLUSH = "SELECT pg_logical_emit_message(true, 'svc_flush', '')";
+export const FLUSH = `SELECT ${FLUSH_MESSAGE}`;
 
 /**
  * One round trip, `SELECT <name>($1::jsonb)`, and a second when the function committed without
@@ -213,8 +216,7 @@ export const FLUSH = "SELECT pg_logical_emit_message(true, 'svc_flush', '')";
 async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
   const group = flushGroupOf(pool);
   const json = jsonParam(args, name);
-  const alone = group.idle();
-  group.calls++;
+  const alone = group.enter();
   try {
     if (alone) return await callFlushed(pool, name, json);
     // OFFSET 0 keeps the call a subquery of its own, run before the setting is read (the function
@@ -228,7 +230,7 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
     if (row.unflushed) await group.flush();
     return row.out;
   } finally {
-    group.calls--;
+    group.leave();
   }
 }
 
@@ -246,7 +248,7 @@ async function callFlushed(pool: SqlPool, name: Name, json: string): Promise<Rec
   const results = (await pool.query(
     `SELECT f.out, set_config('svc.flush_pending', COALESCE(current_setting('svc.flush_after_commit', true) = 'on', false)::text, false) AS unflushed ` +
       `FROM (SELECT ${name}(${pg.escapeLiteral(json)}::jsonb) AS out OFFSET 0) f; COMMIT; ` +
-      `SELECT CASE WHEN current_setting('svc.flush_pending') = 'true' THEN pg_logical_emit_message(true, 'svc_flush', '') END AS flushed, ` +
+      `SELECT CASE WHEN current_setting('svc.flush_pending') = 'true' THEN ${FLUSH_MESSAGE} END AS flushed, ` +
       `set_config('svc.flush_pending', '', false)`,
   )) as unknown as pg.QueryResult[];
   return (results[0]!.rows[0] as { out: Record<string, unknown> }).out;
@@ -262,15 +264,24 @@ async function callFlushed(pool: SqlPool, name: Name, json: string): Promise<Rec
  */
 class FlushGroup {
   /** Function calls of this pool in flight ({@link callFunction}). */
-  calls = 0;
+  private calls = 0;
   private sending = false;
   private next: { promise: Promise<void>; resolve(): void; reject(err: unknown): void } | null = null;
 
   constructor(private readonly pool: SqlPool) {}
 
-  /** Nothing of this pool in flight, so no flush to share: a call may flush its own commit. */
-  idle(): boolean {
-    return this.calls === 0 && !this.sending;
+  /**
+   * Counts a function call in flight until `leave`; whether nothing else of this pool was (no
+   * call, no flush), so that it has no flush to share and may flush its own commit.
+   */
+  enter(): boolean {
+    const alone = this.calls === 0 && !this.sending;
+    this.calls++;
+    return alone;
+  }
+
+  leave(): void {
+    this.calls--;
   }
 
   /** Resolves once a FLUSH sent after this call has committed. */
