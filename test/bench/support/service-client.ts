@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
 import type { BenchService } from '../../support/bench-stack';
@@ -36,23 +37,45 @@ export function mathChain(length: number) {
 }
 
 /**
+ * The load generator's connections: node:http with keep-alive, not `fetch`. Every workload's
+ * client shares the machine (and, for most, the process) with the service it measures, and the
+ * peers' clients are function calls; undici's fetch with its web streams cost about 1 ms of CPU
+ * per run on this VM (15% of the process at B4's 100/s), node:http about a third of that
+ * (docs/performance.md, ninth round).
+ */
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+
+/** POSTs `body` and resolves with the response once its headers are in (the body is the caller's to read). */
+function post(url: string, body: string, token: string): Promise<http.IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', agent, timeout: RUN_TIMEOUT_MS, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, resolve);
+    req.on('timeout', () => req.destroy(new Error(`POST ${url}: no answer within ${RUN_TIMEOUT_MS} ms`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The whole body of a response, as text. */
+async function textOf(res: http.IncomingMessage): Promise<string> {
+  res.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of res) text += chunk as string;
+  return text;
+}
+
+/**
  * One run, POST /v1/runs to `data: [DONE]`, checked: the last event is run.completed with
  * `expected` outputs (when given), then [DONE], then nothing. Resolves to its milliseconds.
  */
 export async function runOnce(service: Pick<BenchService, 'url' | 'account'>, body: string, expected?: unknown, token = service.account.token): Promise<number> {
   const started = performance.now();
-  const res = await fetch(`${service.url}/v1/runs`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body,
-    signal: AbortSignal.timeout(RUN_TIMEOUT_MS),
-  });
-  if (res.status !== 200 || !res.body) throw new Error(`POST /v1/runs answered ${res.status}: ${(await res.text()).slice(0, 300)}`);
+  const res = await post(`${service.url}/v1/runs`, body, token);
+  if (res.statusCode !== 200) throw new Error(`POST /v1/runs answered ${res.statusCode}: ${(await textOf(res)).slice(0, 300)}`);
   let elapsed: number | undefined;
   let terminal: string | undefined;
   let afterDone = 0;
   // Read to the end (not just to [DONE]), so the connection goes back to the keep-alive pool.
-  for await (const message of sseMessages(res.body)) {
+  for await (const message of sseMessages(res)) {
     if (elapsed !== undefined) afterDone++;
     else if (message.data === '[DONE]') elapsed = performance.now() - started;
     else terminal = message.data;
