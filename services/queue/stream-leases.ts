@@ -4,7 +4,8 @@ import { RedisScript, withTimeout } from './redis-script';
 
 const ACQUIRE = new RedisScript(`
 --[[
-  Take one of a group's slots if one is free, after forgetting expired leases.
+  Take one of a group's slots if one is free, after forgetting expired leases and the ones the
+  caller gave back since its last call.
 
   Input:
     KEYS[1]  the group's leases (sorted set: member = lease id, score = expiry in ms, Redis clock)
@@ -12,14 +13,18 @@ const ACQUIRE = new RedisScript(`
     ARGV[1]  the new lease's id
     ARGV[2]  lease lifetime in milliseconds
     ARGV[3]  slots in the group
+    ARGV[4..] ids of leases the caller gave back (removed first; ids already gone are ignored)
 
   Output:
     {1, held}  the lease was taken; held = live leases, this one included
-    {0, held}  every slot is held; nothing written but the expired leases' removal
+    {0, held}  every slot is held; nothing written but the removals
 ]]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+for i = 4, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[i])
+end
 local held = redis.call('ZCARD', KEYS[1])
 if held >= tonumber(ARGV[3]) then return {0, held} end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
@@ -63,6 +68,11 @@ export interface StreamLeasesOptions {
   renewMs?: number;
   /** How long taking a lease waits for Redis before it fails open; default 1 s. */
   timeoutMs?: number;
+  /**
+   * Longest wait before a given-back lease is removed in Redis when no slot of its group is taken
+   * meanwhile (the next take sends the removal with it); default 50 ms.
+   */
+  releaseDelayMs?: number;
   /** Told about failures that were let through (taking, renewing or releasing a lease). */
   onError?: (err: unknown) => void;
 }
@@ -76,6 +86,11 @@ const NO_LEASE: StreamLease = { release: () => undefined };
  * renewal) expires after `leaseMs` and is dropped by the next `acquire` of its group, so a crash
  * never leaks slots for longer than that. Times are Redis's clock, never a replica's.
  *
+ * A lease given back is removed by this replica's next `acquire` of its group, in the same
+ * script (an organization's next stream usually opens on the replica whose last one ended: one
+ * Redis call per stream instead of two), or after `releaseDelayMs` when none comes. So this
+ * replica sees the slot free at once, and the others within that delay.
+ *
  * A Redis that cannot be reached fails open (the stream is let through uncounted): the limit
  * protects the service, it must not be what takes it down.
  */
@@ -85,12 +100,17 @@ export class StreamLeases {
   private readonly timeoutMs: number;
   /** Leases this replica holds: group key → lease ids. */
   private readonly held = new Map<string, Set<string>>();
+  /** Leases given back and not yet removed in Redis: group key → lease ids. */
+  private readonly released = new Map<string, string[]>();
+  private readonly releaseDelayMs: number;
+  private releaseTimer: NodeJS.Timeout | undefined;
   private readonly timer: NodeJS.Timeout;
   private next = 0;
 
   constructor(private readonly options: StreamLeasesOptions) {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.timeoutMs = options.timeoutMs ?? 1000;
+    this.releaseDelayMs = options.releaseDelayMs ?? 50;
     this.timer = setInterval(() => void this.renew(), options.renewMs ?? Math.floor(this.leaseMs / 3));
     this.timer.unref();
   }
@@ -99,13 +119,17 @@ export class StreamLeases {
   async acquire(group: string, slots: number): Promise<StreamLease | null> {
     const key = this.keyOf(group);
     const id = `${this.replica}:${++this.next}`;
+    const released = this.released.get(key) ?? [];
+    this.released.delete(key);
     let taken: boolean;
     try {
-      const reply = ACQUIRE.run(this.options.redis, [key], [id, this.leaseMs, slots]) as Promise<[number, number]>;
+      const reply = ACQUIRE.run(this.options.redis, [key], [id, this.leaseMs, slots, ...released]) as Promise<[number, number]>;
       const [ok] = await withTimeout(reply, this.timeoutMs, 'stream slot');
       taken = Number(ok) === 1;
     } catch (err) {
-      // A lease written after the timeout is never renewed: it expires after leaseMs.
+      // A lease written after the timeout is never renewed: it expires after leaseMs. The
+      // removals it carried may not have run: sent again (removing an absent lease is harmless).
+      for (const gone of released) this.release(key, gone);
       this.options.onError?.(err);
       return NO_LEASE;
     }
@@ -116,19 +140,39 @@ export class StreamLeases {
     return new HeldLease(this, key, ids, id);
   }
 
-  /** Gives one lease back (HeldLease.release, once). */
+  /** Gives one lease back (HeldLease.release, once): no longer renewed, removed in Redis soon. */
   giveBack(key: string, ids: Set<string>, id: string): void {
     ids.delete(id);
     if (ids.size === 0 && this.held.get(key) === ids) this.held.delete(key);
-    this.options.redis.zrem(key, id).catch((err: unknown) => this.options.onError?.(err));
+    this.release(key, id);
   }
 
-  /** Stops renewing and gives back every lease this replica holds. */
+  /** Stops renewing and removes every lease this replica holds or gave back. */
   async close(): Promise<void> {
     clearInterval(this.timer);
-    const held = [...this.held];
+    clearTimeout(this.releaseTimer);
+    const removals = new Map(this.released);
+    this.released.clear();
+    for (const [key, ids] of this.held) removals.set(key, [...(removals.get(key) ?? []), ...ids]);
     this.held.clear();
-    await Promise.all(held.map(([key, ids]) => this.options.redis.zrem(key, ...ids).catch((err: unknown) => this.options.onError?.(err))));
+    await this.remove(removals);
+  }
+
+  /** Queues a lease's removal: sent with the group's next take, or by the timer. */
+  private release(key: string, id: string): void {
+    const ids = this.released.get(key);
+    if (ids) ids.push(id);
+    else this.released.set(key, [id]);
+    this.releaseTimer ??= setTimeout(() => {
+      this.releaseTimer = undefined;
+      const removals = new Map(this.released);
+      this.released.clear();
+      void this.remove(removals);
+    }, this.releaseDelayMs);
+  }
+
+  private async remove(removals: Map<string, string[]>): Promise<void> {
+    await Promise.all([...removals].map(([key, ids]) => this.options.redis.zrem(key, ...ids).catch((err: unknown) => this.options.onError?.(err))));
   }
 
   private async renew(): Promise<void> {

@@ -335,4 +335,36 @@ describe('stream leases in Redis', () => {
     await leases.close();
     expect(await redis.zcard(`${prefix}:stream-leases:renewed`)).toBe(0);
   });
+
+  it("removes a given-back lease with its replica's next take of the group, in the same call", async () => {
+    // No timer to do it: only the take can have removed the lease.
+    const leases = new StreamLeases({ redis, prefix, releaseDelayMs: 60_000 });
+    const other = new StreamLeases({ redis, prefix });
+    const key = `${prefix}:stream-leases:handed-on`;
+    const first = await leases.acquire('handed-on', 1);
+    expect(first).not.toBeNull();
+    first!.release();
+    // Still in Redis: another replica finds the slot held until the removal is sent.
+    expect(await redis.zcard(key)).toBe(1);
+    expect(await other.acquire('handed-on', 1)).toBeNull();
+    const second = await leases.acquire('handed-on', 1);
+    expect(second).not.toBeNull();
+    expect(await redis.zcard(key)).toBe(1);
+    second!.release();
+    await leases.close();
+    await other.close();
+    expect(await redis.zcard(key)).toBe(0);
+  });
+
+  it('removes a given-back lease after the release delay when no take of its group comes', async () => {
+    const leases = new StreamLeases({ redis, prefix, releaseDelayMs: 30 });
+    const other = new StreamLeases({ redis, prefix });
+    const lease = await leases.acquire('idle-group', 1);
+    expect(lease).not.toBeNull();
+    lease!.release();
+    await eventually(async () => (await redis.zcard(`${prefix}:stream-leases:idle-group`)) === 0, { what: 'the removal sent by the timer' });
+    expect(await other.acquire('idle-group', 1)).not.toBeNull();
+    await leases.close();
+    await other.close();
+  });
 });
