@@ -30,18 +30,33 @@ interface ChannelEntry<M> {
  * A message is decoded once (`decode`) and the one result handed to every listener of its
  * channel: a thousand streams of one run cost one `JSON.parse`, not a thousand. Listeners must
  * therefore treat what they get as shared and never change it.
+ *
+ * Channels left are unsubscribed together, `leaveDelayMs` after the first of them: one UNSUBSCRIBE
+ * for every run stream that ended meanwhile instead of one each (a channel per run, so one each
+ * was a command per run). Until then Redis still sends their messages, which find no entry and
+ * are dropped. A channel wanted again before its UNSUBSCRIBE is sent is taken off that list.
  */
 export class ChannelFanout<M = string> {
   private readonly channels = new Map<string, ChannelEntry<M>>();
+  /** Channels without listeners whose UNSUBSCRIBE is not sent yet. */
+  private readonly leaving = new Set<string>();
+  private leaveTimer: NodeJS.Timeout | undefined;
+  private readonly leaveDelayMs: number;
   private closed = false;
   private readonly decode: (payload: string) => M;
 
-  /** `decode` turns a payload into what listeners get; the payload itself when left out (then `M` is `string`). */
+  /**
+   * `decode` turns a payload into what listeners get; the payload itself when left out (then `M`
+   * is `string`). `leaveDelayMs` (default 50): how long a channel left stays subscribed, at most,
+   * waiting for others to leave with it.
+   */
   constructor(
     private readonly subscriber: Redis,
     decode?: (payload: string) => M,
+    options: { leaveDelayMs?: number } = {},
   ) {
     this.decode = decode ?? ((payload) => payload as M);
+    this.leaveDelayMs = options.leaveDelayMs ?? 50;
     subscriber.on('message', this.onMessage);
     subscriber.on('ready', this.onReady);
   }
@@ -63,6 +78,8 @@ export class ChannelFanout<M = string> {
     if (this.closed) throw new Error('the channel fan-out is closed');
     let entry = this.channels.get(channel);
     if (!entry) {
+      // Still subscribed, its UNSUBSCRIBE not sent: that must not be sent after this SUBSCRIBE.
+      this.leaving.delete(channel);
       const created: ChannelEntry<M> = { listeners: new Set(), subscribed: Promise.resolve() };
       created.subscribed = this.subscriber.subscribe(channel).then(
         () => undefined,
@@ -79,29 +96,44 @@ export class ChannelFanout<M = string> {
     await entry.subscribed;
   }
 
-  /** Removes a listener; unsubscribes the channel when it was the last one. Never throws. */
-  async remove(channel: string, listener: ChannelListener<M>): Promise<void> {
+  /**
+   * Removes a listener; when it was the channel's last, the channel stops getting messages here
+   * at once and is unsubscribed with the next batch (within `leaveDelayMs`). Never throws.
+   */
+  remove(channel: string, listener: ChannelListener<M>): Promise<void> {
     const entry = this.channels.get(channel);
-    if (!entry || !entry.listeners.delete(listener) || entry.listeners.size > 0) return;
+    if (!entry || !entry.listeners.delete(listener) || entry.listeners.size > 0) return Promise.resolve();
     this.channels.delete(channel);
-    if (this.closed) return;
-    // With commands queued across reconnects this fails only once the connection has ended,
-    // and then there is no subscription left to release.
-    await this.subscriber.unsubscribe(channel).catch(() => undefined);
+    if (this.closed) return Promise.resolve();
+    this.leaving.add(channel);
+    this.leaveTimer ??= setTimeout(this.leave, this.leaveDelayMs);
+    return Promise.resolve();
   }
 
   /** Unsubscribes every channel and detaches from the connection (which stays the caller's). */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.leaveTimer);
     this.subscriber.off('message', this.onMessage);
     this.subscriber.off('ready', this.onReady);
-    const channels = [...this.channels.keys()];
+    const channels = [...this.channels.keys(), ...this.leaving];
     this.channels.clear();
+    this.leaving.clear();
     if (channels.length > 0 && this.subscriber.status !== 'end') {
       await this.subscriber.unsubscribe(...channels).catch(() => undefined);
     }
   }
+
+  /** Sends the UNSUBSCRIBE of the channels left since the last one. */
+  private readonly leave = (): void => {
+    this.leaveTimer = undefined;
+    const channels = [...this.leaving];
+    this.leaving.clear();
+    // With commands queued across reconnects this fails only once the connection has ended,
+    // and then there is no subscription left to release.
+    if (channels.length > 0) this.subscriber.unsubscribe(...channels).catch(() => undefined);
+  };
 
   private readonly onMessage = (channel: string, payload: string): void => {
     const entry = this.channels.get(channel);

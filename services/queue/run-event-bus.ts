@@ -71,8 +71,9 @@ export class RunEventBus {
    * event, it ends at once; resumed past it (the log was lost and begun again under the stream's
    * feet), it fails as `unavailable`: the run's record has the ending. The subscription starts
    * with the first `next()`: the log replay makes subscribing before the run's first append
-   * unnecessary. It is released when the iteration ends; that waits for Redis to answer the
-   * UNSUBSCRIBE (also across a reconnect). `return()` ends it at once, even with a `next()`
+   * unnecessary. It is released when the iteration ends: no message reaches the stream after
+   * that, and the channel is unsubscribed within 50 ms, together with the others left meanwhile
+   * (`ChannelFanout`). `return()` ends it at once, even with a `next()`
    * waiting (see `RunEventIterator`); call `next()` once at a time, as `for await` does.
    */
   events(runId: string, options: RunEventStreamOptions = {}): RunEventIterator {

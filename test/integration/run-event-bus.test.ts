@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { RunEvent } from '../../services/contract';
 import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
@@ -48,6 +49,9 @@ describe('the run event bus', () => {
   };
   const clientInfo = async (id: number): Promise<string> => String(await admin.client('LIST', 'ID', String(id)));
   const subscribedOnRedis = (runId: string) => eventually(async () => (await numsub(runId)) === 1, { what: `the subscription of ${runId}` });
+  // A channel left is unsubscribed with the next batch, within the fan-out's leave delay (50 ms).
+  const unsubscribedOnRedis = (runId: string) => eventually(async () => (await numsub(runId)) === 0, { what: `the UNSUBSCRIBE of ${runId}` });
+  const noSubscriptionsLeft = () => eventually(async () => (await clientInfo(subscriberId)).includes(' sub=0 '), { what: 'no subscription left on the connection' });
 
   beforeAll(async () => {
     admin = connect();
@@ -115,7 +119,7 @@ describe('the run event bus', () => {
     expect(items[0]!.event).toEqual(runStarted(runId));
     expect(events(items.slice(1, 16))).toEqual(range(1, 15).map((i) => progress(`e${i}`)));
     expect(items[16]!.event).toEqual(failed);
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
   });
 
   it('resumes after a seq (Last-Event-ID) with exactly the events the dropped client missed', async () => {
@@ -192,8 +196,8 @@ describe('the run event bus', () => {
       expect(events(items)).toEqual([runStarted(runIds[i]!), progress('only'), completed]);
       expect(seqs(items)).toEqual([1, 2, 3]);
     }
-    expect(await clientInfo(subscriberId)).toContain(' sub=0 ');
-    for (const runId of runIds) expect(await numsub(runId)).toBe(0);
+    await noSubscriptionsLeft();
+    for (const runId of runIds) await unsubscribedOnRedis(runId);
   });
 
   it('unsubscribes when the consumer breaks out early, and keeps the channel while another stream of the run lives', async () => {
@@ -208,7 +212,48 @@ describe('the run event bus', () => {
     expect(bus.stats()).toEqual({ streams: 1, channels: 1, listeners: 1 });
     await bus.append(runId, completed);
     expect(seqs(await other)).toEqual([1, 2, 3, 4, 5]);
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
+  });
+
+  it('unsubscribes the channels of streams that end together with one UNSUBSCRIBE', async () => {
+    const runIds = range(1, 20).map(() => randomUUID());
+    const streams = runIds.map((runId) => collect(bus.events(runId)));
+    for (const runId of runIds) await subscribedOnRedis(runId);
+    // Watched, not replaced: what the fan-out asks of the connection.
+    const sent: string[][] = [];
+    const unsubscribe = subscriber.unsubscribe.bind(subscriber);
+    subscriber.unsubscribe = ((...channels: string[]) => {
+      sent.push(channels);
+      return unsubscribe(...channels);
+    }) as typeof subscriber.unsubscribe;
+    try {
+      await Promise.all(runIds.map((runId) => bus.append(runId, completed)));
+      await Promise.all(streams);
+      for (const runId of runIds) await unsubscribedOnRedis(runId);
+    } finally {
+      subscriber.unsubscribe = unsubscribe;
+    }
+    // Twenty channels in at most a few commands (streams ending on either side of a batch), not twenty.
+    expect(sent.flat().sort()).toEqual(runIds.map((runId) => runEventKeys(prefix, runId).channel).sort());
+    expect(sent.length).toBeLessThanOrEqual(3);
+  });
+
+  it('keeps a channel left and wanted again before its UNSUBSCRIBE went out', async () => {
+    const runId = randomUUID();
+    await bus.append(runId, progress('e1'));
+    for await (const item of bus.events(runId)) {
+      expect(item.seq).toBe(1);
+      break;
+    }
+    // Within the leave delay: the channel is still subscribed, its UNSUBSCRIBE queued.
+    const again = collect(bus.events(runId, { afterSeq: 2 }));
+    await subscribedOnRedis(runId);
+    // Well past the delay: the queued UNSUBSCRIBE must not have taken the new stream's channel.
+    await sleep(200);
+    expect(await numsub(runId)).toBe(1);
+    await bus.append(runId, completed);
+    expect(seqs(await again)).toEqual([3]);
+    await unsubscribedOnRedis(runId);
   });
 
   it('keeps subscriptions right when streams of one run come and go faster than Redis answers', async () => {
@@ -221,7 +266,7 @@ describe('the run event bus', () => {
       expect(seqs(items)).toEqual(range(1, items.length));
     });
     await Promise.all(churn);
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
     // The channel must still work live after all that.
     const appended = await bus.lastSeq(runId);
     expect(appended).toBe(21); // run.started and 20 progress events
@@ -230,8 +275,8 @@ describe('the run event bus', () => {
     await subscribedOnRedis(runId);
     await bus.append(runId, completed);
     expect(seqs(await last)).toEqual([appended + 1]);
-    expect(await numsub(runId)).toBe(0);
-    expect(await clientInfo(subscriberId)).toContain(' sub=0 ');
+    await unsubscribedOnRedis(runId);
+    await noSubscriptionsLeft();
   });
 
   it('ends the iteration without an error when the signal aborts', async () => {
@@ -246,7 +291,7 @@ describe('the run event bus', () => {
     controller.abort();
     await done;
     expect(items).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event: progress('e1') }]);
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
     expect(await collect(bus.events(runId, { signal: controller.signal }))).toEqual([]);
   });
 
@@ -471,7 +516,7 @@ describe('the run event bus', () => {
     await subscribedOnRedis(runId);
     await admin.publish(runEventKeys(prefix, runId).channel, '{"not":"an event"}');
     for (const stream of streams) await expect(stream).rejects.toThrow(/not a sequenced run event/);
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
   });
 
   it("ends a stream at once when its consumer returns while a next() waits for the run's next event, and gives its subscription back", async () => {
@@ -485,7 +530,7 @@ describe('the run event bus', () => {
     expect(await stream.return()).toEqual({ value: undefined, done: true });
     expect(await waiting).toEqual({ value: undefined, done: true });
     expect(await stream.next()).toEqual({ value: undefined, done: true });
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
   });
 
   it('reports a bad position or a bus without a subscriber on the first next(), not when the stream is asked for', async () => {
@@ -515,7 +560,7 @@ describe('the run event bus', () => {
     const finished: StoredRun = { ...record, status: 'failed', error: { code: 'step_failed', message: 'boom' } };
     const ended = await collect(followRunEvents(bus, async () => finished, { runId, afterSeq: 2, signal: new AbortController().signal, checkMs: 50 }));
     expect(ended).toEqual([{ seq: 3, event: failed }]);
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
   });
 
   it("follows a fresh run's stream without reading its log, and reads it at a gap (a run.started appended before the subscription)", async () => {
@@ -566,7 +611,7 @@ describe('the run event bus', () => {
     expect(await waiting).toEqual({ value: undefined, done: true });
     expect(await stream.next()).toEqual({ value: undefined, done: true });
     expect(bus.stats()).toEqual({ streams: 0, channels: 0, listeners: 0 });
-    expect(await numsub(runId)).toBe(0);
+    await unsubscribedOnRedis(runId);
     // Events appended later reach nobody.
     await bus.append(runId, progress('e2'));
     expect(await stream.next()).toEqual({ value: undefined, done: true });

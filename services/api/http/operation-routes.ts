@@ -118,9 +118,15 @@ export function operationRoutes(options: OperationRouteOptions): Router {
   return router;
 }
 
+/**
+ * Why a call's signal aborts: its response closed. One instance for every call: `abort()` with no
+ * reason builds a DOMException with its stack for each, and every response's close aborts its call.
+ */
+const RESPONSE_CLOSED = new DOMException('the response closed (finished, or its client went away)', 'AbortError');
+
 /** Aborts a call's signal when its client goes away: one listener function for every call, reading the call's controller from `res.locals` (a closure per call would be held as long as an open stream). */
 function abortCall(this: Response): void {
-  (this.locals.abortOnClose as AbortController).abort();
+  (this.locals.abortOnClose as AbortController).abort(RESPONSE_CLOSED);
 }
 
 /**
