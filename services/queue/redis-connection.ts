@@ -1,5 +1,6 @@
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { redisCalls, type RedisCall } from '../platform/call-channels';
+import { corkForTurn } from '../platform/socket-cork';
 
 /** Commands that wait for data by design (or switch to pub/sub): their time is not latency. */
 const WAITING_COMMANDS = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'bzpopmin', 'bzpopmax', 'bzmpop', 'blmpop', 'xread', 'xreadgroup', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'monitor', 'wait', 'waitaof']);
@@ -23,6 +24,8 @@ function timed(redis: Redis): Redis {
         () => report(false),
       );
     }
+    // Commands sent in one turn leave together (ioredis writes each on its own otherwise).
+    if (redis.status === 'ready' && redis.stream) corkForTurn(redis.stream);
     return send(...args);
   };
   return redis;

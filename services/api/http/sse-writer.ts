@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Response } from 'express';
 import { TERMINAL_EVENT_TYPES, type SequencedEvent } from '../../contract';
+import { corkForTurn } from '../../platform/socket-cork';
 import type { EventStream } from '../handlers/handler-types';
 
 /** What a stream tells metrics: opened and closed, and each event written with its append time. */
@@ -59,6 +60,9 @@ class StreamOutput {
       this.res.write(text);
       return;
     }
+    // Events of one turn (a run's step events arrive together), and the last chunk after the
+    // terminal event, leave in one write.
+    corkForTurn(socket);
     socket.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
   }
 
@@ -127,6 +131,8 @@ export async function writeEventStream(res: Response, events: EventStream, optio
     Connection: 'keep-alive',
     'X-Accel-Buffering': 'no',
   });
+  // The headers and the first event (a new run's run.started is there at once) in one write.
+  if (res.socket) corkForTurn(res.socket);
   res.flushHeaders();
   res.socket?.setNoDelay(true);
 
