@@ -11,7 +11,7 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile timeline install system-deps stop clean-data studio
+.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile timeline io-per-run install system-deps stop clean-data studio
 
 # make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
 # alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
@@ -28,6 +28,7 @@ help:
 	@echo "make bench-quick the same suite with shorter phases (a few minutes)"
 	@echo "make profile    a CPU profile of the service under load, and what one run asks of Redis and Postgres"
 	@echo "make timeline   where one run's latency goes: every Redis command and Postgres statement of a few runs, timed"
+	@echo "make io-per-run what one run costs in system calls (writes, reads) and CPU, sequential and at 8 clients"
 	@echo "make stop       stop the Redis and Postgres started by make run"
 	@echo "make admin ARGS=\"...\"  the admin command (accounts, credit, tokens) against make run's database"
 
@@ -110,6 +111,9 @@ bench-quick: install
 
 timeline: install
 	$(NODE_BIN)/tsx test/bench/run-timeline.ts
+
+io-per-run: install
+	$(NODE_BIN)/tsx test/bench/io-per-run.ts
 
 profile: install
 	@rm -rf .test-artifacts/profile && mkdir -p .test-artifacts/profile
