@@ -6,11 +6,12 @@ import { corkForTurn } from '../platform/socket-cork';
 const WAITING_COMMANDS = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'bzpopmin', 'bzpopmax', 'bzmpop', 'blmpop', 'xread', 'xreadgroup', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'monitor', 'wait', 'waitaof']);
 
 /**
- * Times every command the connection sends for metrics (`svc:redis.command`), by command name,
- * except the waiting ones. A command's promise settles when Redis answers (or the connection
- * gives up on it).
+ * The one hook on every command the connection sends: times it for metrics
+ * (`svc:redis.command`), by command name, except the waiting ones (a command's promise settles
+ * when Redis answers, or the connection gives up on it), and corks the socket for the turn so
+ * that the turn's commands leave in one write.
  */
-function timed(redis: Redis): Redis {
+function instrumented(redis: Redis): Redis {
   const send = redis.sendCommand.bind(redis) as (...args: unknown[]) => unknown;
   // Every argument passes through: a Cluster's sendCommand takes a third (the node).
   redis.sendCommand = (...args: Parameters<Redis['sendCommand']>) => {
@@ -53,7 +54,7 @@ export function redisTargetOf(config: { redisUrl: string; redisCluster: boolean 
 export function createRedisConnection(target: RedisTarget | string, options: RedisOptions = {}): Redis {
   const { url, cluster } = typeof target === 'string' ? { url: target, cluster: false } : target;
   const redisOptions: RedisOptions = { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false, ...options };
-  if (!cluster) return timed(new Redis(url, redisOptions));
+  if (!cluster) return instrumented(new Redis(url, redisOptions));
   const seed = new URL(url);
   const auth = { ...(seed.username ? { username: decodeURIComponent(seed.username) } : {}), ...(seed.password ? { password: decodeURIComponent(seed.password) } : {}) };
   const node = new Cluster([{ host: seed.hostname, port: Number(seed.port || 6379) }], {
@@ -61,7 +62,7 @@ export function createRedisConnection(target: RedisTarget | string, options: Red
     lazyConnect: false,
     redisOptions: { ...redisOptions, ...auth, ...(seed.protocol === 'rediss:' ? { tls: {} } : {}) },
   });
-  return timed(node as unknown as Redis);
+  return instrumented(node as unknown as Redis);
 }
 
 /**

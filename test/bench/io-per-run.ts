@@ -26,11 +26,15 @@ async function main(): Promise<void> {
     const once = () => runOnce(service, body, ONE_NODE_OUTPUTS);
     await sequential(ctx, 'warm-up', 0, 300, once);
     for (const clients of CLIENTS) {
+      // Every run between the two readings, the loop's own warm-up included.
+      let runs = 0;
+      const counted = () => {
+        runs++;
+        return once();
+      };
       const before = systemCalls();
-      const result = await closedLoop(ctx, `${clients} client(s)`, { clients, seconds: SECONDS }, once);
+      const result = await closedLoop(ctx, `${clients} client(s)`, { clients, seconds: SECONDS }, counted);
       const after = systemCalls();
-      // The loop's warm-up (a fifth of its length) makes calls too: counted over the runs of both.
-      const runs = result.latency.count * 1.2;
       const per = (n: number) => (n / runs).toFixed(1);
       console.log(`${clients} client(s): ${result.perSecond.toFixed(0)} runs/s, p50 ${result.latency.percentile(50).toFixed(2)} ms, CPU ${(result.cpuMicrosPerCall / 1000).toFixed(2)} ms per run, system calls per run: ${per(after.writes - before.writes)} writes, ${per(after.reads - before.reads)} reads`);
     }
