@@ -165,6 +165,39 @@ describe('migration runner', () => {
     expect(entries).toEqual([{ amount_micros: '137', kind: 'adjustment' }]);
   });
 
+  it('migrates runs forward to partial indexes: the status ones hold unfinished runs only, the workflow ones runs of a workflow only', async () => {
+    const db = await emptyDatabase();
+    const before = await migrationsCopy();
+    const later = (await readdir(before)).filter((name) => name >= '20261128164115_runs_partial_indexes' && !name.includes('.')).sort();
+    for (const name of later) await rm(path.join(before, name), { recursive: true });
+    const noFunctions = await mkdtemp(path.join(tmpdir(), 'svc-functions-'));
+    temps.push(noFunctions);
+    await applyMigrations({ connectionString: db.url, migrationsDir: before, functionsDir: noFunctions });
+    const [org] = await query<{ id: string }>(db.url, "INSERT INTO organizations (slug, name) VALUES ('idx', 'Idx') RETURNING id");
+    const [user] = await query<{ id: string }>(db.url, "INSERT INTO users (email, name) VALUES ('idx@example.test', 'Idx') RETURNING id");
+    const [workflow] = await query<{ id: string }>(db.url, "INSERT INTO workflows (org_id, name) VALUES ($1, 'w') RETURNING id", [org!.id]);
+    const run = (status: string, workflowId: string | null) =>
+      query(db.url, "INSERT INTO runs (org_id, user_id, workflow_id, definition, inputs, cap_micros, status) VALUES ($1, $2, $3, '{}', '{}', 1000, $4)", [org!.id, user!.id, workflowId, status]);
+    await run('running', null);
+    await run('pending', workflow!.id);
+    await run('completed', null);
+    await run('failed', workflow!.id);
+
+    await expect(applyMigrations({ connectionString: db.url, functionsDir: noFunctions })).resolves.toMatchObject({ applied: later });
+    // An index's build records how many entries it made.
+    const entries = await query<{ name: string; n: number }>(
+      db.url,
+      "SELECT relname AS name, reltuples::int AS n FROM pg_class WHERE relname IN ('runs_unfinished_created_at_idx', 'runs_unfinished_org_id_idx', 'runs_workflow_id_idx', 'runs_org_id_workflow_id_created_at_idx', 'runs_workflow_version_id_idx') ORDER BY relname",
+    );
+    expect(entries).toEqual([
+      { name: 'runs_org_id_workflow_id_created_at_idx', n: 2 },
+      { name: 'runs_unfinished_created_at_idx', n: 2 },
+      { name: 'runs_unfinished_org_id_idx', n: 2 },
+      { name: 'runs_workflow_id_idx', n: 2 },
+      { name: 'runs_workflow_version_id_idx', n: 0 },
+    ]);
+  });
+
   /** A database migrated by this runner from `names` of prisma/migrations (with `replace` overriding files), no functions. */
   async function migratedThen(names: readonly string[], replace: Record<string, string> = {}): Promise<TestDatabase> {
     const db = await emptyDatabase();
