@@ -5,12 +5,13 @@ import { AppError } from '../platform/app-error';
 import type { Metrics } from '../platform/metrics';
 import type { TokenLookup } from './auth/auth-context';
 import { installSitePolicy } from './auth/session-cookie';
-import type { MinuteLimit } from './invoke/call-limits';
+import { knownBearerToken } from './auth/authenticate';
+import type { MinuteLimit, TokenLimit } from './invoke/call-limits';
 import type { Invoke } from './invoke/invoke';
 import { errorHandler } from './http/error-handler';
 import { healthRoutes, type ReadinessProbe } from './http/health-routes';
 import { metricsRoute } from './http/metrics-route';
-import { methodNotAllowed, operationRoutes } from './http/operation-routes';
+import { declaredCallMatcher, methodNotAllowed, operationRoutes } from './http/operation-routes';
 import { ipRateLimit } from './http/rate-limits';
 import { requestId, requestLogging, requestMetrics } from './http/request-context';
 import type { Router } from 'express';
@@ -35,6 +36,8 @@ export interface AppDeps {
   heartbeatMs: number;
   /** The per-IP request limit (shared through Redis); absent: none (`RATE_LIMIT_IP_PER_MINUTE=0`). */
   ipLimit?: MinuteLimit;
+  /** The per-token limit `invoke` applies: counted with the per-IP one where the token is known at once. */
+  tokenLimit?: TokenLimit;
 }
 
 /**
@@ -53,7 +56,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestMetrics(deps.metrics));
   app.use(requestLogging(deps.log));
   // After logging and metrics, so refusals are logged and counted; before every router.
-  if (deps.ipLimit) app.use(ipRateLimit(deps.ipLimit));
+  if (deps.ipLimit) app.use(ipRateLimit(deps.ipLimit, deps.tokenLimit && tokenCountedEarly(deps.tokenLimit, deps.tokens)));
 
   const api = express.Router();
   api.use(healthRoutes(deps.probes, { onFailure: (probe, err) => deps.log.warn({ err, probe }, 'readiness probe failed'), isDraining: deps.isDraining }));
@@ -90,4 +93,16 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use(errorHandler(deps.log));
   return app;
+}
+
+/**
+ * Requests for a declared operation or route whose bearer token the token cache holds: `invoke`
+ * will count them under that token, so the per-IP limit counts them too, in the same turn (docs/auth.md).
+ */
+function tokenCountedEarly(limit: TokenLimit, tokens: TokenLookup) {
+  const declared = declaredCallMatcher();
+  return {
+    limit,
+    tokenOf: (req: express.Request) => (declared(req.method, req.path) ? knownBearerToken(req.get('authorization'), tokens, new Date()) : undefined),
+  };
 }

@@ -46,7 +46,7 @@ function cachedTokenLookups(resources: ServiceResources) {
     maxEntries: TOKEN_CACHE_ENTRIES,
     observe: (result) => metrics.tokenLookups.inc({ result }),
   });
-  if (config.tokenCacheSeconds === 0) return { findByHash: (hash: string) => cache.findByHash(hash), close: async () => undefined };
+  if (config.tokenCacheSeconds === 0) return { findByHash: (hash: string) => cache.findByHash(hash), peek: () => undefined, close: async () => undefined };
   const listener = new TokenChangeListener({
     databaseUrl: config.databaseUrl,
     handlers: { changed: (hash) => cache.changed(hash), listening: (heard) => cache.listening(heard) },
@@ -57,6 +57,7 @@ function cachedTokenLookups(resources: ServiceResources) {
   listener.start();
   return {
     findByHash: (hash: string) => cache.findByHash(hash),
+    peek: (hash: string) => cache.peek(hash),
     async close() {
       tokensRevokedHere.unsubscribe(revokedHere);
       await listener.close();
@@ -79,6 +80,7 @@ function accountStores(resources: ServiceResources) {
     // docs/auth.md) note each accepted token for `last_used_at`.
     tokens: {
       findByHash: (hash: string) => tokenCache.findByHash(hash),
+      peek: (hash: string) => tokenCache.peek(hash),
       noteUsed: (tokenId: string) => usage.note(tokenId),
       findById: (id: string) => tokenRows.findById(id),
       create: (input: Parameters<TokenRepository['create']>[0]) => tokenRows.create(input),
@@ -213,6 +215,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     bodyLimitBytes: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
     ipLimit: limits.ipLimit,
+    tokenLimit: limits.tokenLimit,
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
     extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations),

@@ -123,6 +123,35 @@ describe('request rate limits shared by two API replicas on one Redis', () => {
     expect(rateHeaders(closer)).toMatchObject({ limit: '8', remaining: '3' });
   });
 
+  it("counts a call of a token the replica already knows with its address' count, so a call its address is refused is a call of the token", async () => {
+    const lookups = async () => (await service.metrics.tokenLookups.get()).values.find((v) => v.labels.result === 'hit')?.value ?? 0;
+    // Until the replica's token cache serves (its listener subscribes in the background at start).
+    const warm = await account();
+    await eventually(async () => {
+      const before = await lookups();
+      await fetch(`${urls[0]}/v1/me`, from(freshIp(), bearer(warm.token)));
+      return (await lookups()) > before;
+    }, { what: 'a token lookup answered from the cache' });
+
+    const caller = await account();
+    const [address, elsewhere] = [freshIp(), freshIp()];
+    expect(rateHeaders(await fetch(`${urls[0]}/v1/runs`, from(elsewhere, bearer(caller.token))))).toMatchObject({ limit: '5', remaining: '4' });
+    for (let i = 0; i < 7; i++) expect((await fetch(`${urls[0]}/v1/nodes`, from(address))).status).toBe(200);
+    const last = await fetch(`${urls[0]}/v1/runs`, from(address, bearer(caller.token)));
+    expect(last.status).toBe(200);
+    expect(rateHeaders(last)).toMatchObject({ limit: '8', remaining: '0' });
+    const refused = await fetch(`${urls[0]}/v1/runs`, from(address, bearer(caller.token)));
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ code: 'rate_limited', limit: 'ip' });
+    // Four calls of the token: the refused one among them.
+    expect(rateHeaders(await fetch(`${urls[0]}/v1/runs`, from(elsewhere, bearer(caller.token))))).toMatchObject({ limit: '5', remaining: '1' });
+
+    // A token the replica has not seen is counted once the caller is known: a call refused before is not one of its calls.
+    const stranger = await account();
+    expect((await fetch(`${urls[0]}/v1/runs`, from(address, bearer(stranger.token)))).status).toBe(429);
+    expect(rateHeaders(await fetch(`${urls[0]}/v1/runs`, from(elsewhere, bearer(stranger.token))))).toMatchObject({ limit: '5', remaining: '4' });
+  });
+
   it('never limits health checks and metric scrapes, at the root or under /api', async () => {
     const ip = freshIp();
     for (let i = 0; i < 12; i++) {

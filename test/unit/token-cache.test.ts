@@ -162,4 +162,24 @@ describe('the API process token cache', () => {
     await t.cache.findByHash('h1');
     expect(t.reads()).toBe(4);
   });
+
+  it('peeks at what it remembers without reading: nothing while deaf, after a change, or past the lifetime', async () => {
+    const t = setUp({ ttlMs: 1_000 });
+    await t.cache.findByHash('h1');
+    expect(t.cache.peek('h1')).toBeUndefined();
+    t.cache.listening(true);
+    expect(t.cache.peek('h1')).toBeUndefined();
+    await t.cache.findByHash('h1');
+    await t.cache.findByHash('h2');
+    expect(t.cache.peek('h1')?.id).toBe('t1');
+    expect(t.cache.peek('h3')).toBeUndefined();
+    t.cache.changed('h1');
+    expect(t.cache.peek('h1')).toBeUndefined();
+    expect(t.cache.peek('h2')?.id).toBe('t2');
+    t.tick(1_000);
+    expect(t.cache.peek('h2')).toBeUndefined();
+    t.cache.listening(false);
+    expect(t.reads()).toBe(3);
+    expect(t.results.filter((r) => r !== 'bypass')).toEqual(['miss', 'miss']);
+  });
 });

@@ -15,6 +15,8 @@ export interface AuthContext {
 /** Port: finds a token by the SHA-256 of its value. */
 export interface TokenLookup {
   findByHash(hash: string): Promise<TokenRecord | null>;
+  /** The record `findByHash` would answer at once, from memory (a cache), or undefined; optional. */
+  peek?(hash: string): TokenRecord | undefined;
   /** Told about every token authentication accepts (for `last_used_at`); optional. */
   noteUsed?(tokenId: string): void;
 }

@@ -70,6 +70,16 @@ export class TokenCache {
     return record;
   }
 
+  /**
+   * The record remembered for this hash, without reading the database: undefined when none is
+   * (or the cache is not serving). Lets a caller act early on a token it will look up anyway.
+   */
+  peek(hash: string): TokenRecord | undefined {
+    if (!this.heard || this.options.ttlMs <= 0) return undefined;
+    const entry = this.entries.get(hash);
+    return entry && entry.until > this.now() ? entry.record : undefined;
+  }
+
   /** The token with this hash changed or went: forget it. */
   changed(hash: string): void {
     this.entries.delete(hash);

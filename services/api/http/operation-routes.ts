@@ -6,6 +6,7 @@ import type { RateLimitResult } from '../../queue';
 import type { TokenLookup } from '../auth/auth-context';
 import { identifyCaller } from '../auth/authenticate';
 import type { CallName, EventStream } from '../handlers/handler-types';
+import type { CountedCall } from '../invoke/call-limits';
 import { declarationOf, DeferredInput, describeCall, type Invoke, type InvokeContext } from '../invoke/invoke';
 import { setRateLimitHeaders } from './rate-limits';
 import { emptyBodyError, requestInput, uploadOf } from './request-input';
@@ -23,6 +24,29 @@ export interface OperationRouteOptions {
 /** Every operation and route, literal paths after parametric ones (see the marks below). */
 function declarations(): [CallName, Operation][] {
   return [...OP_NAMES, ...ROUTE_NAMES].map((name): [CallName, Operation] => [name, declarationOf(name)]);
+}
+
+/** Every declared path with the methods declared on it, parametric paths before literal ones (a literal one's mark wins). */
+function markedPaths(all: readonly [CallName, Operation][]): [string, string[]][] {
+  const methodsByPath = new Map<string, string[]>();
+  for (const [, op] of all) methodsByPath.set(op.http.path, [...(methodsByPath.get(op.http.path) ?? []), op.http.method]);
+  return [...methodsByPath].sort(([a], [b]) => Number(!a.includes('/:')) - Number(!b.includes('/:')));
+}
+
+/**
+ * Whether a method and path (as the app sees it: at the root or under `/api`) reach a declared
+ * operation or route's handler, as the router decides (the last path marked wins, so `/v1/runs/node`
+ * is not `/v1/runs/:id`; case-insensitive, a trailing `/` allowed, HEAD served by GET).
+ */
+export function declaredCallMatcher(): (method: string, path: string) => boolean {
+  const patterns = markedPaths(declarations()).map(([path, methods]) => {
+    const segments = path.split('/').map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+    return { pattern: new RegExp(`^(?:/api)?${segments.join('/')}/?$`, 'i'), methods };
+  });
+  return (method, path) => {
+    const marked = patterns.findLast(({ pattern }) => pattern.test(path));
+    return marked !== undefined && marked.methods.includes(method === 'HEAD' ? 'GET' : method);
+  };
 }
 
 const hasBody = (req: Request): boolean => {
@@ -51,13 +75,10 @@ export function operationRoutes(options: OperationRouteOptions): Router {
   // Every path is marked with the methods declared on it before any route runs. Parametric
   // paths first, so that a literal one (`/v1/runs/node`) overrides `/v1/runs/:id`'s mark, and
   // a route serves only requests its own path was marked for.
-  const methodsByPath = new Map<string, string[]>();
-  for (const [, op] of all) methodsByPath.set(op.http.path, [...(methodsByPath.get(op.http.path) ?? []), op.http.method]);
-  const paths = [...methodsByPath.keys()].sort((a, b) => Number(!a.includes('/:')) - Number(!b.includes('/:')));
-  for (const path of paths) {
+  for (const [path, methods] of markedPaths(all)) {
     router.all(path, (_req: Request, res: Response, next: NextFunction) => {
       res.locals.route = path;
-      res.locals.allowedMethods = methodsByPath.get(path);
+      res.locals.allowedMethods = methods;
       next();
     });
   }
@@ -100,6 +121,7 @@ export function operationRoutes(options: OperationRouteOptions): Router {
           return (log ??= options.log.child({ requestId }));
         },
         signal: controller.signal,
+        tokenCounted: res.locals.tokenCounted as CountedCall | undefined,
         clientAddress: req.ip ?? req.socket.remoteAddress ?? 'unknown',
         ...(lastEventId === undefined ? {} : { lastEventId }),
         onTokenLimit(state: RateLimitResult) {

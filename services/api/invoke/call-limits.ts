@@ -34,6 +34,12 @@ export interface MinuteLimit {
   onLimited?: (limit: LimitName) => void;
 }
 
+/** A call of a token counted before the call path ran (HTTP: beside the per-IP count, sent with it). */
+export interface CountedCall {
+  tokenId: string;
+  result: RateLimitResult;
+}
+
 /**
  * The per-token request limit, counted in Redis so every replica shares it. Every call of a
  * valid token counts (refused ones included); `report` sees the window's state (HTTP sends it as
@@ -46,8 +52,14 @@ export class TokenLimit {
     this.rule = { name: 'api-token', limit: options.perMinute, windowMs: WINDOW_MS };
   }
 
-  async count(auth: AuthContext, report?: (state: RateLimitResult) => void): Promise<void> {
-    const result = await this.options.counter.hit(this.rule, auth.tokenId);
+  /** Counts one call of the token, and only counts: `count` given the outcome refuses or admits it. */
+  hit(tokenId: string): Promise<RateLimitResult> {
+    return this.options.counter.hit(this.rule, tokenId);
+  }
+
+  /** Counts the call (unless `counted` already did, for this token) and refuses it over the limit. */
+  async count(auth: AuthContext, report?: (state: RateLimitResult) => void, counted?: CountedCall): Promise<void> {
+    const result = counted?.tokenId === auth.tokenId ? counted.result : await this.hit(auth.tokenId);
     report?.(result);
     if (result.allowed) return;
     this.options.onLimited?.('token');

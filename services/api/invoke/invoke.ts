@@ -5,7 +5,7 @@ import type { RateLimitResult } from '../../queue';
 import type { AuthContext } from '../auth/auth-context';
 import { admitCaller } from '../auth/admit-caller';
 import type { CallContext, CallName, EventStream, Handlers } from '../handlers/handler-types';
-import { takeStreamSlot, type StreamSlot, type StreamSlots, type TokenLimit } from './call-limits';
+import { takeStreamSlot, type CountedCall, type StreamSlot, type StreamSlots, type TokenLimit } from './call-limits';
 
 /**
  * An input read only once the caller is admitted: HTTP reads the body after authentication,
@@ -29,6 +29,8 @@ export interface InvokerDeps {
 export interface InvokeContext extends CallContext {
   /** Sees the per-token limit's window (HTTP: `RateLimit-*` headers). */
   onTokenLimit?: (state: RateLimitResult) => void;
+  /** This call already counted against its token's limit (HTTP: with the per-IP count): not counted again. */
+  tokenCounted?: CountedCall;
 }
 
 /** Calls one operation or route by name; the result is its JSON answer or, for streams, its events. */
@@ -80,7 +82,7 @@ function unobservedInvoker(deps: InvokerDeps): Invoke {
       throw new AppError({ code: 'unauthorized', message: `${what} needs an access token: send the header "Authorization: Bearer <token>"` });
     }
     if (auth) {
-      await deps.tokenLimit?.count(auth, ctx.onTokenLimit);
+      await deps.tokenLimit?.count(auth, ctx.onTokenLimit, ctx.tokenCounted);
       admitCaller({ what, scope: op.scope, kinds: op.kinds, optional: op.auth === 'optional' }, auth);
     }
     const raw = input instanceof DeferredInput ? await input.read() : input;
