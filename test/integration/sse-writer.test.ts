@@ -20,6 +20,17 @@ const EXPECTED_FRAMES = [
   'id: 3\ndata: {"type":"run.completed","outputs":{}}\n\ndata: [DONE]\n\n',
 ];
 
+/** One event, then three that come together (in one turn), then the end. */
+async function* grouped(): AsyncGenerator<SequencedEvent> {
+  yield { seq: 1, event: { type: 'run.started', runId: 'r1' } };
+  await sleep(20);
+  yield { seq: 2, event: { type: 'step.started', nodeId: 'n1' } };
+  yield { seq: 3, event: { type: 'step.progress', nodeId: 'n1', message: 'm' } };
+  yield { seq: 4, event: { type: 'step.completed', nodeId: 'n1', usage: { costUsd: 0, ms: 1 } } };
+  await sleep(20);
+  yield { seq: 5, event: { type: 'run.completed', outputs: {} } };
+}
+
 /** What the client reads, heartbeats left out. */
 const withoutHeartbeats = (body: string) => body.replaceAll(': keep-alive\n\n', '');
 
@@ -28,6 +39,8 @@ describe('the SSE writer', () => {
   let port: number;
   /** Whether each stream's response was written through `res.write` (by request path). */
   const wroteThroughRes = new Map<string, boolean>();
+  /** The writes of the `/grouped` stream's socket, each as the text it carried. */
+  const socketWrites: string[] = [];
   /** The streams whose writer returned (without throwing). */
   const finished = new Set<string>();
 
@@ -42,6 +55,24 @@ describe('the SSE writer', () => {
       }) as typeof res.write;
       await writeEventStream(res, events(), { heartbeatMs: 30 });
       finished.add(String(req.query.tag));
+    });
+    app.get('/grouped', async (_req, res) => {
+      // What the socket is handed to send, one entry per write or writev (one system call each).
+      type Write = (chunk: unknown, encoding: unknown, done: unknown) => void;
+      type Writev = (chunks: { chunk: unknown }[], done: unknown) => void;
+      const socket = res.socket as unknown as { _write: Write; _writev: Writev };
+      const [write, writev] = [socket._write.bind(socket), socket._writev.bind(socket)];
+      socket._write = (chunk: unknown, encoding: unknown, done: unknown) => {
+        socketWrites.push(String(chunk));
+        return write(chunk, encoding, done);
+      };
+      socket._writev = (chunks: { chunk: unknown }[], done: unknown) => {
+        socketWrites.push(chunks.map(({ chunk }) => String(chunk)).join(''));
+        return writev(chunks, done);
+      };
+      // As the operation routes do, after `invoke` has answered: in a promise continuation.
+      await Promise.resolve();
+      await writeEventStream(res, grouped(), { heartbeatMs: 60_000 });
     });
     app.get('/plain', (_req, res) => res.json({ ok: true }));
     server = http.createServer(app);
@@ -79,6 +110,18 @@ describe('the SSE writer', () => {
     } finally {
       agent.destroy();
     }
+  });
+
+  it("writes a stream's first event of a turn at once, and the events that came with it together in one write", async () => {
+    const res = await fetch(`http://127.0.0.1:${port}/grouped`);
+    expect(await res.text()).toContain('data: [DONE]');
+    // What each write carried: the headers, events by id, [DONE].
+    const carried = socketWrites.map((text) => [
+      ...(text.startsWith('HTTP/1.1 200') ? ['headers'] : []),
+      ...[...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1])),
+      ...(text.includes('data: [DONE]') ? ['[DONE]'] : []),
+    ]);
+    expect(carried).toEqual([['headers', 1], [2], [3, 4], [5, '[DONE]']]);
   });
 
   it('writes an HTTP/1.0 stream (no chunks) through the response, and ends it by closing the connection', async () => {

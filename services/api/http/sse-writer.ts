@@ -30,6 +30,26 @@ function frameOf(item: SequencedEvent): string {
 }
 
 /**
+ * Which turn of the event loop this is: a number moved on once each turn that asks, by a tick
+ * queued with its first question (ticks run once a turn's promise continuations are done).
+ */
+let turn = 0;
+let turnEnding = false;
+
+function nextTurn(): void {
+  turn++;
+  turnEnding = false;
+}
+
+function thisTurn(): number {
+  if (!turnEnding) {
+    turnEnding = true;
+    process.nextTick(nextTurn);
+  }
+  return turn;
+}
+
+/**
  * Where one stream's text goes once its headers are out: straight into the response's socket, as
  * the HTTP/1.1 chunks the response would have made of it, and the response ended through `res`
  * (which writes the last chunk). Express gives every response a hidden class of its own (its
@@ -42,6 +62,8 @@ function frameOf(item: SequencedEvent): string {
 class StreamOutput {
   private readonly socket: Socket | null;
   private ended = false;
+  /** The turn of this stream's last write (see `write`). */
+  private lastTurn = -1;
 
   constructor(private readonly res: Response) {
     this.socket = res.socket !== null && res.chunkedEncoding && res.headersSent ? res.socket : null;
@@ -54,12 +76,21 @@ class StreamOutput {
     return socket ? !socket.destroyed && !this.res.writableEnded : !this.res.writableEnded && !this.res.destroyed;
   }
 
+  /**
+   * A stream's first write of a turn leaves at once; a second in the same turn (events that came
+   * together, as a step's `step.started`, `step.completed` and the run's end do) corks the socket
+   * for the rest of the turn, so that it and those after it leave in one write. Every stream of a
+   * run gets an event first, whatever else it gets (B6: no stream's first event waits for another's).
+   */
   write(text: string): void {
     const { socket } = this;
     if (!socket) {
       this.res.write(text);
       return;
     }
+    const now = thisTurn();
+    if (this.lastTurn === now) corkForTurn(socket);
+    this.lastTurn = now;
     socket.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`);
   }
 
