@@ -151,8 +151,7 @@ export class StreamLeases {
   async close(): Promise<void> {
     clearInterval(this.timer);
     clearTimeout(this.releaseTimer);
-    const removals = new Map(this.released);
-    this.released.clear();
+    const removals = this.takeReleased();
     for (const [key, ids] of this.held) removals.set(key, [...(removals.get(key) ?? []), ...ids]);
     this.held.clear();
     await this.remove(removals);
@@ -165,10 +164,15 @@ export class StreamLeases {
     else this.released.set(key, [id]);
     this.releaseTimer ??= setTimeout(() => {
       this.releaseTimer = undefined;
-      const removals = new Map(this.released);
-      this.released.clear();
-      void this.remove(removals);
+      void this.remove(this.takeReleased());
     }, this.releaseDelayMs);
+  }
+
+  /** The removals queued so far, the queue emptied. */
+  private takeReleased(): Map<string, string[]> {
+    const removals = new Map(this.released);
+    this.released.clear();
+    return removals;
   }
 
   private async remove(removals: Map<string, string[]>): Promise<void> {

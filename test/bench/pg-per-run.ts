@@ -6,40 +6,16 @@
  * (default 6) set the load.
  */
 import { execFileSync } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
+import { serverDir } from '../support/local-servers';
 import { withBenchService } from './support/context';
 import { openLoop } from './support/load';
+import { postgresCpuByKind } from './support/process-cpu';
 import { ONE_NODE, ONE_NODE_OUTPUTS, runOnce } from './support/service-client';
 
 const RATE = Number(process.env.RATE ?? 100);
 const SECONDS = Number(process.env.SECONDS ?? 6);
-
-/** CPU milliseconds of each process of the stack's Postgres, by pid, with its kind (backend, walwriter …). */
-function postgresCpu(tmpDir: string): Map<number, { kind: string; ms: number }> {
-  const procs: { pid: number; ppid: number; ms: number; cmd: string }[] = [];
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const cmd = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
-      procs.push({ pid: Number(entry), ppid: Number(fields[1]), ms: (Number(fields[11]) + Number(fields[12])) * 10, cmd });
-    } catch {
-      // The process ended while it was read.
-    }
-  }
-  const master = procs.find((p) => p.cmd.includes(tmpDir) && /postgres/.test(p.cmd) && /-D/.test(p.cmd));
-  const out = new Map<number, { kind: string; ms: number }>();
-  for (const p of procs) {
-    if (!master || (p.pid !== master.pid && p.ppid !== master.pid)) continue;
-    // "postgres: svc_bench svc_bench 127.0.0.1(5555) idle" is a backend; "postgres: walwriter" a helper.
-    const kind = p.pid === master.pid ? 'postmaster' : /\d+\.\d+\.\d+\.\d+\(\d+\)/.test(p.cmd) ? 'backends' : p.cmd.replace(/^postgres: /, '');
-    out.set(p.pid, { kind, ms: p.ms });
-  }
-  return out;
-}
 
 void withBenchService(async (ctx, service) => {
   const body = JSON.stringify(ONE_NODE);
@@ -53,9 +29,9 @@ void withBenchService(async (ctx, service) => {
   await admin.query('SELECT pg_stat_reset()');
   const runsBefore = Number(await value('SELECT count(*) FROM runs'));
   const lsnBefore = await value('SELECT pg_current_wal_insert_lsn()');
-  const cpuBefore = postgresCpu(ctx.stack.tmpDir);
+  const cpuBefore = postgresCpuByKind(ctx.stack.tmpDir);
   const result = await openLoop(ctx, 'measured', { rate: RATE, seconds: SECONDS }, once);
-  const cpuAfter = postgresCpu(ctx.stack.tmpDir);
+  const cpuAfter = postgresCpuByKind(ctx.stack.tmpDir);
   const lsnAfter = await value('SELECT pg_current_wal_insert_lsn()');
   const runs = Number(await value('SELECT count(*) FROM runs')) - runsBefore;
   const per = (n: number) => (n / runs).toFixed(2);
@@ -71,7 +47,7 @@ void withBenchService(async (ctx, service) => {
   for (const t of tables.rows) console.log(`  table ${t.relname}: ${per(Number(t.n_tup_ins))} inserted, ${per(Number(t.n_tup_upd))} updated (${per(Number(t.n_tup_hot_upd))} HOT)`);
   await admin.query('CHECKPOINT');
   const waldump = '/usr/lib/postgresql/' + (await value("SELECT current_setting('server_version_num')::int / 10000")) + '/bin/pg_waldump';
-  const stats = execFileSync(waldump, ['-p', path.join(ctx.stack.tmpDir, 'postgres', 'pg_wal'), '-s', lsnBefore, '-e', lsnAfter, '--stats=record'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const stats = execFileSync(waldump, ['-p', path.join(serverDir.postgres(ctx.stack.tmpDir), 'pg_wal'), '-s', lsnBefore, '-e', lsnAfter, '--stats=record'], { encoding: 'utf8', maxBuffer: 1 << 26 });
   for (const line of stats.split('\n')) {
     const m = /^(\S+)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)\s+\(\s*[\d.]+\)\s+(\d+)/.exec(line);
     if (m && Number(m[2]) >= runs / 10) console.log(`  WAL ${m[1]}: ${per(Number(m[2]))} records, ${(Number(m[3]) / runs + Number(m[4]) / runs).toFixed(0)} bytes`);

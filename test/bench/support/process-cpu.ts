@@ -40,14 +40,19 @@ export interface StackCpu {
   self: number;
 }
 
+/** The stack's Postgres processes among `all`: its postmaster (found by its data directory) and every child of it. */
+function postgresOf(all: ProcStat[], tmpDir: string): ProcStat[] {
+  const postmaster = all.find((p) => p.cmdline.includes(tmpDir) && /postgres/.test(p.cmdline) && /-D/.test(p.cmdline));
+  return postmaster ? all.filter((p) => p.pid === postmaster.pid || p.ppid === postmaster.pid) : [];
+}
+
 export function stackCpu(stack: { tmpDir: string; redisUrl: string }): StackCpu {
   const all = readAll();
-  const postmaster = all.find((p) => p.cmdline.includes(stack.tmpDir) && /postgres/.test(p.cmdline) && /-D/.test(p.cmdline));
   const port = new URL(stack.redisUrl).port;
   const seconds = (list: ProcStat[]) => new Map(list.map((p) => [p.pid, p.ticks / TICKS_PER_SECOND]));
   const usage = process.cpuUsage();
   return {
-    postgres: seconds(all.filter((p) => postmaster && (p.pid === postmaster.pid || p.ppid === postmaster.pid))),
+    postgres: seconds(postgresOf(all, stack.tmpDir)),
     redis: seconds(all.filter((p) => p.cmdline.startsWith('redis-server') && p.cmdline.includes(`:${port}`))),
     self: (usage.user + usage.system) / 1e6,
   };
@@ -60,4 +65,20 @@ export function stackCpu(stack: { tmpDir: string; redisUrl: string }): StackCpu 
 export function cpuBetween(before: StackCpu, after: StackCpu): { postgres: number; redis: number; self: number } {
   const used = (a: Map<number, number>, b: Map<number, number>) => [...b].reduce((total, [pid, s]) => total + s - (a.get(pid) ?? 0), 0);
   return { postgres: used(before.postgres, after.postgres), redis: used(before.redis, after.redis), self: after.self - before.self };
+}
+
+/**
+ * CPU milliseconds of each process of the stack's Postgres, by pid, with its kind: `backends` for
+ * a client connection's process ("postgres: user db 127.0.0.1(5555) idle"), `postmaster`, or the
+ * helper's own name (`walwriter`, `checkpointer` …).
+ */
+export function postgresCpuByKind(tmpDir: string): Map<number, { kind: string; ms: number }> {
+  const processes = postgresOf(readAll(), tmpDir);
+  const postmaster = processes.find((p) => !processes.some((q) => q.pid === p.ppid));
+  return new Map(
+    processes.map((p) => {
+      const kind = p === postmaster ? 'postmaster' : /\d+\.\d+\.\d+\.\d+\(\d+\)/.test(p.cmdline) ? 'backends' : p.cmdline.replace(/^postgres: /, '').trim();
+      return [p.pid, { kind, ms: (p.ticks * 1000) / TICKS_PER_SECOND }];
+    }),
+  );
 }
