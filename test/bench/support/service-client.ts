@@ -67,7 +67,7 @@ async function textOf(res: http.IncomingMessage): Promise<string> {
  * One run, POST /v1/runs to `data: [DONE]`, checked: the last event is run.completed with
  * `expected` outputs (when given), then [DONE], then nothing. Resolves to its milliseconds.
  */
-export async function runOnce(service: Pick<BenchService, 'url' | 'account'>, body: string, expected?: unknown, token = service.account.token): Promise<number> {
+export async function runOnce(service: Pick<BenchService, 'url'> & { account: { token: string } }, body: string, expected?: unknown, token = service.account.token): Promise<number> {
   const started = performance.now();
   const res = await post(`${service.url}/v1/runs`, body, token);
   if (res.statusCode !== 200) throw new Error(`POST /v1/runs answered ${res.statusCode}: ${(await textOf(res)).slice(0, 300)}`);
