@@ -2,7 +2,8 @@
 # postgres.sh start|stop DIR PORT: a PostgreSQL cluster in DIR on 127.0.0.1:PORT (trust auth,
 # superuser `postgres`), created on first start and reused afterwards. As root the server runs
 # as the `postgres` OS user, as initdb refuses root. PG_FAST=yes (the test harness) turns fsync
-# off. The first start (initdb) takes about 1-2 s, later ones about 0.2 s; a stop about 0.1 s.
+# off. PG_OPTIONS adds server options (`-c name=value ...`; make pg-per-run preloads
+# pg_stat_statements with it). The first start (initdb) takes about 1-2 s, later ones about 0.2 s; a stop about 0.1 s.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 action="${1:-}"; dir="${2:-}"; port="${3:-}"
@@ -46,7 +47,7 @@ case "$action" in
     extra=""
     [ "${PG_FAST:-no}" = yes ] && extra="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 30 \
-      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 $extra" start >/dev/null \
+      -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=200 $extra ${PG_OPTIONS:-}" start >/dev/null \
       || die "postgres did not start on port $port; see $dir/server.log"
     wait_until 20 "$bin/pg_isready" -h 127.0.0.1 -p "$port" || die "postgres not ready on port $port; see $dir/server.log"
     echo "postgres ready on 127.0.0.1:$port" >&2
