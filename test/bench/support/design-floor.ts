@@ -6,9 +6,7 @@ import type { Redis } from 'ioredis';
 import pg from 'pg';
 import { createRedisConnection } from '../../../services/queue';
 import type { BenchContext } from './context';
-
-/** The step queue's job options (services/queue), as the raw BullMQ peer uses them. */
-const JOB_OPTIONS = { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } };
+import { PEER_JOB_OPTIONS, PEER_WORKER_SETTINGS } from './raw-bullmq';
 
 type StepJob = { runId: string; a: number; b: number };
 
@@ -55,7 +53,7 @@ export class DesignFloor {
     const connection = createRedisConnection(options.redisUrl);
     const subscriber = createRedisConnection(options.redisUrl);
     const workerConnection = createRedisConnection(options.redisUrl);
-    const queue = new Queue('floor', { connection, prefix, defaultJobOptions: JOB_OPTIONS });
+    const queue = new Queue('floor', { connection, prefix, defaultJobOptions: PEER_JOB_OPTIONS });
     const processor = async (job: Job): Promise<void> => {
       const { runId, a, b } = job.data as StepJob;
       const outputs = { out: { kind: 'float', value: a + b } };
@@ -63,7 +61,7 @@ export class DesignFloor {
       const event = JSON.stringify({ type: 'run.completed', runId, outputs });
       await connection.multi().rpush(`${prefix}:run:${runId}:events`, event).publish(channel, `${runId} ${event}`).exec();
     };
-    const worker = new Worker('floor', processor, { connection: workerConnection, prefix, concurrency: options.concurrency, lockDuration: 30_000, stalledInterval: 15_000, maxStalledCount: 5 });
+    const worker = new Worker('floor', processor, { connection: workerConnection, prefix, concurrency: options.concurrency, ...PEER_WORKER_SETTINGS });
     worker.on('failed', (job, err) => options.onFailure(new Error(`floor job ${job?.id}: ${err.message}`)));
     worker.on('error', (err) => options.onFailure(err));
 

@@ -6,8 +6,11 @@ import { createRedisConnection } from '../../../services/queue';
 import type { BenchContext } from './context';
 import { RUN_TIMEOUT_MS } from './service-client';
 
-/** The step queue's job options (services/queue), so the peer does what our queue does per job. */
-const RAW_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } };
+/** The step queue's job options (services/queue), so a BullMQ peer does what our queue does per job. */
+export const PEER_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } };
+
+/** The step worker's settings (services/queue/step-worker.ts) with the default 30 s lock, for a BullMQ peer's worker. */
+export const PEER_WORKER_SETTINGS = { lockDuration: 30_000, stalledInterval: 15_000, maxStalledCount: 5 };
 
 type ChainJob = { id: string; i: number; n: number; value: number; durable: boolean };
 
@@ -39,7 +42,7 @@ export class RawBullmq {
     const workerConnection = createRedisConnection(options.redisUrl);
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
     await pool.query('CREATE TABLE IF NOT EXISTS bench_raw_steps (chain text NOT NULL, i int NOT NULL, value int NOT NULL, at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (chain, i))');
-    const queue = new Queue('raw', { connection, prefix, defaultJobOptions: RAW_JOB_OPTIONS });
+    const queue = new Queue('raw', { connection, prefix, defaultJobOptions: PEER_JOB_OPTIONS });
     const processor = async (job: Job): Promise<void> => {
       if (job.name === 'single') {
         const { id, a, b } = job.data as { id: string; a: number; b: number };
@@ -51,8 +54,7 @@ export class RawBullmq {
       if (i + 1 < n) await queue.add('chain', { id, i: i + 1, n, value: value + 1, durable } satisfies ChainJob, { jobId: `${id}_${i + 1}` });
       else await connection.publish(channel, `${id} ${value + 1}`);
     };
-    // The step worker's settings (services/queue/step-worker.ts) with the default 30 s lock.
-    const worker = new Worker('raw', processor, { connection: workerConnection, prefix, concurrency: options.concurrency, lockDuration: 30_000, stalledInterval: 15_000, maxStalledCount: 5, autorun: true });
+    const worker = new Worker('raw', processor, { connection: workerConnection, prefix, concurrency: options.concurrency, ...PEER_WORKER_SETTINGS, autorun: true });
     worker.on('failed', (job, err) => options.onFailure(new Error(`raw job ${job?.id}: ${err.message}`)));
     worker.on('error', (err) => options.onFailure(err));
     const raw = new RawBullmq(connection, subscriber, workerConnection, queue, worker, pool);

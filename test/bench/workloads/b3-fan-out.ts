@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import { createRedisConnection } from '../../../services/queue';
 import { withPeer, type Workload } from '../support/context';
 import { sequential } from '../support/load';
+import { PEER_JOB_OPTIONS, PEER_WORKER_SETTINGS } from '../support/raw-bullmq';
 import { atMost, type Row } from '../support/report';
 import { runOnce } from '../support/service-client';
 
@@ -73,7 +74,7 @@ class FlowPeer {
       return values.reduce((sum, v) => sum + v, 0);
     };
     // The step worker's settings (as the raw BullMQ peer of B1/B2 has them).
-    const worker = new Worker('fan', processor, { connection: workerConnection, prefix, concurrency: CONCURRENCY, lockDuration: 30_000, stalledInterval: 15_000, maxStalledCount: 5 });
+    const worker = new Worker('fan', processor, { connection: workerConnection, prefix, concurrency: CONCURRENCY, ...PEER_WORKER_SETTINGS });
     const peer = new FlowPeer([producerConnection, workerConnection], flows, worker);
     worker.on('completed', (job, result: number) => {
       if (job.name !== 'parent') return;
@@ -102,12 +103,11 @@ class FlowPeer {
     });
     done.catch(() => undefined);
     const started = performance.now();
-    const options = { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } };
     await this.flows.add({
       name: 'parent',
       queueName: 'fan',
-      opts: { ...options, jobId: id },
-      children: Array.from({ length: WIDTH }, (_, i) => ({ name: 'child', queueName: 'fan', data: { a: SOURCE, b: i }, opts: { ...options, jobId: `${id}_${i}` } })),
+      opts: { ...PEER_JOB_OPTIONS, jobId: id },
+      children: Array.from({ length: WIDTH }, (_, i) => ({ name: 'child', queueName: 'fan', data: { a: SOURCE, b: i }, opts: { ...PEER_JOB_OPTIONS, jobId: `${id}_${i}` } })),
     });
     const sum = await done;
     const elapsed = performance.now() - started;
