@@ -1,10 +1,9 @@
 import type { Express } from 'express';
-import type { Worker } from 'bullmq';
 import type { NodeDefinition } from '../nodes';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
-import type { RunEventBus, StepQueue } from '../queue';
+import type { RunEventBus, StepQueue, StepWorker } from '../queue';
 import { buildResources, buildWorker, type RetentionSweeper, type RunReaper, type ServiceResources } from '../runs';
 import { buildApi } from './build-api';
 import { monitorApp } from './monitor-app';
@@ -17,7 +16,7 @@ export interface ServiceRuntime {
   app: Express | undefined;
   invoke: Invoke | undefined;
   /** The step worker, with its reaper and sweeper (roles all and worker). */
-  worker: Worker | undefined;
+  worker: StepWorker | undefined;
   reaper: RunReaper | undefined;
   sweeper: RetentionSweeper | undefined;
   bus: RunEventBus;

@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { isNotConnectionError, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { stepJobId, type JobPayload } from './job-catalog';
 import { carriedContext } from '../platform/tracing';
@@ -22,6 +22,8 @@ export interface StepQueueOptions {
   connection: Redis;
   /** BullMQ key prefix: one per deployment (and per test file) sharing a Redis. */
   prefix: string;
+  /** The queue's connection errors (BullMQ writes them to the console when nobody listens). */
+  onError?: (err: Error) => void;
 }
 
 /**
@@ -30,16 +32,28 @@ export interface StepQueueOptions {
  * gets a fresh job (the executor's `reserve` refuses steps that already ran).
  */
 export class StepQueue {
-  readonly queue: Queue;
+  private current: Queue;
+  private closed = false;
   private readonly redis: Redis;
   private readonly prefix: string;
+  private readonly onError: (err: Error) => void;
 
   constructor(options: StepQueueOptions) {
     this.redis = options.connection;
     this.prefix = options.prefix;
-    this.queue = new Queue(QUEUE_NAMES.steps, {
-      connection: options.connection,
-      prefix: options.prefix,
+    this.onError = options.onError ?? (() => undefined);
+    this.current = this.createQueue();
+  }
+
+  /** The BullMQ queue (for tests and tools; the methods below replace one that Redis refused). */
+  get queue(): Queue {
+    return this.current;
+  }
+
+  private createQueue(): Queue {
+    const queue = new Queue(QUEUE_NAMES.steps, {
+      connection: this.redis,
+      prefix: this.prefix,
       defaultJobOptions: {
         removeOnComplete: true,
         // Failed jobs are the executor's own infrastructure failures (Postgres down, ...): kept a
@@ -53,6 +67,28 @@ export class StepQueue {
         backoff: { type: 'exponential', delay: STEP_JOB_FIRST_BACKOFF_MS },
       },
     });
+    queue.on('error', (err) => this.onError(err));
+    return queue;
+  }
+
+  /**
+   * The queue once started. BullMQ asks Redis its version (INFO) once, when a queue's connection
+   * is first ready, and keeps a refusal (BUSY: a long script; NOPERM) for good: every later call
+   * fails with it. Such a queue is replaced, so that the call after the failing one starts afresh
+   * (startStepWorker does the same for the worker).
+   */
+  private async started(): Promise<Queue> {
+    const queue = this.current;
+    try {
+      await queue.waitUntilReady();
+      return queue;
+    } catch (err) {
+      if (queue === this.current && !this.closed && err instanceof Error && isNotConnectionError(err)) {
+        this.current = this.createQueue();
+        void queue.close().catch(() => undefined);
+      }
+      throw err;
+    }
   }
 
   /**
@@ -73,10 +109,10 @@ export class StepQueue {
     if (nodeIds.length === 1) {
       // One job: a plain add, without addBulk's MULTI.
       const nodeId = nodeIds[0]!;
-      await this.queue.add('step.execute', payload(nodeId), { jobId: stepJobId(runId, nodeId) });
+      await (await this.started()).add('step.execute', payload(nodeId), { jobId: stepJobId(runId, nodeId) });
       return;
     }
-    await this.queue.addBulk(nodeIds.map((nodeId) => ({ name: 'step.execute', data: payload(nodeId), opts: { jobId: stepJobId(runId, nodeId) } })));
+    await (await this.started()).addBulk(nodeIds.map((nodeId) => ({ name: 'step.execute', data: payload(nodeId), opts: { jobId: stepJobId(runId, nodeId) } })));
   }
 
   /**
@@ -100,7 +136,7 @@ export class StepQueue {
 
   /** Whether the step's own job is waiting, active or delayed; with `removeDead`, a failed or finished one is removed. */
   private async alive(runId: string, nodeId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
-    const job = await this.queue.getJob(stepJobId(runId, nodeId));
+    const job = await (await this.started()).getJob(stepJobId(runId, nodeId));
     if (!job) return false;
     const state = await job.getState();
     if (state !== 'failed' && state !== 'completed' && state !== 'unknown') return true;
@@ -147,11 +183,12 @@ export class StepQueue {
 
   /** Jobs waiting, delayed, active and failed (kept a day; for metrics and the reaper). */
   async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    const counts = await this.queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+    const counts = await (await this.started()).getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
     return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
   }
 
   async close(): Promise<void> {
-    await this.queue.close();
+    this.closed = true;
+    await this.current.close();
   }
 }

@@ -1,7 +1,9 @@
-import { Worker, type Job } from 'bullmq';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isNotConnectionError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { QUEUE_NAMES, type JobCatalog, type JobName, type JobPayload } from './index';
+import { type JobCatalog, type JobName, type JobPayload } from './job-catalog';
+import { QUEUE_NAMES } from './queue-names';
 
 /** One handler per job of the steps queue: exhaustive over the job catalog. */
 export type StepJobHandlers = {
@@ -19,27 +21,72 @@ export interface StepWorkerOptions {
   log: Logger;
 }
 
+/** The pause after a job fetch Redis refused (BUSY, OOM, READONLY...), doubled from the first to the last while refusals go on. */
+const FETCH_RETRY_FIRST_MS = 50;
+const FETCH_RETRY_LAST_MS = 1_000;
+/** The pause before a worker whose start Redis refused is replaced, doubled likewise. */
+const RESTART_FIRST_MS = 200;
+const RESTART_LAST_MS = 5_000;
+
+const doubled = (first: number, last: number, times: number) => Math.min(last, first * 2 ** Math.min(times, 16));
+
+/** Waits `ms`, or less if `signal` aborts first. */
+const pause = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => undefined);
+
 /**
- * A BullMQ worker that starts a job it has just taken before it looks for another. BullMQ's loop,
- * having taken a job, often asks Redis for the next one and waits for the answer before it
- * processes the first (test/integration/step-worker.test.ts: 4 and 5 jobs of 6): at low load a
- * round trip (an empty `moveToActive`) between a step's arrival and its start. The loop goes on
- * to process what it has when its `blockUntil` is set (a delayed job due); set after each job
- * taken, the loop starts the job and looks for the next while it runs (the look-up is the same;
- * only the wait is gone). Every answer of Redis resets it first (`updateDelays`). `blockUntil` is
- * BullMQ's own field: the test above fails should a release rename it.
+ * A BullMQ worker that starts a job it has just taken before it looks for another, and that waits
+ * between fetches Redis refuses.
+ *
+ * Prompt start: BullMQ's loop, having taken a job, often asks Redis for the next one and waits for
+ * the answer before it processes the first (test/integration/step-worker.test.ts: 4 and 5 jobs of
+ * 6): at low load a round trip (an empty `moveToActive`) between a step's arrival and its start.
+ * The loop goes on to process what it has when its `blockUntil` is set (a delayed job due); set
+ * after each job taken, the loop starts the job and looks for the next while it runs (the look-up
+ * is the same; only the wait is gone). Every answer of Redis resets it first (`updateDelays`).
+ * `blockUntil` is BullMQ's own field: the test above fails should a release rename it.
+ *
+ * Refused fetches: after an error that is not a lost connection (a Redis BUSY with a long script,
+ * out of memory, a replica after a failover) BullMQ fetches again at once, as fast as Redis
+ * answers, with an `error` (a log line) each time, slowing the busy Redis further: a 3-million-key
+ * script that takes 2 s alone ran for minutes against one such worker. The worker waits between
+ * such fetches instead; a lost connection BullMQ waits out itself.
  */
 class PromptWorker extends Worker {
+  private refusedFetches = 0;
+  /** Ends a pause between refused fetches when the worker closes. */
+  private readonly stopPausing = new AbortController();
+
+  constructor(name: string, processor: Processor, options: WorkerOptions) {
+    super(name, processor, options);
+    this.once('closing', () => this.stopPausing.abort());
+  }
+
   protected override async moveToActive(token: string, name?: string): Promise<Job> {
-    const job = await super.moveToActive(token, name);
+    let job: Job;
+    try {
+      job = await super.moveToActive(token, name);
+    } catch (err) {
+      if (err instanceof Error && isNotConnectionError(err)) await pause(doubled(FETCH_RETRY_FIRST_MS, FETCH_RETRY_LAST_MS, this.refusedFetches++), this.stopPausing.signal);
+      throw err;
+    }
+    this.refusedFetches = 0;
     // A time long past: "delayed jobs due", which only ends the loop's look-ahead.
     if (job) (this as unknown as { blockUntil: number }).blockUntil = 1;
     return job;
   }
 }
 
-/** A BullMQ worker on the steps queue; any number of these may run, on any host. */
-export function startStepWorker(options: StepWorkerOptions): Worker {
+/** A step worker: the BullMQ worker taking jobs, replaced should Redis refuse its start. */
+export interface StepWorker {
+  /** The BullMQ worker once it takes jobs (or once the step worker stopped before that). */
+  readonly started: Promise<Worker>;
+  /** Takes no more jobs (for good); `doNotWaitActive`: returns without waiting for those running. */
+  pause(doNotWaitActive?: boolean): Promise<void>;
+  /** Stops; `force`: without waiting for the jobs running (their locks lapse, another worker takes them). */
+  close(force?: boolean): Promise<void>;
+}
+
+function createWorker(options: StepWorkerOptions): Worker {
   const worker = new PromptWorker(
     QUEUE_NAMES.steps,
     async (job: Job) => {
@@ -56,12 +103,57 @@ export function startStepWorker(options: StepWorkerOptions): Worker {
       stalledInterval: Math.max(500, Math.floor(options.lockMs / 2)),
       // A job that stalls this often is failed rather than redelivered forever; the reaper and the run timeout take over.
       maxStalledCount: 5,
-      autorun: true,
+      // Run once Redis accepted its start (startStepWorker).
+      autorun: false,
     },
   );
   worker.on('failed', (job, err) => options.log.warn({ jobId: job?.id, job: job?.name, err }, 'step job failed'));
   worker.on('error', (err) => options.log.error({ err }, 'step worker error'));
   return worker;
+}
+
+/**
+ * A BullMQ worker on the steps queue; any number of these may run, on any host.
+ *
+ * BullMQ asks Redis its version (INFO) once, when a worker's connection is first ready, and keeps
+ * the answer: refused then (BUSY: a long script; NOPERM), the worker fails every fetch at once,
+ * without a round trip, and its loop never yields (the process hangs at full CPU, no timer fires;
+ * seen in the Redis-restart test, whose data-loading script outlasts Redis' busy threshold). So
+ * the worker runs only once its start is through; a refused one is closed and a new one started,
+ * after a pause that grows while refusals go on.
+ */
+export function startStepWorker(options: StepWorkerOptions): StepWorker {
+  const stopped = new AbortController();
+  let current = createWorker(options);
+  const started = (async () => {
+    for (let refusals = 0; ; refusals++) {
+      try {
+        await current.waitUntilReady();
+        break;
+      } catch (err) {
+        if (stopped.signal.aborted) return current;
+        options.log.error({ err, refusals: refusals + 1 }, 'Redis refused the step worker\'s start; starting another');
+        await current.close(true).catch(() => undefined);
+        await pause(doubled(RESTART_FIRST_MS, RESTART_LAST_MS, refusals), stopped.signal);
+        if (stopped.signal.aborted) return current;
+        current = createWorker(options);
+      }
+    }
+    if (!stopped.signal.aborted) current.run().catch((err: unknown) => options.log.error({ err }, 'step worker stopped'));
+    return current;
+  })();
+  return {
+    started,
+    async pause(doNotWaitActive) {
+      stopped.abort();
+      await current.pause(doNotWaitActive);
+    },
+    async close(force) {
+      stopped.abort();
+      // Not after \`started\`: a worker whose start waits for Redis closes now.
+      await current.close(force);
+    },
+  };
 }
 
 /** Whether BullMQ handed this job out before (its worker went silent, or our code threw). */

@@ -1,9 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Worker } from 'bullmq';
 import { Failpoints } from '../platform/failpoints';
 import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
-import { createRedisConnection, createRedisSubscriber, redisTargetOf, subscribeRunAborts } from '../queue';
-import { isRedelivery, startStepWorker } from '../queue/step-worker';
+import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeRunAborts, type StepWorker } from '../queue';
 import { RunRecoveryRepository } from '../store';
 import { InFlightSteps } from './in-flight-steps';
 import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
@@ -13,7 +11,7 @@ import { StepExecutor } from './step-executor';
 
 /** A step worker with its reaper and retention sweeper. */
 export interface BuiltWorker {
-  worker: Worker;
+  worker: StepWorker;
   reaper: RunReaper;
   sweeper: RetentionSweeper;
   /**

@@ -75,7 +75,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
   // A second fan-out on the one connection: its channels are not the bus's, so neither unsubscribes the other's.
   const channels = subscriber ? new ChannelFanout(subscriber) : undefined;
-  const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix });
+  const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'step queue: Redis error') });
   const { pool } = database;
   metrics.observePool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.database.poolSize }));
   metrics.observeQueue(async () => ({ ...(await queue.counts()) }));

@@ -1,8 +1,13 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import pino from 'pino';
-import { createRedisConnection, StepQueue } from '../../services/queue';
+import { createRedisConnection, StepQueue, stepJobId } from '../../services/queue';
 import { startStepWorker } from '../../services/queue/step-worker';
 import { eventually } from '../support/eventually';
+import { freePorts, startRedis, stopRedis } from '../support/local-servers';
 import { stack } from '../support/stack';
 
 type SendCommand = Redis['sendCommand'];
@@ -42,7 +47,7 @@ describe('the step worker', () => {
       return send(command, ...rest);
     }) as SendCommand;
     const answeredAtStart = new Map<string, boolean>();
-    const worker = startStepWorker({
+    const stepWorker = startStepWorker({
       connection: workerRedis,
       prefix,
       concurrency: 16,
@@ -57,6 +62,7 @@ describe('the step worker', () => {
       },
     });
     const runId = '00000000-0000-4000-8000-0000000000aa';
+    const worker = await stepWorker.started;
     try {
       await new Promise<void>((resolve) => worker.once('drained', () => resolve()));
       // A first job unwatched: BullMQ takes the first job after its start in another way.
@@ -76,8 +82,126 @@ describe('the step worker', () => {
       expect([...answeredAtStart.values()]).toEqual([false, false, false, false, false, false]);
     } finally {
       watch?.started();
-      await worker.close();
+      await stepWorker.close();
       workerRedis.disconnect();
     }
   });
+});
+
+/**
+ * The step queue and worker when Redis refuses them, on a Redis of this file's own (made busy, and its
+ * users' rights changed): BullMQ's loop retries a refused fetch at once, and a worker whose start
+ * Redis refused fails every fetch without a round trip, a loop that never yields.
+ */
+describe('the step queue and worker refused by Redis', () => {
+  const prefix = 'refused';
+  let dir: string;
+  let port: number;
+  let url: string;
+  let admin: Redis;
+  let queue: StepQueue;
+
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-step-worker-'));
+    [port] = (await freePorts(1)) as [number];
+    await startRedis(dir, port);
+    url = `redis://127.0.0.1:${port}`;
+    admin = createRedisConnection(url);
+    queue = new StepQueue({ connection: admin, prefix });
+  }, 60_000);
+
+  afterAll(async () => {
+    await queue?.close();
+    admin?.disconnect();
+    await stopRedis(dir, port);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** A worker whose log lines at error level are kept, and whose handled jobs are counted by node. */
+  function worker(connection: Redis, handle: (nodeId: string) => Promise<void> = async () => undefined) {
+    const errors: { msg: string; err?: { message?: string } }[] = [];
+    const log = pino({ level: 'error' }, { write: (line: string) => void errors.push(JSON.parse(line) as (typeof errors)[number]) });
+    const handled = new Set<string>();
+    const stepWorker = startStepWorker({
+      connection,
+      prefix,
+      concurrency: 2,
+      lockMs: 2_000,
+      log,
+      handlers: {
+        'step.execute': async ({ nodeId }) => {
+          await handle(nodeId);
+          handled.add(nodeId);
+        },
+      },
+    });
+    return { stepWorker, errors, handled };
+  }
+
+  it('starts another worker while Redis refuses its start, and takes jobs once Redis lets it', async () => {
+    // BullMQ's start asks Redis its version (INFO); this user may not, until later.
+    await admin.call('ACL', 'SETUSER', 'stepworker', 'reset', 'on', '>pw', '~*', '&*', '+@all', '-info');
+    const connection = createRedisConnection(`redis://stepworker:pw@127.0.0.1:${port}`, { enableReadyCheck: false });
+    const { stepWorker, errors, handled } = worker(connection);
+    try {
+      // Timers fire meanwhile (the test goes on): the refused worker's loop does not hold the process.
+      await eventually(() => errors.filter((e) => e.msg.startsWith('Redis refused the step worker')).length >= 2, { timeoutMs: 10_000, what: 'two refused starts logged' });
+      expect(errors[0]?.err?.message).toMatch(/NOPERM/);
+      await admin.call('ACL', 'SETUSER', 'stepworker', '+info');
+      await stepWorker.started;
+      await queue.enqueue('00000000-0000-4000-8000-0000000000b1', ['after']);
+      await eventually(() => handled.has('after'), { timeoutMs: 15_000, what: 'the job enqueued once Redis let the worker start' });
+    } finally {
+      await stepWorker.close();
+      connection.disconnect();
+    }
+  }, 30_000);
+
+  it('replaces a step queue whose start Redis refused: the next call starts afresh', async () => {
+    await admin.call('ACL', 'SETUSER', 'stepqueue', 'reset', 'on', '>pw', '~*', '&*', '+@all', '-info');
+    const connection = createRedisConnection(`redis://stepqueue:pw@127.0.0.1:${port}`, { enableReadyCheck: false });
+    const refused = new StepQueue({ connection, prefix });
+    const runId = '00000000-0000-4000-8000-0000000000b3';
+    try {
+      await expect(refused.enqueue(runId, ['before'])).rejects.toThrow(/NOPERM/);
+      await admin.call('ACL', 'SETUSER', 'stepqueue', '+info');
+      await eventually(() => refused.enqueue(runId, ['after']).then(() => true), { what: 'an enqueue once Redis lets the queue start' });
+      expect(await queue.queue.getJob(stepJobId(runId, 'after'))).toBeDefined();
+    } finally {
+      await refused.close();
+      connection.disconnect();
+    }
+  });
+
+  it('waits between fetches Redis refuses while busy with a script, and takes every job once it is done', async () => {
+    const connection = createRedisConnection(url);
+    const { stepWorker, errors, handled } = worker(connection, () => sleep(5));
+    const scripted = createRedisConnection(url);
+    try {
+      await stepWorker.started;
+      const runId = '00000000-0000-4000-8000-0000000000b2';
+      const nodes = Array.from({ length: 300 }, (_, i) => `n${i}`);
+      await queue.enqueue(runId, nodes);
+      // Mid-stream (fetching, not waiting for jobs), Redis runs a script of 2 s, answering every
+      // other command BUSY from 100 ms in.
+      await eventually(() => handled.size >= 20, { what: 'the worker under way' });
+      await admin.config('SET', 'busy-reply-threshold', '100');
+      const before = errors.length;
+      await scripted.eval(
+        "local t = redis.call('TIME'); local s = t[1] * 1000000 + t[2]; repeat local n = redis.call('TIME') until n[1] * 1000000 + n[2] - s > 2000000; return 1",
+        0,
+      );
+      const busy = errors.slice(before).filter((e) => e.err?.message?.startsWith('BUSY'));
+      expect(busy.length).toBeGreaterThan(0);
+      // Waiting between refused fetches (50 ms doubling to 1 s): a dozen in 2 s, with the fetches
+      // of the two jobs then finishing. Without the waits, hundreds (one per answer of Redis).
+      expect(busy.length).toBeLessThan(40);
+      await eventually(() => nodes.every((n) => handled.has(n)), { timeoutMs: 30_000, what: 'every job handled after the script' });
+    } finally {
+      await admin.config('SET', 'busy-reply-threshold', '5000');
+      await stepWorker.close();
+      connection.disconnect();
+      scripted.disconnect();
+    }
+  }, 60_000);
 });
