@@ -7,8 +7,8 @@ export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOp
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
 export { APPEND_RUN_EVENT_LUA } from './append-run-event-script';
-export { GROUP_CLAIM_GRACE_MS, StepQueue, type StepQueueOptions } from './step-queue';
-export { isRedelivery, startStepWorker, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
+export { GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';
+export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
 export { RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
 export { RedisScript } from './redis-script';

@@ -8,6 +8,20 @@ import { QUEUE_NAMES } from './queue-names';
 export const STEP_JOB_ATTEMPTS = 8;
 export const STEP_JOB_FIRST_BACKOFF_MS = 500;
 
+/** Every step job's BullMQ options (the benchmarks' BullMQ peers take them too). */
+export const STEP_JOB_OPTIONS = {
+  removeOnComplete: true,
+  // Failed jobs are the executor's own infrastructure failures (Postgres down, ...): kept a
+  // day for inspection; the run itself is recovered by the reaper.
+  removeOnFail: { age: 86_400 },
+  // Retried with backoff when the executor itself throws (not when the node fails: that is
+  // a step.failed, handled inside the job). 8 attempts from 500 ms doubling span about 64 s,
+  // longer than a Postgres crash recovery or a failover; with 5 (7.5 s) a step whose commit
+  // met such an outage waited for the reaper's STEP_STUCK_SECONDS (2 min) instead.
+  attempts: STEP_JOB_ATTEMPTS,
+  backoff: { type: 'exponential', delay: STEP_JOB_FIRST_BACKOFF_MS },
+};
+
 /**
  * How long a group's sibling counts as its group job's after the group was enqueued, even when
  * that job cannot be seen (not added yet, or finished while handing the sibling on): the reaper
@@ -54,36 +68,28 @@ export class StepQueue {
     const queue = new Queue(QUEUE_NAMES.steps, {
       connection: this.redis,
       prefix: this.prefix,
-      defaultJobOptions: {
-        removeOnComplete: true,
-        // Failed jobs are the executor's own infrastructure failures (Postgres down, ...): kept a
-        // day for inspection; the run itself is recovered by the reaper.
-        removeOnFail: { age: 86_400 },
-        // Retried with backoff when the executor itself throws (not when the node fails: that is
-        // a step.failed, handled inside the job). 8 attempts from 500 ms doubling span about 64 s,
-        // longer than a Postgres crash recovery or a failover; with 5 (7.5 s) a step whose commit
-        // met such an outage waited for the reaper's STEP_STUCK_SECONDS (2 min) instead.
-        attempts: STEP_JOB_ATTEMPTS,
-        backoff: { type: 'exponential', delay: STEP_JOB_FIRST_BACKOFF_MS },
-      },
+      defaultJobOptions: STEP_JOB_OPTIONS,
     });
     queue.on('error', (err) => this.onError(err));
     return queue;
   }
 
   /**
-   * The queue once started. BullMQ asks Redis its version (INFO) once, when a queue's connection
+   * Runs a call on the queue. BullMQ asks Redis its version (INFO) once, when a queue's connection
    * is first ready, and keeps a refusal (BUSY: a long script; NOPERM) for good: every later call
-   * fails with it. Such a queue is replaced, so that the call after the failing one starts afresh
-   * (startStepWorker does the same for the worker).
+   * fails with it. After a failed call, a queue whose start was refused is replaced, so that the
+   * next call starts afresh (startStepWorker does the same for the worker).
    */
-  private async started(): Promise<Queue> {
+  private async call<T>(fn: (queue: Queue) => Promise<T>): Promise<T> {
     const queue = this.current;
     try {
-      await queue.waitUntilReady();
-      return queue;
+      return await fn(queue);
     } catch (err) {
-      if (queue === this.current && !this.closed && err instanceof Error && isNotConnectionError(err)) {
+      const refused = await queue.waitUntilReady().then(
+        () => false,
+        (startErr: unknown) => startErr instanceof Error && isNotConnectionError(startErr),
+      );
+      if (refused && queue === this.current && !this.closed) {
         this.current = this.createQueue();
         void queue.close().catch(() => undefined);
       }
@@ -109,10 +115,10 @@ export class StepQueue {
     if (nodeIds.length === 1) {
       // One job: a plain add, without addBulk's MULTI.
       const nodeId = nodeIds[0]!;
-      await (await this.started()).add('step.execute', payload(nodeId), { jobId: stepJobId(runId, nodeId) });
+      await this.call((queue) => queue.add('step.execute', payload(nodeId), { jobId: stepJobId(runId, nodeId) }));
       return;
     }
-    await (await this.started()).addBulk(nodeIds.map((nodeId) => ({ name: 'step.execute', data: payload(nodeId), opts: { jobId: stepJobId(runId, nodeId) } })));
+    await this.call((queue) => queue.addBulk(nodeIds.map((nodeId) => ({ name: 'step.execute', data: payload(nodeId), opts: { jobId: stepJobId(runId, nodeId) } }))));
   }
 
   /**
@@ -136,7 +142,7 @@ export class StepQueue {
 
   /** Whether the step's own job is waiting, active or delayed; with `removeDead`, a failed or finished one is removed. */
   private async alive(runId: string, nodeId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
-    const job = await (await this.started()).getJob(stepJobId(runId, nodeId));
+    const job = await this.call((queue) => queue.getJob(stepJobId(runId, nodeId)));
     if (!job) return false;
     const state = await job.getState();
     if (state !== 'failed' && state !== 'completed' && state !== 'unknown') return true;
@@ -183,7 +189,7 @@ export class StepQueue {
 
   /** Jobs waiting, delayed, active and failed (kept a day; for metrics and the reaper). */
   async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    const counts = await (await this.started()).getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
+    const counts = await this.call((queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'));
     return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
   }
 

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { isNotConnectionError, Worker, type Job, type Processor, type WorkerOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { type JobCatalog, type JobName, type JobPayload } from './job-catalog';
+import type { JobCatalog, JobName, JobPayload } from './job-catalog';
 import { QUEUE_NAMES } from './queue-names';
 
 /** One handler per job of the steps queue: exhaustive over the job catalog. */
@@ -85,6 +85,17 @@ export interface StepWorker {
   close(force?: boolean): Promise<void>;
 }
 
+/** A step worker's lock and stalled-job settings for a lock of `lockMs` (the benchmarks' BullMQ peers take them too). */
+export function stepWorkerSettings(lockMs: number): Pick<WorkerOptions, 'lockDuration' | 'stalledInterval' | 'maxStalledCount'> {
+  return {
+    lockDuration: lockMs,
+    // Stalled jobs are looked for twice per lock period, so a dead worker's step comes back within ~1.5 locks.
+    stalledInterval: Math.max(500, Math.floor(lockMs / 2)),
+    // A job that stalls this often is failed rather than redelivered forever; the reaper and the run timeout take over.
+    maxStalledCount: 5,
+  };
+}
+
 function createWorker(options: StepWorkerOptions): Worker {
   const worker = new PromptWorker(
     QUEUE_NAMES.steps,
@@ -97,11 +108,7 @@ function createWorker(options: StepWorkerOptions): Worker {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency,
-      lockDuration: options.lockMs,
-      // Stalled jobs are looked for twice per lock period, so a dead worker's step comes back within ~1.5 locks.
-      stalledInterval: Math.max(500, Math.floor(options.lockMs / 2)),
-      // A job that stalls this often is failed rather than redelivered forever; the reaper and the run timeout take over.
-      maxStalledCount: 5,
+      ...stepWorkerSettings(options.lockMs),
       // Run once Redis accepted its start (startStepWorker).
       autorun: false,
     },

@@ -4,9 +4,9 @@ import type { AddressInfo } from 'node:net';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
-import { createRedisConnection } from '../../../services/queue';
+import { createRedisConnection, STEP_JOB_OPTIONS } from '../../../services/queue';
 import type { BenchContext } from './context';
-import { PEER_JOB_OPTIONS, PEER_WORKER_SETTINGS } from './raw-bullmq';
+import { PEER_WORKER_SETTINGS } from './raw-bullmq';
 
 type StepJob = { runId: string; a: number; b: number };
 
@@ -53,7 +53,7 @@ export class DesignFloor {
     const connection = createRedisConnection(options.redisUrl);
     const subscriber = createRedisConnection(options.redisUrl);
     const workerConnection = createRedisConnection(options.redisUrl);
-    const queue = new Queue('floor', { connection, prefix, defaultJobOptions: PEER_JOB_OPTIONS });
+    const queue = new Queue('floor', { connection, prefix, defaultJobOptions: STEP_JOB_OPTIONS });
     const processor = async (job: Job): Promise<void> => {
       const { runId, a, b } = job.data as StepJob;
       const outputs = { out: { kind: 'float', value: a + b } };

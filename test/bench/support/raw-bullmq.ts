@@ -2,15 +2,12 @@ import { performance } from 'node:perf_hooks';
 import { Queue, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import pg from 'pg';
-import { createRedisConnection } from '../../../services/queue';
+import { createRedisConnection, STEP_JOB_OPTIONS, stepWorkerSettings } from '../../../services/queue';
 import type { BenchContext } from './context';
 import { RUN_TIMEOUT_MS } from './service-client';
 
-/** The step queue's job options (services/queue), so a BullMQ peer does what our queue does per job. */
-export const PEER_JOB_OPTIONS = { removeOnComplete: true, removeOnFail: { age: 86_400 }, attempts: 5, backoff: { type: 'exponential', delay: 500 } };
-
-/** The step worker's settings (services/queue/step-worker.ts) with the default 30 s lock, for a BullMQ peer's worker. */
-export const PEER_WORKER_SETTINGS = { lockDuration: 30_000, stalledInterval: 15_000, maxStalledCount: 5 };
+/** The step worker's settings with the default 30 s lock, for a BullMQ peer's worker (as our queue's job options, STEP_JOB_OPTIONS, for its jobs). */
+export const PEER_WORKER_SETTINGS = stepWorkerSettings(30_000);
 
 type ChainJob = { id: string; i: number; n: number; value: number; durable: boolean };
 
@@ -42,7 +39,7 @@ export class RawBullmq {
     const workerConnection = createRedisConnection(options.redisUrl);
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
     await pool.query('CREATE TABLE IF NOT EXISTS bench_raw_steps (chain text NOT NULL, i int NOT NULL, value int NOT NULL, at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (chain, i))');
-    const queue = new Queue('raw', { connection, prefix, defaultJobOptions: PEER_JOB_OPTIONS });
+    const queue = new Queue('raw', { connection, prefix, defaultJobOptions: STEP_JOB_OPTIONS });
     const processor = async (job: Job): Promise<void> => {
       if (job.name === 'single') {
         const { id, a, b } = job.data as { id: string; a: number; b: number };

@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { FlowProducer, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { createRedisConnection } from '../../../services/queue';
+import { createRedisConnection, STEP_JOB_OPTIONS } from '../../../services/queue';
 import { withPeer, type Workload } from '../support/context';
 import { sequential } from '../support/load';
-import { PEER_JOB_OPTIONS, PEER_WORKER_SETTINGS } from '../support/raw-bullmq';
+import { PEER_WORKER_SETTINGS } from '../support/raw-bullmq';
 import { atMost, type Row } from '../support/report';
 import { runOnce } from '../support/service-client';
 
@@ -106,8 +106,8 @@ class FlowPeer {
     await this.flows.add({
       name: 'parent',
       queueName: 'fan',
-      opts: { ...PEER_JOB_OPTIONS, jobId: id },
-      children: Array.from({ length: WIDTH }, (_, i) => ({ name: 'child', queueName: 'fan', data: { a: SOURCE, b: i }, opts: { ...PEER_JOB_OPTIONS, jobId: `${id}_${i}` } })),
+      opts: { ...STEP_JOB_OPTIONS, jobId: id },
+      children: Array.from({ length: WIDTH }, (_, i) => ({ name: 'child', queueName: 'fan', data: { a: SOURCE, b: i }, opts: { ...STEP_JOB_OPTIONS, jobId: `${id}_${i}` } })),
     });
     const sum = await done;
     const elapsed = performance.now() - started;
