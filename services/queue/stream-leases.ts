@@ -86,10 +86,15 @@ const NO_LEASE: StreamLease = { release: () => undefined };
  * renewal) expires after `leaseMs` and is dropped by the next `acquire` of its group, so a crash
  * never leaks slots for longer than that. Times are Redis's clock, never a replica's.
  *
- * A lease given back is removed by this replica's next `acquire` of its group, in the same
- * script (an organization's next stream usually opens on the replica whose last one ended: one
- * Redis call per stream instead of two), or after `releaseDelayMs` when none comes. So this
- * replica sees the slot free at once, and the others within that delay.
+ * A lease given back stays in Redis for up to `releaseDelayMs`, and this replica's next `acquire`
+ * of its group within that delay takes it over as it is, without a call to Redis (an
+ * organization's next stream usually opens on the replica whose last one ended): the slot passes
+ * from one stream to the next, and the count in Redis, which counted it all along, stays right.
+ * Only a lease taken less than half its lifetime ago is handed on (its expiry in Redis is then
+ * at least half a lifetime away, renewed or not), and only under a limit no lower than the one it
+ * was taken under. A lease that cannot be handed on is removed by the group's next `acquire`, in
+ * the same script, or after `releaseDelayMs` when none comes. So this replica sees the slot free
+ * at once, and the others within that delay.
  *
  * A Redis that cannot be reached fails open (the stream is let through uncounted): the limit
  * protects the service, it must not be what takes it down.
@@ -100,8 +105,8 @@ export class StreamLeases {
   private readonly timeoutMs: number;
   /** Leases this replica holds: group key → lease ids. */
   private readonly held = new Map<string, Set<string>>();
-  /** Leases given back and not yet removed in Redis: group key → lease ids. */
-  private readonly released = new Map<string, string[]>();
+  /** Leases given back and not yet removed in Redis, in the order given back: group key → leases. */
+  private readonly released = new Map<string, Released[]>();
   private readonly releaseDelayMs: number;
   private releaseTimer: NodeJS.Timeout | undefined;
   private readonly timer: NodeJS.Timeout;
@@ -118,9 +123,12 @@ export class StreamLeases {
   /** Takes one of `group`'s `slots`; null when all are held. */
   async acquire(group: string, slots: number): Promise<StreamLease | null> {
     const key = this.keyOf(group);
+    const handedOn = this.handOn(key, slots);
+    if (handedOn) return handedOn;
     const id = `${this.replica}:${++this.next}`;
-    const released = this.released.get(key) ?? [];
+    const released = (this.released.get(key) ?? []).map((lease) => lease.id);
     this.released.delete(key);
+    const sentAt = performance.now();
     let taken: boolean;
     try {
       const reply = ACQUIRE.run(this.options.redis, [key], [id, this.leaseMs, slots, ...released]) as Promise<[number, number]>;
@@ -129,22 +137,49 @@ export class StreamLeases {
     } catch (err) {
       // A lease written after the timeout is never renewed: it expires after leaseMs. The
       // removals it carried may not have run: sent again (removing an absent lease is harmless).
-      for (const gone of released) this.release(key, gone);
+      for (const gone of released) this.release(key, { id: gone, takenAt: -Infinity, slots: 0 });
       this.options.onError?.(err);
       return NO_LEASE;
     }
     if (!taken) return null;
-    const ids = this.held.get(key) ?? new Set<string>();
-    ids.add(id);
-    this.held.set(key, ids);
-    return new HeldLease(this, key, ids, id);
+    return this.hold(key, { id, takenAt: sentAt, slots });
   }
 
-  /** Gives one lease back (HeldLease.release, once): no longer renewed, removed in Redis soon. */
-  giveBack(key: string, ids: Set<string>, id: string): void {
-    ids.delete(id);
+  /**
+   * A lease of `key` given back and not yet removed, taken over for a new stream: the newest one
+   * taken less than half a lifetime ago (so that its expiry in Redis is far enough away whatever
+   * the renewals did) under a limit no lower than `slots` (so that the group's count, which
+   * includes it, is within today's limit). Null when there is none.
+   */
+  private handOn(key: string, slots: number): StreamLease | null {
+    const queued = this.released.get(key);
+    if (!queued) return null;
+    const fresh = performance.now() - this.leaseMs / 2;
+    for (let i = queued.length - 1; i >= 0; i--) {
+      const lease = queued[i]!;
+      if (lease.takenAt < fresh || slots < lease.slots) continue;
+      queued.splice(i, 1);
+      if (queued.length === 0) this.released.delete(key);
+      return this.hold(key, lease);
+    }
+    return null;
+  }
+
+  private hold(key: string, lease: GivenBack): StreamLease {
+    const ids = this.held.get(key) ?? new Set<string>();
+    ids.add(lease.id);
+    this.held.set(key, ids);
+    return new HeldLease(this, key, ids, lease.id, lease.takenAt, lease.slots);
+  }
+
+  /**
+   * Gives one lease back (HeldLease.release, once): no longer renewed; handed on to the group's
+   * next stream here, or removed in Redis soon.
+   */
+  giveBack(key: string, ids: Set<string>, lease: GivenBack): void {
+    ids.delete(lease.id);
     if (ids.size === 0 && this.held.get(key) === ids) this.held.delete(key);
-    this.release(key, id);
+    this.release(key, lease);
   }
 
   /** Stops renewing and removes every lease this replica holds or gave back. */
@@ -152,31 +187,54 @@ export class StreamLeases {
     clearInterval(this.timer);
     clearTimeout(this.releaseTimer);
     const removals = this.takeReleased();
-    for (const [key, ids] of this.held) removals.set(key, [...(removals.get(key) ?? []), ...ids]);
+    for (const [key, ids] of this.held) removals.set(key, [...(removals.get(key) ?? []), ...[...ids].map((id) => ({ id }))]);
     this.held.clear();
     await this.remove(removals);
   }
 
-  /** Queues a lease's removal: sent with the group's next take, or by the timer. */
-  private release(key: string, id: string): void {
-    const ids = this.released.get(key);
-    if (ids) ids.push(id);
-    else this.released.set(key, [id]);
-    this.releaseTimer ??= setTimeout(() => {
-      this.releaseTimer = undefined;
-      void this.remove(this.takeReleased());
-    }, this.releaseDelayMs);
+  /** Queues a lease's removal: handed on or sent with the group's next take, or sent by the timer. */
+  private release(key: string, lease: GivenBack): void {
+    const entry: Released = { id: lease.id, takenAt: lease.takenAt, slots: lease.slots, at: performance.now() };
+    const queued = this.released.get(key);
+    if (queued) queued.push(entry);
+    else this.released.set(key, [entry]);
+    this.releaseTimer ??= setTimeout(() => this.removeDue(), this.releaseDelayMs);
+  }
+
+  /**
+   * The timer: removes in Redis the leases given back `releaseDelayMs` ago or more, and waits for
+   * the others (given back since the timer was set: a lease handed on and given back again keeps
+   * its delay).
+   */
+  private removeDue(): void {
+    this.releaseTimer = undefined;
+    const due = performance.now() - this.releaseDelayMs;
+    const removals = new Map<string, Released[]>();
+    let next = Infinity;
+    for (const [key, queued] of this.released) {
+      let n = 0;
+      while (n < queued.length && queued[n]!.at <= due) n++;
+      if (n > 0) removals.set(key, queued.splice(0, n));
+      if (queued.length === 0) this.released.delete(key);
+      else next = Math.min(next, queued[0]!.at);
+    }
+    if (next !== Infinity) this.releaseTimer = setTimeout(() => this.removeDue(), Math.max(1, next - due));
+    void this.remove(removals);
   }
 
   /** The removals queued so far, the queue emptied. */
-  private takeReleased(): Map<string, string[]> {
-    const removals = new Map(this.released);
+  private takeReleased(): Map<string, { id: string }[]> {
+    const removals = new Map<string, { id: string }[]>(this.released);
     this.released.clear();
     return removals;
   }
 
-  private async remove(removals: Map<string, string[]>): Promise<void> {
-    await Promise.all([...removals].map(([key, ids]) => this.options.redis.zrem(key, ...ids).catch((err: unknown) => this.options.onError?.(err))));
+  private async remove(removals: Map<string, { id: string }[]>): Promise<void> {
+    await Promise.all(
+      [...removals].map(([key, leases]) =>
+        this.options.redis.zrem(key, ...leases.map((lease) => lease.id)).catch((err: unknown) => this.options.onError?.(err)),
+      ),
+    );
   }
 
   private async renew(): Promise<void> {
@@ -199,23 +257,40 @@ export class StreamLeases {
 }
 
 /**
+ * A lease given back, or held: its id, when its take was sent (`performance.now()`: its expiry in
+ * Redis is at least a lifetime after), and the group's limit it was taken under.
+ */
+interface GivenBack {
+  id: string;
+  takenAt: number;
+  slots: number;
+}
+
+/** A lease given back, and when (`performance.now()`). */
+interface Released extends GivenBack {
+  at: number;
+}
+
+/**
  * A lease this replica holds: a class with a method rather than an object literal with an arrow,
  * since one lives as long as each open stream and tsx names an arrow bound to a property, which
  * gives that closure a property dictionary of about 256 bytes (docs/performance.md, B6).
  */
-class HeldLease implements StreamLease {
+class HeldLease implements StreamLease, GivenBack {
   private released = false;
 
   constructor(
     private readonly leases: StreamLeases,
     private readonly key: string,
     private readonly ids: Set<string>,
-    private readonly id: string,
+    readonly id: string,
+    readonly takenAt: number,
+    readonly slots: number,
   ) {}
 
   release(): void {
     if (this.released) return;
     this.released = true;
-    this.leases.giveBack(this.key, this.ids, this.id);
+    this.leases.giveBack(this.key, this.ids, this);
   }
 }

@@ -2,14 +2,15 @@
  * The timeline of single 1-node runs (`make timeline`): after a warm-up, `TIMELINE_RUNS`
  * sequential runs of the bench service (ROLE=all in this process, fsync on), each printed as the
  * moments the client sent and received, the HTTP server began and finished the request, and every
- * Postgres statement and Redis command (by name) began and ended, in milliseconds from the POST.
+ * Postgres statement and Redis command (by name; scripts by their names) began and ended, in milliseconds from the POST.
  * Where B1's latency goes, hop by hop. The medians of the whole run and of each statement close
  * the output. Not a *.bench.ts: make bench does not run it.
  */
 import diagnostics from 'node:diagnostics_channel';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { dbCalls, redisCalls, type DbCall, type RedisCall } from '../../services/platform/call-channels';
+import { Redis } from 'ioredis';
+import { dbCalls, type DbCall } from '../../services/platform/call-channels';
 import { sseMessages } from '../support/sse';
 import { withBenchService } from './support/context';
 import { sequential } from './support/load';
@@ -20,6 +21,27 @@ const RUNS = Number(process.env.TIMELINE_RUNS ?? 5);
 const PRINTED = Number(process.env.TIMELINE_PRINTED ?? 3);
 
 const now = () => performance.timeOrigin + performance.now();
+
+/**
+ * Every Redis command the service sends, timed from its send to its answer, scripts (`evalsha`)
+ * named from the connection's defined commands (ioredis' `scriptsSet`). The prototype's
+ * `sendCommand` is wrapped before the service makes its connections (each binds it then).
+ */
+let onRedisCommand: ((name: string, seconds: number) => void) | undefined;
+const WAITING = new Set(['bzpopmin', 'subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe']);
+const sendCommand = Redis.prototype.sendCommand;
+Redis.prototype.sendCommand = function (this: Redis & { scriptsSet?: Record<string, { sha: string }> }, ...args: Parameters<Redis['sendCommand']>) {
+  const [command] = args;
+  const listener = onRedisCommand;
+  if (listener && !WAITING.has(command.name)) {
+    const sha = command.name === 'evalsha' ? String(command.args[0]) : '';
+    const script = sha ? (Object.entries(this.scriptsSet ?? {}).find(([, s]) => s.sha === sha)?.[0] ?? sha.slice(0, 8)) : '';
+    const started = performance.now();
+    const report = () => listener(script ? `${command.name} ${script}` : command.name, (performance.now() - started) / 1000);
+    command.promise.then(report, report);
+  }
+  return sendCommand.apply(this, args);
+} as Redis['sendCommand'];
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function main(): Promise<void> {
@@ -32,14 +54,13 @@ async function main(): Promise<void> {
       marks.push([end - seconds * 1000, `${what} …`], [end, `${what} done (${(seconds * 1000).toFixed(2)} ms)`]);
     };
     const onDb = (message: unknown) => span(`pg ${(message as DbCall).operation}`, (message as DbCall).seconds);
-    const onRedis = (message: unknown) => span(`  redis ${(message as RedisCall).command}`, (message as RedisCall).seconds);
+    onRedisCommand = (name, seconds) => span(`  redis ${name}`, seconds);
     const onRequest = (message: unknown) => {
       const { request } = message as { request: { method: string; url: string } };
       marks.push([now(), `server: ${request.method} ${request.url}`]);
     };
     const onFinish = () => marks.push([now(), 'server: response finished']);
     dbCalls.subscribe(onDb);
-    redisCalls.subscribe(onRedis);
     diagnostics.subscribe('http.server.request.start', onRequest);
     diagnostics.subscribe('http.server.response.finish', onFinish);
     const totals: number[] = [];
@@ -55,8 +76,9 @@ async function main(): Promise<void> {
         for await (const message of sseMessages(res.body!)) marks.push([now(), `client: ${message.data.slice(0, 48)}`]);
         const end = now();
         marks.push([end, 'client: end']);
-        // The worker's last commands (the job's completion) finish after the client's end.
-        await sleep(50);
+        // The worker's last commands (the job's completion) finish after the client's end; shorter than
+        // the stream slots' release delay (50 ms), as between B1's back-to-back runs.
+        await sleep(20);
         totals.push(end - t0);
         const sorted = marks.sort((a, b) => a[0] - b[0]);
         for (const [, what] of sorted) {
@@ -69,7 +91,7 @@ async function main(): Promise<void> {
       }
     } finally {
       dbCalls.unsubscribe(onDb);
-      redisCalls.unsubscribe(onRedis);
+      onRedisCommand = undefined;
       diagnostics.unsubscribe('http.server.request.start', onRequest);
       diagnostics.unsubscribe('http.server.response.finish', onFinish);
     }

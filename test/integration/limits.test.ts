@@ -1,5 +1,7 @@
 import net from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { listen, type RunningServer } from '../../services/api';
+import { redisCalls, type RedisCall } from '../../services/platform/call-channels';
 import { createRedisConnection, StreamLeases } from '../../services/queue';
 import { RunRepository } from '../../services/store';
 import { eventually, stillTrueFor } from '../support/eventually';
@@ -365,23 +367,57 @@ describe('stream leases in Redis', () => {
     expect(await redis.zcard(`${prefix}:stream-leases:renewed`)).toBe(0);
   });
 
-  it("removes a given-back lease with its replica's next take of the group, in the same call", async () => {
-    // No timer to do it: only the take can have removed the lease.
+  it("hands a given-back lease to its replica's next stream of the group without a call to Redis; the other replicas find the slot held throughout", async () => {
+    // No timer to remove it: the lease stays in Redis until handed on or closed.
     const leases = new StreamLeases({ redis, prefix, releaseDelayMs: 60_000 });
     const other = new StreamLeases({ redis, prefix });
     const key = `${prefix}:stream-leases:handed-on`;
     const first = await leases.acquire('handed-on', 1);
     expect(first).not.toBeNull();
+    const [id] = await redis.zrange(key, 0, -1);
     first!.release();
-    // Still in Redis: another replica finds the slot held until the removal is sent.
-    expect(await redis.zcard(key)).toBe(1);
     expect(await other.acquire('handed-on', 1)).toBeNull();
+    const commands: string[] = [];
+    const onCommand = (message: unknown) => commands.push((message as RedisCall).command);
+    redisCalls.subscribe(onCommand);
     const second = await leases.acquire('handed-on', 1);
+    redisCalls.unsubscribe(onCommand);
     expect(second).not.toBeNull();
-    expect(await redis.zcard(key)).toBe(1);
+    expect(commands).toEqual([]);
+    expect(await redis.zrange(key, 0, -1)).toEqual([id]);
+    expect(await other.acquire('handed-on', 1)).toBeNull();
+    // Handed on once, released once: the third take finds it given back again.
     second!.release();
+    second!.release();
+    expect(await leases.acquire('handed-on', 1)).not.toBeNull();
+    expect(await leases.acquire('handed-on', 1)).toBeNull();
     await leases.close();
     await other.close();
+    expect(await redis.zcard(key)).toBe(0);
+  });
+
+  it("removes a given-back lease it cannot hand on (taken over half a lifetime ago, or under a higher limit) with its replica's next take, in the same call", async () => {
+    const leases = new StreamLeases({ redis, prefix, leaseMs: 400, renewMs: 60_000, releaseDelayMs: 60_000 });
+    const key = `${prefix}:stream-leases:not-handed-on`;
+    const old = await leases.acquire('not-handed-on', 1);
+    expect(old).not.toBeNull();
+    const [oldId] = await redis.zrange(key, 0, -1);
+    await sleep(250);
+    old!.release();
+    const next = await leases.acquire('not-handed-on', 1);
+    expect(next).not.toBeNull();
+    const ids = await redis.zrange(key, 0, -1);
+    expect(ids).toHaveLength(1);
+    expect(ids[0]).not.toBe(oldId);
+    // Taken under a limit of 2 and given back, asked for under a limit of 1: the count is checked
+    // again (the other lease, handed on from a limit of 1 to 2, holds the one slot left).
+    next!.release();
+    const wide = [await leases.acquire('not-handed-on', 2), await leases.acquire('not-handed-on', 2)];
+    expect(wide).not.toContain(null);
+    wide[1]!.release();
+    expect(await leases.acquire('not-handed-on', 1)).toBeNull();
+    expect(await redis.zcard(key)).toBe(1);
+    await leases.close();
     expect(await redis.zcard(key)).toBe(0);
   });
 
