@@ -72,7 +72,12 @@ export function createRedisConnection(target: RedisTarget | string, options: Red
  * connection in subscriber mode, the next `INFO` is refused ("Connection in subscriber mode"),
  * and ioredis fails every queued command with that error. Subscribing needs no loaded data;
  * the log reads that follow go over the command connection, which keeps its ready check.
+ * `onError` is told of the connection's errors.
  */
-export function createRedisSubscriber(target: RedisTarget | string, options: RedisOptions = {}): Redis {
-  return createRedisConnection(target, { ...options, enableReadyCheck: false });
+export function createRedisSubscriber(target: RedisTarget | string, onError: (err: Error) => void, options: RedisOptions = {}): Redis {
+  const subscriber = createRedisConnection(target, { ...options, enableReadyCheck: false });
+  // Its errors (a refused reconnect, every retry of an outage) go to the caller's log: with no
+  // listener, ioredis writes each to the console instead. Nothing else listens on this connection.
+  subscriber.on('error', onError);
+  return subscriber;
 }

@@ -33,7 +33,7 @@ export interface BuiltWorker {
 export async function buildWorker(resources: ServiceResources, options: { background: boolean }): Promise<BuiltWorker> {
   const { config, log, metrics } = resources;
   const inFlight = new InFlightSteps();
-  const abortSubscriber = createRedisSubscriber(redisTargetOf(config));
+  const abortSubscriber = createRedisSubscriber(redisTargetOf(config), (err) => log.warn({ err }, 'run abort channel: Redis error'));
   const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
     inFlight.abortRun(runId, new Error('the run stopped'));
   });

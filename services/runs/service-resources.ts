@@ -71,7 +71,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     onIdleError: (err) => log.warn({ err }, 'an idle Postgres connection failed; the pool replaces it'),
   });
   const redis = createRedisConnection(redisTargetOf(config));
-  const subscriber = options.subscribe ? createRedisSubscriber(redisTargetOf(config)) : undefined;
+  const subscriber = options.subscribe ? createRedisSubscriber(redisTargetOf(config), (err) => log.warn({ err }, 'event subscriber: Redis error')) : undefined;
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
   // A second fan-out on the one connection: its channels are not the bus's, so neither unsubscribes the other's.
   const channels = subscriber ? new ChannelFanout(subscriber) : undefined;

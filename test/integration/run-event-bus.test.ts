@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import type { RunEvent } from '../../services/contract';
-import { createRedisConnection, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
+import { createRedisConnection, createRedisSubscriber, RunEventBus, runEventKeys, type SequencedEvent } from '../../services/queue';
 import { MountTallyAppender } from '../../services/queue/mount-tally-appender';
 import { followRunEvents, type StoredRun } from '../../services/runs';
 import { eventually } from '../support/eventually';
@@ -615,5 +615,34 @@ describe('the run event bus', () => {
     // Events appended later reach nobody.
     await bus.append(runId, progress('e2'));
     expect(await stream.next()).toEqual({ value: undefined, done: true });
+  });
+});
+
+describe('a subscriber connection (createRedisSubscriber)', () => {
+  it("tells its caller of its errors, none written to the console by ioredis, and subscribes again once Redis is back", async () => {
+    const proxy = await startFaultProxy(stack().redisUrl);
+    const consoleErrors = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const errors: Error[] = [];
+    const subscriber = createRedisSubscriber(`redis://127.0.0.1:${proxy.port}`, (err) => errors.push(err));
+    const publisher = createRedisConnection(stack().redisUrl);
+    try {
+      const channel = uniqueName('subscriber-errors');
+      const received: string[] = [];
+      subscriber.on('message', (_channel: string, message: string) => received.push(message));
+      await subscriber.subscribe(channel);
+      // Cut, and every reconnection refused for a while: each attempt is an error of the connection.
+      proxy.mode = 'refuse';
+      proxy.resetAll();
+      await eventually(async () => errors.length >= 2, { what: 'the refused reconnections told to the caller' });
+      proxy.mode = 'pass';
+      await eventually(async () => (await publisher.publish(channel, 'after')) === 1 && received.includes('after'), { what: 'the subscription renewed on reconnection' });
+      const unhandled = consoleErrors.mock.calls.filter((args) => String(args[0]).includes('[ioredis]'));
+      expect(unhandled).toEqual([]);
+    } finally {
+      consoleErrors.mockRestore();
+      subscriber.disconnect();
+      publisher.disconnect();
+      await proxy.close();
+    }
   });
 });
