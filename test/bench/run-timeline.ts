@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { dbCalls, type DbCall } from '../../services/platform/call-channels';
+import { RedisScript } from '../../services/queue/redis-script';
 import { sseMessages } from '../support/sse';
 import { withBenchService } from './support/context';
 import { sequential } from './support/load';
@@ -24,18 +25,25 @@ const now = () => performance.timeOrigin + performance.now();
 
 /**
  * Every Redis command the service sends, timed from its send to its answer, scripts (`evalsha`)
- * named from the connection's defined commands (ioredis' `scriptsSet`). The prototype's
- * `sendCommand` is wrapped before the service makes its connections (each binds it then).
+ * named: BullMQ's by the connection's defined commands (ioredis' `scriptsSet`), ours by the first
+ * words of their Lua's header (each `RedisScript` notes its SHA as it runs). The prototypes are
+ * wrapped before the service makes its connections (each binds `sendCommand` then).
  */
 let onRedisCommand: ((name: string, seconds: number) => void) | undefined;
 const WAITING = new Set(['bzpopmin', 'subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe']);
+const ourScripts = new Map<string, string>();
+const runScript = RedisScript.prototype.run;
+RedisScript.prototype.run = function (this: RedisScript, ...args: Parameters<RedisScript['run']>) {
+  if (!ourScripts.has(this.sha)) ourScripts.set(this.sha, `"${/[A-Za-z][^.\n]*/.exec(this.lua)?.[0].slice(0, 36) ?? this.sha.slice(0, 8)}"`);
+  return runScript.apply(this, args);
+};
 const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (this: Redis & { scriptsSet?: Record<string, { sha: string }> }, ...args: Parameters<Redis['sendCommand']>) {
   const [command] = args;
   const listener = onRedisCommand;
   if (listener && !WAITING.has(command.name)) {
     const sha = command.name === 'evalsha' ? String(command.args[0]) : '';
-    const script = sha ? (Object.entries(this.scriptsSet ?? {}).find(([, s]) => s.sha === sha)?.[0] ?? sha.slice(0, 8)) : '';
+    const script = sha ? (ourScripts.get(sha) ?? Object.entries(this.scriptsSet ?? {}).find(([, s]) => s.sha === sha)?.[0] ?? sha.slice(0, 8)) : '';
     const started = performance.now();
     const report = () => listener(script ? `${command.name} ${script}` : command.name, (performance.now() - started) / 1000);
     command.promise.then(report, report);
