@@ -14,6 +14,9 @@ export interface FollowDeps {
   recordCheckMs?: number;
 }
 
+/** Why a refused run's subscription is given back: one instance (see `stop` below). */
+const NOT_STARTED = new DOMException('the run was not started', 'AbortError');
+
 /** A started run and its stream of events from the first. */
 export interface FollowedRun {
   runId: string;
@@ -35,9 +38,11 @@ export async function startFollowed(
   const { signal } = caller;
   const runId = randomUUID();
   const controller = new AbortController();
-  const stop = () => controller.abort();
+  // The caller's reason passed on: `abort()` without one builds a DOMException, stack and all, at
+  // every stream's end (each response's close aborts its call's signal).
+  const stop = () => controller.abort(signal.reason);
   signal.addEventListener('abort', stop, { once: true });
-  if (signal.aborted) controller.abort();
+  if (signal.aborted) stop();
   const iterator = followRun(deps, runId, caller, controller.signal)[Symbol.asyncIterator]();
   // The first next() subscribes; what it resolves to is the stream's first event.
   const first = iterator.next();
@@ -46,7 +51,7 @@ export async function startFollowed(
   try {
     await start(runId);
   } catch (err) {
-    controller.abort();
+    controller.abort(NOT_STARTED);
     await first.catch(() => undefined);
     await iterator.return?.(undefined);
     release();
