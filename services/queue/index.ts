@@ -10,7 +10,7 @@ export { APPEND_RUN_EVENT_LUA } from './append-run-event-script';
 export { GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';
 export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
-export { RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
+export { claimSize, RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
 export { RedisScript } from './redis-script';
 export { StreamLeases, type StreamLease, type StreamLeasesOptions } from './stream-leases';
 export { isRedisUnavailable } from './redis-outage';

@@ -39,7 +39,8 @@ export interface TokenCountedEarly {
  * token, as every refused call of a valid token is.
  */
 export function ipRateLimit(options: MinuteLimit, early?: TokenCountedEarly) {
-  const rule: RateLimitRule = { name: 'api-ip', limit: options.perMinute, windowMs: 60_000 };
+  // Every request passes here: its hits are claimed a few at a time (RateLimitRule.claimAhead).
+  const rule: RateLimitRule = { name: 'api-ip', limit: options.perMinute, windowMs: 60_000, claimAhead: true };
   return async (req: Request, res: Response, next: NextFunction): Promise<void> => {
     if (isExempt(req.path)) return next();
     const tokenId = early?.tokenOf(req);

@@ -49,7 +49,8 @@ export class TokenLimit {
   private readonly rule: RateLimitRule;
 
   constructor(private readonly options: MinuteLimit) {
-    this.rule = { name: 'api-token', limit: options.perMinute, windowMs: WINDOW_MS };
+    // Every call of a token counts: its hits are claimed a few at a time (RateLimitRule.claimAhead).
+    this.rule = { name: 'api-token', limit: options.perMinute, windowMs: WINDOW_MS, claimAhead: true };
   }
 
   /** Counts one call of the token, and only counts: `count` given the outcome refuses or admits it. */
