@@ -24,7 +24,7 @@ export function claimSize(limit: number): number {
 }
 
 /** Keys whose claimed hits a replica keeps at most (a flood of new addresses claims hit by hit beyond). */
-const MAX_CLAIMED_KEYS = 10_000;
+export const MAX_CLAIMED_KEYS = 10_000;
 
 /**
  * Hits of one key's window counted in Redis by this replica and not spent yet: `count` is the
@@ -91,6 +91,7 @@ export class RateLimiter {
   private readonly timeoutMs: number;
   /** Spare hits this replica claimed, by Redis key (rules that claim ahead). */
   private readonly claimed = new Map<string, Claimed>();
+  private sweptAt = -Infinity;
 
   constructor(private readonly options: RateLimiterOptions) {
     this.timeoutMs = options.timeoutMs ?? 500;
@@ -143,10 +144,16 @@ export class RateLimiter {
     await this.options.redis.del(this.keyOf(rule, key));
   }
 
-  /** Whether a claim of `key` may be kept: it is kept already, or there is room (after dropping ended windows). */
+  /**
+   * Whether a claim of `key` may be kept: it is kept already, or there is room, after dropping
+   * ended windows at most once a second (a flood of new keys must not make every request walk
+   * the whole map).
+   */
   private mayKeep(key: string): boolean {
     if (this.claimed.has(key) || this.claimed.size < MAX_CLAIMED_KEYS) return true;
     const now = performance.now();
+    if (now - this.sweptAt < 1000) return false;
+    this.sweptAt = now;
     for (const [kept, claimed] of this.claimed) if (claimed.ends <= now) this.claimed.delete(kept);
     return this.claimed.size < MAX_CLAIMED_KEYS;
   }

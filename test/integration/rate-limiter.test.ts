@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { redisCalls, type RedisCall } from '../../services/platform/call-channels';
 import { claimSize, createRedisConnection, RateLimiter, type RateLimitRule } from '../../services/queue';
+import { MAX_CLAIMED_KEYS } from '../../services/queue/rate-limiter';
 import { stack, uniqueName } from '../support/stack';
 
 /** The Redis commands `work` sends (every connection of this process). */
@@ -97,5 +98,17 @@ describe('rate limits claimed ahead (a rule with claimAhead)', () => {
     const { result, commands } = await commandsOf(() => limiter.hit(r, 'reset'));
     expect(commands).toBe(1);
     expect(result.remaining).toBe(9999);
+  });
+
+  it('keeps spare hits for at most MAX_CLAIMED_KEYS keys: a key beyond them is counted hit by hit, the kept ones still spend theirs', async () => {
+    const limiter = new RateLimiter({ redis, prefix });
+    const r = rule(10_000);
+    for (let i = 0; i < MAX_CLAIMED_KEYS; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => limiter.hit(r, `flood-${i + j}`)));
+    const beyond = await commandsOf(() => hits(limiter, r, 'beyond', 3));
+    expect(beyond.commands).toBe(3);
+    expect(Number(await redis.get(`${prefix}:rl:${r.name}:beyond`))).toBe(3);
+    const kept = await commandsOf(() => limiter.hit(r, 'flood-0'));
+    expect(kept.commands).toBe(0);
+    expect(kept.result.remaining).toBe(10_000 - 2);
   });
 });
