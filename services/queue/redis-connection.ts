@@ -3,7 +3,7 @@ import { redisCalls, type RedisCall } from '../platform/call-channels';
 import { corkForTurn } from '../platform/socket-cork';
 
 /** Commands that wait for data by design (or switch to pub/sub): their time is not latency. */
-const WAITING_COMMANDS = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'bzpopmin', 'bzpopmax', 'bzmpop', 'blmpop', 'xread', 'xreadgroup', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'monitor', 'wait', 'waitaof']);
+export const WAITING_COMMANDS: ReadonlySet<string> = new Set(['blpop', 'brpop', 'brpoplpush', 'blmove', 'bzpopmin', 'bzpopmax', 'bzmpop', 'blmpop', 'xread', 'xreadgroup', 'subscribe', 'psubscribe', 'ssubscribe', 'unsubscribe', 'punsubscribe', 'sunsubscribe', 'monitor', 'wait', 'waitaof']);
 
 /**
  * The one hook on every command the connection sends: times it for metrics

@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { dbCalls, type DbCall } from '../../services/platform/call-channels';
+import { WAITING_COMMANDS } from '../../services/queue/redis-connection';
 import { RedisScript } from '../../services/queue/redis-script';
 import { sseMessages } from '../support/sse';
 import { withBenchService } from './support/context';
@@ -24,13 +25,13 @@ const PRINTED = Number(process.env.TIMELINE_PRINTED ?? 3);
 const now = () => performance.timeOrigin + performance.now();
 
 /**
- * Every Redis command the service sends, timed from its send to its answer, scripts (`evalsha`)
- * named: BullMQ's by the connection's defined commands (ioredis' `scriptsSet`), ours by the first
- * words of their Lua's header (each `RedisScript` notes its SHA as it runs). The prototypes are
- * wrapped before the service makes its connections (each binds `sendCommand` then).
+ * Every Redis command the service sends (the waiting ones left out, as for metrics), timed from
+ * its send to its answer, scripts (`evalsha`) named: BullMQ's by the connection's defined commands
+ * (ioredis' `scriptsSet`), ours by the first words of their Lua's header (each `RedisScript` notes
+ * its SHA as it runs). The prototypes are wrapped before the service makes its connections (each
+ * binds `sendCommand` then).
  */
 let onRedisCommand: ((name: string, seconds: number) => void) | undefined;
-const WAITING = new Set(['bzpopmin', 'subscribe', 'psubscribe', 'unsubscribe', 'punsubscribe']);
 const ourScripts = new Map<string, string>();
 const runScript = RedisScript.prototype.run;
 RedisScript.prototype.run = function (this: RedisScript, ...args: Parameters<RedisScript['run']>) {
@@ -41,7 +42,7 @@ const sendCommand = Redis.prototype.sendCommand;
 Redis.prototype.sendCommand = function (this: Redis & { scriptsSet?: Record<string, { sha: string }> }, ...args: Parameters<Redis['sendCommand']>) {
   const [command] = args;
   const listener = onRedisCommand;
-  if (listener && !WAITING.has(command.name)) {
+  if (listener && !WAITING_COMMANDS.has(command.name.toLowerCase())) {
     const sha = command.name === 'evalsha' ? String(command.args[0]) : '';
     const script = sha ? (ourScripts.get(sha) ?? Object.entries(this.scriptsSet ?? {}).find(([, s]) => s.sha === sha)?.[0] ?? sha.slice(0, 8)) : '';
     const started = performance.now();

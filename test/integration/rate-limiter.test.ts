@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { redisCalls, type RedisCall } from '../../services/platform/call-channels';
+import { redisCalls } from '../../services/platform/call-channels';
 import { claimSize, createRedisConnection, RateLimiter, type RateLimitRule } from '../../services/queue';
 import { MAX_CLAIMED_KEYS } from '../../services/queue/rate-limiter';
 import { stack, uniqueName } from '../support/stack';
@@ -7,7 +7,7 @@ import { stack, uniqueName } from '../support/stack';
 /** The Redis commands `work` sends (every connection of this process). */
 async function commandsOf<T>(work: () => Promise<T>): Promise<{ result: T; commands: number }> {
   let commands = 0;
-  const onCommand = (message: unknown) => void ((message as RedisCall).command && commands++);
+  const onCommand = () => void commands++;
   redisCalls.subscribe(onCommand);
   try {
     return { result: await work(), commands };
