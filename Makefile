@@ -11,7 +11,7 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile timeline io-per-run pg-per-run install system-deps stop clean-data studio
+.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile timeline io-per-run pg-per-run pg-instructions install system-deps stop clean-data studio
 
 # make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
 # alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
@@ -30,6 +30,7 @@ help:
 	@echo "make timeline   where one run's latency goes: every Redis command and Postgres statement of a few runs, timed"
 	@echo "make io-per-run what one run costs in system calls (writes, reads) and CPU, sequential and at 8 clients"
 	@echo "make pg-per-run what one run asks of Postgres at 100/s: CPU, SQL functions, rows, WAL by record type"
+	@echo "make pg-instructions  instructions one Postgres backend executes per run's SQL (callgrind; repeats to 0.1%)"
 	@echo "make stop       stop the Redis and Postgres started by make run"
 	@echo "make admin ARGS=\"...\"  the admin command (accounts, credit, tokens) against make run's database"
 
@@ -118,6 +119,9 @@ io-per-run: install
 
 pg-per-run: install
 	$(NODE_BIN)/tsx test/bench/pg-per-run.ts
+
+pg-instructions: install
+	$(NODE_BIN)/tsx test/bench/pg-instructions.ts
 
 profile: install
 	@rm -rf .test-artifacts/profile && mkdir -p .test-artifacts/profile

@@ -145,10 +145,13 @@ END $$;
 -- a whole, as a crash before a synchronous commit's fsync would.
 -- Locks: none.
 CREATE FUNCTION svc_release_locks_before_flush() RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
+  -- PL/pgSQL, not SQL: its statement's plan is cached for the session, a SQL function's is made at
+  -- every call (twice per run; docs/performance.md, fourteenth round).
   -- svc.flush_after_commit tells the caller (the session's own synchronous_commit may be off already).
-  SELECT set_config('synchronous_commit', 'off', true), set_config('svc.flush_after_commit', 'on', true)
-$$;
+  PERFORM set_config('synchronous_commit', 'off', true), set_config('svc.flush_after_commit', 'on', true);
+END $$;
 
 -- svc_org_balance(p_org uuid) RETURNS bigint
 -- The organization's balance: its row's balance_micros less what its unfinished runs have been

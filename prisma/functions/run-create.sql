@@ -44,6 +44,7 @@ DECLARE
   p_org uuid := svc_arg(args, 'org_id')::uuid;
   p_runs jsonb := svc_arg(args, 'runs')::jsonb;
   a jsonb;
+  i int;
   p_cap bigint;
   p_status text;
   p_require boolean;
@@ -61,7 +62,9 @@ BEGIN
   END IF;
   -- Every creation of the organization's runs waits for this lock: release it before the flush (money-holds.sql).
   PERFORM svc_release_locks_before_flush();
-  FOR a IN SELECT value FROM jsonb_array_elements(p_runs) LOOP
+  -- By index, not over jsonb_array_elements: a loop of expressions, not a query's cursor.
+  FOR i IN 0 .. jsonb_array_length(p_runs) - 1 LOOP
+    a := p_runs->i;
     p_cap := svc_arg(a, 'cap_micros')::bigint;
     p_status := svc_arg(a, 'status');
     p_require := svc_arg(a, 'require_credit')::boolean;

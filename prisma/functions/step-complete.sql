@@ -112,8 +112,11 @@ BEGIN
   RETURNING * INTO done;
   total := done.cost_micros;
   new_reserved := r.reserved_micros - s.reserved_micros;
-  UPDATE steps d SET pending_deps = d.pending_deps - 1
-  WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0;
+  -- A run's last step has no dependents: no statement for nothing (docs/performance.md, fourteenth round).
+  IF cardinality(p_dependents) > 0 THEN
+    UPDATE steps d SET pending_deps = d.pending_deps - 1
+    WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0;
+  END IF;
   touched := p_dependents;
   charged_ids := ARRAY[done.id];
   IF r.status = 'running' AND p_followers IS NOT NULL THEN
@@ -182,8 +185,10 @@ BEGIN
   IF p_next_node IS NOT NULL THEN
     touched := touched || p_next_node;
   END IF;
-  SELECT array_agg(DISTINCT node_id ORDER BY node_id) INTO ready FROM steps
-  WHERE run_id = p_run AND node_id = ANY(touched) AND pending_deps = 0 AND status IN ('pending', 'queued');
+  IF cardinality(touched) > 0 THEN
+    SELECT array_agg(DISTINCT node_id ORDER BY node_id) INTO ready FROM steps
+    WHERE run_id = p_run AND node_id = ANY(touched) AND pending_deps = 0 AND status IN ('pending', 'queued');
+  END IF;
   SELECT count(*) INTO remaining FROM steps WHERE run_id = p_run AND status <> 'completed';
   completes_run := remaining = 0 AND p_run_outputs IS NOT NULL AND r.status = 'running';
   IF p_next_node IS NOT NULL AND r.status = 'running' AND p_next_node = ANY(ready) THEN
@@ -237,7 +242,8 @@ END $$;
 -- The commits are made in the order of their runs' ids, so that two calls lock shared run rows in
 -- the same order; every run row before any organization row (as svc_complete_step alone), and
 -- the organization rows in the order of their ids.
--- Input:  commits: [svc_complete_step's input, ...] (settle_later is set on each).
+-- One commit alone is made as svc_complete_step makes it (settling its organization itself).
+-- Input:  commits: [svc_complete_step's input, ...] (settle_later is set on each of several).
 -- Output: results: [svc_complete_step's output, ...] in the order of commits.
 -- Locks:  each commit's (svc_complete_step), then the organization row of each run that settles,
 --         released before the commit's flush (svc_release_locks_before_flush: the caller waits
@@ -250,8 +256,14 @@ DECLARE
   outs jsonb[] := '{}';
   settled jsonb[] := '{}';
   d record;
+  p_commits jsonb := svc_arg(args, 'commits')::jsonb;
 BEGIN
-  FOR c IN SELECT value, ord FROM jsonb_array_elements(svc_arg(args, 'commits')::jsonb) WITH ORDINALITY AS x(value, ord)
+  -- One commit (what a run alone sends) settles its organization itself: no statements to order
+  -- commits or to sum settlements (docs/performance.md, fourteenth round).
+  IF jsonb_array_length(p_commits) = 1 THEN
+    RETURN jsonb_build_object('results', jsonb_build_array(svc_complete_step(p_commits->0) - 'settlement'));
+  END IF;
+  FOR c IN SELECT value, ord FROM jsonb_array_elements(p_commits) WITH ORDINALITY AS x(value, ord)
            ORDER BY value->>'run_id', ord LOOP
     out := svc_complete_step(c.value || '{"settle_later": true}'::jsonb);
     outs[c.ord] := out - 'settlement';

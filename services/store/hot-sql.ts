@@ -192,6 +192,9 @@ interface Functions {
 
 type Name = keyof Functions;
 
+/** The functions the service calls (make pg-instructions replays their statements). */
+export type FunctionName = Name;
+
 /** What writes the flush's WAL: a transactional logical message, which decoding plugins ignore. */
 const FLUSH_MESSAGE = "pg_logical_emit_message(true, 'svc_flush', '')";
 
@@ -219,19 +222,22 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
   const alone = group.enter();
   try {
     if (alone) return await callFlushed(pool, name, json);
-    // OFFSET 0 keeps the call a subquery of its own, run before the setting is read (the function
-    // sets svc.flush_after_commit for its transaction alone).
-    const rows = await queryRows<{ out: Record<string, unknown>; unflushed: boolean }>(
-      pool,
-      `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f`,
-      [json],
-    );
-    const row = rows[0]!;
+    // A named statement: each connection parses and plans it once, not at every call (about a
+    // twelfth of Postgres' work per run: docs/performance.md, fourteenth round). OFFSET 0 keeps
+    // the call a subquery of its own, run before the setting is read (the function sets
+    // svc.flush_after_commit for its transaction alone).
+    const result = await pool.query<{ out: Record<string, unknown>; unflushed: boolean }>({ name: `svc_call_${name}`, text: callText(name), values: [json] });
+    const row = result.rows[0]!;
     if (row.unflushed) await group.flush();
     return row.out;
   } finally {
     group.leave();
   }
+}
+
+/** The text of {@link callFunction}'s named statement for function `name` (its one parameter: the argument). */
+export function callText(name: FunctionName): string {
+  return `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f`;
 }
 
 /**
@@ -245,13 +251,18 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
  * takes no parameters: the argument is a quoted literal (`escapeLiteral`).
  */
 async function callFlushed(pool: SqlPool, name: Name, json: string): Promise<Record<string, unknown>> {
-  const results = (await pool.query(
-    `SELECT f.out, set_config('svc.flush_pending', COALESCE(current_setting('svc.flush_after_commit', true) = 'on', false)::text, false) AS unflushed ` +
-      `FROM (SELECT ${name}(${pg.escapeLiteral(json)}::jsonb) AS out OFFSET 0) f; COMMIT; ` +
-      `SELECT CASE WHEN current_setting('svc.flush_pending') = 'true' THEN ${FLUSH_MESSAGE} END AS flushed, ` +
-      `set_config('svc.flush_pending', '', false)`,
-  )) as unknown as pg.QueryResult[];
+  const results = (await pool.query(flushedCallText(name, json))) as unknown as pg.QueryResult[];
   return (results[0]!.rows[0] as { out: Record<string, unknown> }).out;
+}
+
+/** {@link callFlushed}'s simple query: the call, `COMMIT`, and the flush when the call asked for one. */
+export function flushedCallText(name: FunctionName, json: string): string {
+  return (
+    `SELECT f.out, set_config('svc.flush_pending', COALESCE(current_setting('svc.flush_after_commit', true) = 'on', false)::text, false) AS unflushed ` +
+    `FROM (SELECT ${name}(${pg.escapeLiteral(json)}::jsonb) AS out OFFSET 0) f; COMMIT; ` +
+    `SELECT CASE WHEN current_setting('svc.flush_pending') = 'true' THEN ${FLUSH_MESSAGE} END AS flushed, ` +
+    `set_config('svc.flush_pending', '', false)`
+  );
 }
 
 /**
@@ -299,7 +310,7 @@ class FlushGroup {
     const waiting = this.next!;
     this.next = null;
     this.sending = true;
-    void this.pool.query(FLUSH).then(
+    void this.pool.query({ name: 'svc_flush', text: FLUSH }).then(
       () => waiting.resolve(),
       (err: unknown) => waiting.reject(err),
     ).finally(() => {

@@ -264,16 +264,18 @@ describe('run store: settling steps and runs', () => {
    */
   function recordingPool() {
     let clock = 0;
-    const sent: { text: string; own: boolean; unflushed: boolean; flushed: boolean; runId: string | null; sent: number; returned: number }[] = [];
+    const sent: { text: string; name: string | null; own: boolean; unflushed: boolean; flushed: boolean; runId: string | null; sent: number; returned: number }[] = [];
     const recording = {
-      query: async (text: string, params?: unknown[]) => {
+      query: async (query: string | pg.QueryConfig, params?: unknown[]) => {
         const at = ++clock;
-        const result = (await pool.query(text, params)) as unknown as pg.QueryResult | pg.QueryResult[];
+        const text = typeof query === 'string' ? query : query.text;
+        const name = typeof query === 'string' ? null : (query.name ?? null);
+        const result = (await pool.query(query as pg.QueryConfig, params)) as unknown as pg.QueryResult | pg.QueryResult[];
         const own = Array.isArray(result);
         const row = (own ? result[0]!.rows[0] : result.rows[0]) as { out?: { results?: { id: string }[] }; unflushed?: boolean | string } | undefined;
         const unflushed = String(row?.unflushed) === 'true';
         const flushed = own && (result[2]!.rows[0] as { flushed: string | null }).flushed !== null;
-        sent.push({ text: text.replace(/\s+/g, ' ').slice(0, 60), own, unflushed, flushed, runId: unflushed ? (row?.out?.results?.[0]?.id ?? null) : null, sent: at, returned: ++clock });
+        sent.push({ text: text.replace(/\s+/g, ' ').slice(0, 60), name, own, unflushed, flushed, runId: unflushed ? (row?.out?.results?.[0]?.id ?? null) : null, sent: at, returned: ++clock });
         return result;
       },
     } as unknown as Database['pool'];
@@ -324,6 +326,9 @@ describe('run store: settling steps and runs', () => {
     const flushes = statements.filter((st) => st.text === FLUSH);
     expect(flushes.length).toBeGreaterThanOrEqual(1);
     expect(flushes.length).toBeLessThan(shared.length);
+    // Sent beside others, the call and the flush are named statements, each parsed and planned once per connection.
+    expect(new Set(shared.map((c) => c.name))).toEqual(new Set(['svc_call_svc_create_runs']));
+    expect(new Set(flushes.map((f) => f.name))).toEqual(new Set(['svc_flush']));
     // Each shared creation's caller was answered after a flush sent after the creation returned had returned.
     for (const creation of shared) {
       expect(flushes.some((f) => f.sent > creation.returned && f.returned < answered.get(creation.runId!)!)).toBe(true);
@@ -492,6 +497,17 @@ describe('run store: settling steps and runs', () => {
     await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', outputs: { out: winner } });
     await expect(runs.failRun(runId, { code: 'internal', message: 'too late' })).resolves.toMatchObject({ failed: false });
     await expect(runs.getRun(runId)).resolves.toMatchObject({ status: 'completed', error: null });
+  });
+
+  it('names the key a function call lacks, svc_arg being an expression Postgres inlines into its callers', async () => {
+    await expect(pool.query(`SELECT svc_create_runs('{"runs": []}'::jsonb)`)).rejects.toThrow('svc_arg: the argument object has no key "org_id"');
+    await expect(pool.query(`SELECT svc_arg(NULL, 'x')`)).rejects.toThrow('svc_arg: the argument object has no key "x"');
+    await expect(pool.query(`SELECT svc_arg('{"k": null}'::jsonb, 'k') AS v`)).resolves.toMatchObject({ rows: [{ v: null }] });
+    // Inlined, the call is planned as its expression: no call of svc_arg is left.
+    const plan = await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (VERBOSE, COSTS OFF) SELECT svc_arg(inputs, 'k') FROM runs`);
+    const text = plan.rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(text).not.toContain('svc_arg(');
+    expect(text).toContain("(inputs ->> 'k'::text)");
   });
 
   it('creates a run and its steps atomically', async () => {
