@@ -90,9 +90,42 @@ function instructions(bin: string, work: string, seeded: string, text: string): 
   const run = spawnSync(command[0]!, command.slice(1), { stdio: [fs.openSync(input, 'r'), 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 64 << 20 });
   const errors = run.stderr.split('\n').filter((line) => /\b(ERROR|FATAL|PANIC):/.test(line));
   if (run.status !== 0 || errors.length > 0) throw new Error(`postgres --single under valgrind failed (status ${run.status}):\n${errors.slice(0, 5).join('\n') || run.stderr.slice(-2000)}`);
+  // KEEP=1 keeps each replay's profile for callgrind_annotate (in .test-artifacts/pg-instructions).
+  if (process.env.KEEP) {
+    const kept = path.resolve('.test-artifacts/pg-instructions');
+    fs.mkdirSync(kept, { recursive: true });
+    fs.copyFileSync(out, path.join(kept, `callgrind.${text.length}.out`));
+  }
   const totals = /^(?:totals|summary): (\d+)/m.exec(fs.readFileSync(out, 'utf8'));
   if (!totals) throw new Error(`no instruction total in ${out}`);
   return Number(totals[1]);
+}
+
+/**
+ * STATEMENTS=1: the alone path's statements, functions' own included, by their time under
+ * Valgrind (about in proportion to their instructions), from pg_stat_statements: where to look.
+ */
+function printStatements(bin: string, work: string, seeded: string): void {
+  const module = path.join(path.dirname(bin), 'lib', 'pg_stat_statements.so');
+  if (!fs.existsSync(module)) {
+    console.log(`STATEMENTS: ${module} is not installed`);
+    return;
+  }
+  const data = path.join(work, 'data');
+  fs.rmSync(data, { recursive: true, force: true });
+  execFileSync('cp', ['-a', seeded, data]);
+  const report = `SELECT 'statement|' || calls || '|' || round((total_exec_time + total_plan_time)::numeric / ${COUNT}, 3) || '|' || left(regexp_replace(query, '\\s+', ' ', 'g'), 110) FROM pg_stat_statements ORDER BY total_exec_time + total_plan_time DESC LIMIT 25`;
+  const text = ['CREATE EXTENSION IF NOT EXISTS pg_stat_statements', script(WARM, 'alone', 'both').trim(), 'SELECT pg_stat_statements_reset()', script(COUNT, 'alone', 'both').trim(), report].join('\n') + '\n';
+  const input = path.join(work, 'statements.sql');
+  fs.writeFileSync(input, text);
+  const command = asPostgres(['valgrind', '--tool=none', path.join(bin, 'postgres'), '--single', '-D', data, '-c', 'fsync=off', '-c', 'synchronous_commit=off',
+    '-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all', '-c', 'pg_stat_statements.track_planning=on', DATABASE]);
+  const run = spawnSync(command[0]!, command.slice(1), { stdio: [fs.openSync(input, 'r'), 'pipe', 'ignore'], encoding: 'utf8', maxBuffer: 256 << 20 });
+  console.log('statements of the alone path, ms per run under Valgrind (calls in all; functions include their statements):');
+  for (const match of run.stdout.matchAll(/"statement\|([^"]*)"/g)) {
+    const [calls, ms, query] = match[1]!.split('|');
+    console.log(`  ${ms!.padStart(8)}  ${calls!.padStart(6)}  ${query}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -129,6 +162,7 @@ async function main(): Promise<void> {
     await stopPostgres(work, port!);
     const seeded = serverDir.postgres(work);
     const perRun = (via: Path, calls: 'both' | 'create') => (instructions(bin, work, seeded, script(WARM + COUNT, via, calls)) - instructions(bin, work, seeded, script(WARM, via, calls))) / COUNT;
+    if (process.env.STATEMENTS) printStatements(bin, work, seeded);
     console.log(`PostgreSQL ${path.basename(path.dirname(bin))}, one backend, ${COUNT} runs (after ${WARM}); instructions per 1-node run:`);
     for (const via of ['alone', 'named'] as const) {
       const both = perRun(via, 'both');
