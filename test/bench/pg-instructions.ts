@@ -9,7 +9,8 @@
  *
  * Two paths, as hot-sql.ts calls a function: alone (one simple query with the call, COMMIT and the
  * flush: a sequential run, B1) and beside others (its named statement, planned once per
- * connection, the flush shared with the calls in flight and left out here: B4 under load). Each is
+ * connection, the flush shared with the calls in flight and left out here: B4 under load); and,
+ * for the ratio, the design floor's INSERT and UPDATE (support/design-floor.ts). Each is
  * the difference between WARM + COUNT runs and WARM runs, each replayed on a fresh copy of the same
  * migrated cluster, seeded with an organization and HISTORY finished runs (analyzed), so the
  * backend's start and first plans fall out. Needs valgrind
@@ -25,11 +26,13 @@ import { callText, flushedCallText, type CompleteStepsArgs, type CreateRunsArgs,
 import { applyMigrations } from '../../services/store/migration-runner';
 import { jsonParam } from '../../services/store/run-records';
 import { freePorts, serverDir, startPostgres, stopPostgres } from '../support/local-servers';
+import { FLOOR_TABLE } from './support/design-floor';
 import { ONE_NODE } from './support/service-client';
 
 const WARM = 30;
 const COUNT = Number(process.env.COUNT ?? 300);
 const HISTORY = 5_000;
+
 const DATABASE = 'svc_instructions';
 const ORG = '00000000-0000-4000-8000-00000000000a';
 const USER = '00000000-0000-4000-8000-00000000000b';
@@ -58,13 +61,20 @@ function runCalls(): { create: CreateRunsArgs; complete: CompleteStepsArgs } {
   return { create, complete };
 }
 
-type Path = 'alone' | 'named';
+type Path = 'alone' | 'named' | 'floor';
 const NAMED: FunctionName[] = ['svc_create_runs', 'svc_complete_steps'];
 
 /** The statements of `runs` runs, one per line (single-user mode ends a query at a newline). */
 function script(runs: number, via: Path, calls: 'both' | 'create'): string {
   const lines = via === 'named' ? NAMED.map((name) => `PREPARE svc_call_${name}(jsonb) AS ${callText(name)}`) : [];
   for (let i = 0; i < runs; i++) {
+    if (via === 'floor') {
+      // The design floor's two autocommitted statements (support/design-floor.ts), sent as its pool sends them: parsed and planned each time.
+      const id = randomUUID();
+      lines.push(`INSERT INTO bench_floor_runs (id, body, status) VALUES ('${id}', ${pg.escapeLiteral(JSON.stringify(ONE_NODE))}, 'pending')`);
+      if (calls === 'both') lines.push(`UPDATE bench_floor_runs SET status = 'completed', outputs = ${pg.escapeLiteral(JSON.stringify({ out: { kind: 'float', value: 3 } }))} WHERE id = '${id}'`);
+      continue;
+    }
     const { create, complete } = runCalls();
     const made: [FunctionName, unknown][] = calls === 'both' ? [['svc_create_runs', create], ['svc_complete_steps', complete]] : [['svc_create_runs', create]];
     for (const [name, args] of made) {
@@ -157,6 +167,8 @@ async function main(): Promise<void> {
       await db.query(callText('svc_create_runs'), [jsonParam(create, 'svc_create_runs')]);
       await db.query(callText('svc_complete_steps'), [jsonParam(complete, 'svc_complete_steps')]);
     }
+    await db.query(FLOOR_TABLE);
+    for (let i = 0; i < HISTORY; i++) await db.query(`INSERT INTO bench_floor_runs (id, body, status, outputs) VALUES ($1, $2, 'completed', '{}')`, [randomUUID(), JSON.stringify(ONE_NODE)]);
     await db.query('VACUUM ANALYZE');
     await db.end();
     await stopPostgres(work, port!);
@@ -164,12 +176,15 @@ async function main(): Promise<void> {
     const perRun = (via: Path, calls: 'both' | 'create') => (instructions(bin, work, seeded, script(WARM + COUNT, via, calls)) - instructions(bin, work, seeded, script(WARM, via, calls))) / COUNT;
     if (process.env.STATEMENTS) printStatements(bin, work, seeded);
     console.log(`PostgreSQL ${path.basename(path.dirname(bin))}, one backend, ${COUNT} runs (after ${WARM}); instructions per 1-node run:`);
-    for (const via of ['alone', 'named'] as const) {
+    const labels = { alone: 'alone (simple query with COMMIT and flush; B1)', named: 'beside others (named statements, flush shared; B4)', floor: 'the design floor (an INSERT and an UPDATE)' };
+    const totals = new Map<Path, number>();
+    for (const via of ['alone', 'named', 'floor'] as const) {
       const both = perRun(via, 'both');
       const create = perRun(via, 'create');
-      const label = via === 'alone' ? 'alone (simple query with COMMIT and flush; B1)' : 'beside others (named statements, flush shared; B4)';
-      console.log(`  ${label}: ${(both / 1e6).toFixed(3)} M (creation ${(create / 1e6).toFixed(3)} M, completion ${((both - create) / 1e6).toFixed(3)} M)`);
+      totals.set(via, both);
+      console.log(`  ${labels[via]}: ${(both / 1e6).toFixed(3)} M (creation ${(create / 1e6).toFixed(3)} M, completion ${((both - create) / 1e6).toFixed(3)} M)`);
     }
+    console.log(`  ours ÷ floor: ${(totals.get('alone')! / totals.get('floor')!).toFixed(2)}× alone, ${(totals.get('named')! / totals.get('floor')!).toFixed(2)}× beside others`);
   } finally {
     await stopPostgres(work, port!).catch(() => undefined);
     fs.rmSync(work, { recursive: true, force: true });

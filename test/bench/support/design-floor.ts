@@ -10,6 +10,9 @@ import { PEER_WORKER_SETTINGS } from './raw-bullmq';
 
 type StepJob = { runId: string; a: number; b: number };
 
+/** The floor's one table: a run's body, status and outputs (make pg-instructions creates it too). */
+export const FLOOR_TABLE = 'CREATE TABLE IF NOT EXISTS bench_floor_runs (id uuid PRIMARY KEY, body jsonb NOT NULL, status text NOT NULL, outputs jsonb, created_at timestamptz NOT NULL DEFAULT now())';
+
 /**
  * The peer "design floor": what any implementation of DESIGN.md's execution path must do for a
  * 1-node run, and nothing more, on the same Redis and Postgres and in one process as the bench's
@@ -49,7 +52,7 @@ export class DesignFloor {
     const prefix = 'svcfloor';
     const channel = `${prefix}:events`;
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
-    await pool.query('CREATE TABLE IF NOT EXISTS bench_floor_runs (id uuid PRIMARY KEY, body jsonb NOT NULL, status text NOT NULL, outputs jsonb, created_at timestamptz NOT NULL DEFAULT now())');
+    await pool.query(FLOOR_TABLE);
     const connection = createRedisConnection(options.redisUrl);
     const subscriber = createRedisConnection(options.redisUrl);
     const workerConnection = createRedisConnection(options.redisUrl);
