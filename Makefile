@@ -30,7 +30,7 @@ help:
 	@echo "make timeline   where one run's latency goes: every Redis command and Postgres statement of a few runs, timed"
 	@echo "make io-per-run what one run costs in system calls (writes, reads) and CPU, sequential and at 8 clients"
 	@echo "make pg-per-run what one run asks of Postgres at 100/s: CPU, SQL functions, rows, WAL by record type"
-	@echo "make pg-instructions  instructions one Postgres backend executes per run's SQL (callgrind; repeats to 0.1%)"
+	@echo "make pg-instructions  instructions one Postgres backend executes per run's SQL (callgrind; repeats to about 0.2%)"
 	@echo "make stop       stop the Redis and Postgres started by make run"
 	@echo "make admin ARGS=\"...\"  the admin command (accounts, credit, tokens) against make run's database"
 

@@ -3,7 +3,7 @@
  * own statements for a run (hot-sql.ts: the creation and the completion, each as the service sends
  * it) replayed by one Postgres backend in single-user mode under Valgrind's callgrind, which counts
  * the instructions it executes. Unlike CPU time on this shared VM (10-20% apart from one run to the
- * next), the count repeats to about 0.1%, so a change of a few percent in the SQL functions shows
+ * next), the count repeats to about 0.2%, so a change of a few percent in the SQL functions shows
  * (docs/performance.md, fourteenth round). Network, the other processes and the disk are left out:
  * fsync is off, and the flush's own transaction is counted, not its wait.
  *
