@@ -190,16 +190,17 @@ interface Functions {
   svc_complete_run: [CompleteRunArgs, { completed: boolean }];
 }
 
-type Name = keyof Functions;
-
 /** The functions the service calls (make pg-instructions replays their statements). */
-export type FunctionName = Name;
+export type FunctionName = keyof Functions;
 
 /** What writes the flush's WAL: a transactional logical message, which decoding plugins ignore. */
 const FLUSH_MESSAGE = "pg_logical_emit_message(true, 'svc_flush', '')";
 
 /** A transaction that writes WAL and commits synchronously: its flush covers every commit before it. */
 export const FLUSH = `SELECT ${FLUSH_MESSAGE}`;
+
+/** {@link FLUSH} as a named statement (FlushGroup), parsed once per connection. */
+const NAMED_FLUSH = { name: 'svc_flush', text: FLUSH } as const;
 
 /**
  * One round trip, `SELECT <name>($1::jsonb)`, and a second when the function committed without
@@ -216,17 +217,15 @@ export const FLUSH = `SELECT ${FLUSH_MESSAGE}`;
  * ({@link callFlushed}).
  * The name comes from the `Functions` list above, never from a caller's data.
  */
-async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
+async function callFunction<N extends FunctionName>(pool: SqlPool, name: N, args: Functions[N][0]): Promise<Record<string, unknown>> {
   const group = flushGroupOf(pool);
   const json = jsonParam(args, name);
   const alone = group.enter();
   try {
     if (alone) return await callFlushed(pool, name, json);
-    // A named statement: each connection parses and plans it once, not at every call (about a
-    // twelfth of Postgres' work per run: docs/performance.md, fourteenth round). OFFSET 0 keeps
-    // the call a subquery of its own, run before the setting is read (the function sets
-    // svc.flush_after_commit for its transaction alone).
-    const result = await pool.query<{ out: Record<string, unknown>; unflushed: boolean }>({ name: `svc_call_${name}`, text: callText(name), values: [json] });
+    // A named statement: each connection parses and plans it once, not at every call (about 7%
+    // of Postgres' instructions per run: docs/performance.md, fourteenth round).
+    const result = await pool.query<{ out: Record<string, unknown>; unflushed: boolean }>({ ...namedCall(name), values: [json] });
     const row = result.rows[0]!;
     if (row.unflushed) await group.flush();
     return row.out;
@@ -235,9 +234,13 @@ async function callFunction<N extends Name>(pool: SqlPool, name: N, args: Functi
   }
 }
 
-/** The text of {@link callFunction}'s named statement for function `name` (its one parameter: the argument). */
-export function callText(name: FunctionName): string {
-  return `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f`;
+/**
+ * {@link callFunction}'s named statement for function `name`, its one parameter the argument.
+ * OFFSET 0 keeps the call a subquery of its own, run before the setting is read (the function
+ * sets svc.flush_after_commit for its transaction alone).
+ */
+export function namedCall(name: FunctionName): { name: string; text: string } {
+  return { name: `svc_call_${name}`, text: `SELECT f.out, current_setting('svc.flush_after_commit', true) = 'on' AS unflushed FROM (SELECT ${name}($1::jsonb) AS out OFFSET 0) f` };
 }
 
 /**
@@ -250,7 +253,7 @@ export function callText(name: FunctionName): string {
  * failing call skips the rest and rolls back, as a single statement would. The simple protocol
  * takes no parameters: the argument is a quoted literal (`escapeLiteral`).
  */
-async function callFlushed(pool: SqlPool, name: Name, json: string): Promise<Record<string, unknown>> {
+async function callFlushed(pool: SqlPool, name: FunctionName, json: string): Promise<Record<string, unknown>> {
   const results = (await pool.query(flushedCallText(name, json))) as unknown as pg.QueryResult[];
   return (results[0]!.rows[0] as { out: Record<string, unknown> }).out;
 }
@@ -310,7 +313,7 @@ class FlushGroup {
     const waiting = this.next!;
     this.next = null;
     this.sending = true;
-    void this.pool.query({ name: 'svc_flush', text: FLUSH }).then(
+    void this.pool.query(NAMED_FLUSH).then(
       () => waiting.resolve(),
       (err: unknown) => waiting.reject(err),
     ).finally(() => {

@@ -22,11 +22,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { callText, flushedCallText, type CompleteStepsArgs, type CreateRunsArgs, type FunctionName } from '../../services/store/hot-sql';
+import { flushedCallText, namedCall, type CompleteStepsArgs, type CreateRunsArgs, type FunctionName } from '../../services/store/hot-sql';
 import { applyMigrations } from '../../services/store/migration-runner';
 import { jsonParam } from '../../services/store/run-records';
 import { freePorts, serverDir, startPostgres, stopPostgres } from '../support/local-servers';
-import { FLOOR_TABLE } from './support/design-floor';
+import { FLOOR_SQL } from './support/design-floor';
 import { ONE_NODE } from './support/service-client';
 
 const WARM = 30;
@@ -66,23 +66,28 @@ const NAMED: FunctionName[] = ['svc_create_runs', 'svc_complete_steps'];
 
 /** The statements of `runs` runs, one per line (single-user mode ends a query at a newline). */
 function script(runs: number, via: Path, calls: 'both' | 'create'): string {
-  const lines = via === 'named' ? NAMED.map((name) => `PREPARE svc_call_${name}(jsonb) AS ${callText(name)}`) : [];
+  const lines = via === 'named' ? NAMED.map((name) => `PREPARE ${namedCall(name).name}(jsonb) AS ${namedCall(name).text}`) : [];
   for (let i = 0; i < runs; i++) {
     if (via === 'floor') {
-      // The design floor's two autocommitted statements (support/design-floor.ts), sent as its pool sends them: parsed and planned each time.
+      // The design floor's two autocommitted statements, parsed and planned each time as its pool sends them.
       const id = randomUUID();
-      lines.push(`INSERT INTO bench_floor_runs (id, body, status) VALUES ('${id}', ${pg.escapeLiteral(JSON.stringify(ONE_NODE))}, 'pending')`);
-      if (calls === 'both') lines.push(`UPDATE bench_floor_runs SET status = 'completed', outputs = ${pg.escapeLiteral(JSON.stringify({ out: { kind: 'float', value: 3 } }))} WHERE id = '${id}'`);
+      lines.push(withLiterals(FLOOR_SQL.insert, [id, JSON.stringify(ONE_NODE)]));
+      if (calls === 'both') lines.push(withLiterals(FLOOR_SQL.complete, [id, JSON.stringify({ out: { kind: 'float', value: 3 } })]));
       continue;
     }
     const { create, complete } = runCalls();
     const made: [FunctionName, unknown][] = calls === 'both' ? [['svc_create_runs', create], ['svc_complete_steps', complete]] : [['svc_create_runs', create]];
     for (const [name, args] of made) {
       const json = jsonParam(args, name);
-      lines.push(via === 'alone' ? flushedCallText(name, json) : `EXECUTE svc_call_${name}(${pg.escapeLiteral(json)})`);
+      lines.push(via === 'alone' ? flushedCallText(name, json) : `EXECUTE ${namedCall(name).name}(${pg.escapeLiteral(json)})`);
     }
   }
   return lines.join('\n') + '\n';
+}
+
+/** A parameterized statement with its parameters written in as quoted literals (single-user mode takes no parameters). */
+function withLiterals(text: string, values: string[]): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => pg.escapeLiteral(values[Number(n) - 1]!));
 }
 
 const asPostgres = (command: string[]): string[] => (process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...command] : command);
@@ -164,10 +169,10 @@ async function main(): Promise<void> {
     // as a running service's are (empty ones analyzed lead it to other plans).
     for (let i = 0; i < HISTORY; i++) {
       const { create, complete } = runCalls();
-      await db.query(callText('svc_create_runs'), [jsonParam(create, 'svc_create_runs')]);
-      await db.query(callText('svc_complete_steps'), [jsonParam(complete, 'svc_complete_steps')]);
+      await db.query(namedCall('svc_create_runs').text, [jsonParam(create, 'svc_create_runs')]);
+      await db.query(namedCall('svc_complete_steps').text, [jsonParam(complete, 'svc_complete_steps')]);
     }
-    await db.query(FLOOR_TABLE);
+    await db.query(FLOOR_SQL.table);
     for (let i = 0; i < HISTORY; i++) await db.query(`INSERT INTO bench_floor_runs (id, body, status, outputs) VALUES ($1, $2, 'completed', '{}')`, [randomUUID(), JSON.stringify(ONE_NODE)]);
     await db.query('VACUUM ANALYZE');
     await db.end();

@@ -10,8 +10,14 @@ import { PEER_WORKER_SETTINGS } from './raw-bullmq';
 
 type StepJob = { runId: string; a: number; b: number };
 
-/** The floor's one table: a run's body, status and outputs (make pg-instructions creates it too). */
-export const FLOOR_TABLE = 'CREATE TABLE IF NOT EXISTS bench_floor_runs (id uuid PRIMARY KEY, body jsonb NOT NULL, status text NOT NULL, outputs jsonb, created_at timestamptz NOT NULL DEFAULT now())';
+/** The floor's SQL, one table and two statements (make pg-instructions replays them too). */
+export const FLOOR_SQL = {
+  table: 'CREATE TABLE IF NOT EXISTS bench_floor_runs (id uuid PRIMARY KEY, body jsonb NOT NULL, status text NOT NULL, outputs jsonb, created_at timestamptz NOT NULL DEFAULT now())',
+  /** $1 the run's id, $2 the request's body. */
+  insert: `INSERT INTO bench_floor_runs (id, body, status) VALUES ($1, $2, 'pending')`,
+  /** $1 the run's id, $2 its outputs. */
+  complete: `UPDATE bench_floor_runs SET status = 'completed', outputs = $2 WHERE id = $1`,
+} as const;
 
 /**
  * The peer "design floor": what any implementation of DESIGN.md's execution path must do for a
@@ -52,7 +58,7 @@ export class DesignFloor {
     const prefix = 'svcfloor';
     const channel = `${prefix}:events`;
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: 10 });
-    await pool.query(FLOOR_TABLE);
+    await pool.query(FLOOR_SQL.table);
     const connection = createRedisConnection(options.redisUrl);
     const subscriber = createRedisConnection(options.redisUrl);
     const workerConnection = createRedisConnection(options.redisUrl);
@@ -60,7 +66,7 @@ export class DesignFloor {
     const processor = async (job: Job): Promise<void> => {
       const { runId, a, b } = job.data as StepJob;
       const outputs = { out: { kind: 'float', value: a + b } };
-      await pool.query(`UPDATE bench_floor_runs SET status = 'completed', outputs = $2 WHERE id = $1`, [runId, outputs]);
+      await pool.query(FLOOR_SQL.complete, [runId, outputs]);
       const event = JSON.stringify({ type: 'run.completed', runId, outputs });
       await connection.multi().rpush(`${prefix}:run:${runId}:events`, event).publish(channel, `${runId} ${event}`).exec();
     };
@@ -117,7 +123,7 @@ export class DesignFloor {
     const body = JSON.parse(text) as { workflow: { nodes: { inputs?: { a?: number; b?: number } }[] } };
     const { a = 0, b = 0 } = body.workflow.nodes[0]?.inputs ?? {};
     const runId = randomUUID();
-    await this.pool.query(`INSERT INTO bench_floor_runs (id, body, status) VALUES ($1, $2, 'pending')`, [runId, text]);
+    await this.pool.query(FLOOR_SQL.insert, [runId, text]);
     // Registered before the enqueue: the worker may publish the end before `add` resolves.
     this.streams.set(runId, res);
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
