@@ -47,7 +47,7 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   const started = Date.now();
   await withBenchStack(async (stack) => {
-    console.log(`stack: Postgres ${stack.fsync ? 'fsync ON, synchronous_commit on' : 'fsync OFF (BENCH_FSYNC=off)'}; Redis ${stack.fsync ? 'AOF everysec' : 'no persistence'}; ${QUICK ? 'quick' : 'full'} run; service: ROLE=all in this process, LOG_LEVEL=silent, fs blobs`);
+    console.log(`stack: Postgres ${stack.fsync ? 'fsync ON, synchronous_commit on' : 'fsync OFF (BENCH_FSYNC=off)'}; Redis ${stack.fsync ? 'AOF everysec' : 'no persistence'}; ${QUICK ? 'quick' : 'full'} run; service: ROLE=all in this process, LOG_LEVEL=silent, fs blobs${process.env.BENCH_SERVICE_ENV ? `; BENCH_SERVICE_ENV ${process.env.BENCH_SERVICE_ENV}` : ''}`);
     const ctx = benchContext(stack, QUICK, failures);
     try {
       for (const workload of workloads) {

@@ -137,6 +137,24 @@ export interface BenchServiceOptions {
   balanceMicros?: number;
 }
 
+/**
+ * `BENCH_SERVICE_ENV` ("KEY=VALUE,KEY=VALUE"): settings given to every bench service, in this
+ * process or in its own, over the workloads' own (`WORKER_CONCURRENCY=64,DATABASE_POOL_SIZE=20`),
+ * so that a setting's effect is measured by running the bench with it (docs/performance.md,
+ * "Tuning"). The peers keep theirs.
+ */
+export function benchServiceEnv(): Record<string, string> {
+  const text = process.env.BENCH_SERVICE_ENV?.trim();
+  if (!text) return {};
+  return Object.fromEntries(
+    text.split(',').map((pair) => {
+      const at = pair.indexOf('=');
+      if (at <= 0) throw new Error(`BENCH_SERVICE_ENV: "${pair}" is not KEY=VALUE (write "KEY=VALUE,KEY=VALUE")`);
+      return [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
+    }),
+  );
+}
+
 export async function startBenchService(stack: BenchStack, options: BenchServiceOptions = {}): Promise<BenchService> {
   const [port] = await freePorts(1);
   const url = `http://127.0.0.1:${port}`;
@@ -160,6 +178,7 @@ export async function startBenchService(stack: BenchStack, options: BenchService
     RATE_LIMIT_IP_PER_MINUTE: '10000000',
     MAX_OPEN_STREAMS_PER_ORG: '1000000',
     ...options.env,
+    ...benchServiceEnv(),
   });
   const prisma = createPrismaClient(stack.databaseUrl);
   let runtime: ServiceRuntime | undefined;

@@ -56,7 +56,7 @@ function post(url: string, body: string, token: string): Promise<http.IncomingMe
 }
 
 /** The whole body of a response, as text. */
-async function textOf(res: http.IncomingMessage): Promise<string> {
+export async function textOf(res: http.IncomingMessage): Promise<string> {
   res.setEncoding('utf8');
   let text = '';
   for await (const chunk of res) text += chunk as string;

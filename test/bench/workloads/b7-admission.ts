@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Workload } from '../support/context';
 import { closedLoop } from '../support/load';
 import type { Row } from '../support/report';
-import { ONE_NODE, RUN_TIMEOUT_MS } from '../support/service-client';
+import { ONE_NODE, RUN_TIMEOUT_MS, textOf } from '../support/service-client';
 
 const CLIENTS = 32;
 
@@ -59,14 +59,6 @@ function post(url: string, body: string, headers: Record<string, string>): Promi
     req.on('error', reject);
     req.end(body);
   });
-}
-
-/** The whole body of a response, as text. */
-async function textOf(res: http.IncomingMessage): Promise<string> {
-  res.setEncoding('utf8');
-  let text = '';
-  for await (const chunk of res) text += chunk as string;
-  return text;
 }
 
 /** Reads a stream's first SSE message (up to its blank line); rejects if the stream ends first. */

@@ -6,6 +6,7 @@ import { applyMigrations } from '../../../services/store/migration-runner';
 import { createPrismaClient } from '../../../services/store';
 import { serviceProcess, type ServiceProcess } from '../../faults/support/service-process';
 import { databaseUrl, onServer } from '../../support/database';
+import { benchServiceEnv } from '../../support/bench-stack';
 import { seedAccount, type SeededAccount } from '../../support/fixtures';
 import { freePorts } from '../../support/local-servers';
 import type { BenchContext, Workload } from '../support/context';
@@ -138,6 +139,7 @@ async function startProcesses(ctx: BenchContext, dir: string): Promise<{ apis: S
     RATE_LIMIT_TOKEN_PER_MINUTE: '10000000',
     RATE_LIMIT_IP_PER_MINUTE: '10000000',
     MAX_OPEN_STREAMS_PER_ORG: '1000000',
+    ...benchServiceEnv(),
   };
   const logDir = path.join(dir, 'logs');
   fs.mkdirSync(logDir, { recursive: true });
