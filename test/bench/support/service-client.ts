@@ -45,10 +45,13 @@ export function mathChain(length: number) {
  */
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 
-/** POSTs `body` and resolves with the response once its headers are in (the body is the caller's to read). */
-function post(url: string, body: string, token: string): Promise<http.IncomingMessage> {
+/**
+ * POSTs the JSON `body` with `headers` and resolves with the response once its headers are in (the
+ * body is the caller's to read); over the keep-alive agent unless another is given.
+ */
+export function post(url: string, body: string, headers: Record<string, string>, via: http.Agent = agent): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, timeout: RUN_TIMEOUT_MS, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, resolve);
+    const req = http.request(url, { method: 'POST', agent: via, timeout: RUN_TIMEOUT_MS, headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } }, resolve);
     req.on('timeout', () => req.destroy(new Error(`POST ${url}: no answer within ${RUN_TIMEOUT_MS} ms`)));
     req.on('error', reject);
     req.end(body);
@@ -69,7 +72,7 @@ export async function textOf(res: http.IncomingMessage): Promise<string> {
  */
 export async function runOnce(service: Pick<BenchService, 'url'> & { account: { token: string } }, body: string, expected?: unknown, token = service.account.token): Promise<number> {
   const started = performance.now();
-  const res = await post(`${service.url}/v1/runs`, body, token);
+  const res = await post(`${service.url}/v1/runs`, body, { Authorization: `Bearer ${token}` });
   if (res.statusCode !== 200) throw new Error(`POST /v1/runs answered ${res.statusCode}: ${(await textOf(res)).slice(0, 300)}`);
   let elapsed: number | undefined;
   let terminal: string | undefined;

@@ -4,7 +4,7 @@ import pg from 'pg';
 import type { Workload } from '../support/context';
 import { closedLoop } from '../support/load';
 import type { Row } from '../support/report';
-import { ONE_NODE, RUN_TIMEOUT_MS, textOf } from '../support/service-client';
+import { ONE_NODE, post, textOf } from '../support/service-client';
 
 const CLIENTS = 32;
 
@@ -51,16 +51,6 @@ async function rawAdmission(databaseUrl: string): Promise<{ url: string; close()
  */
 const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 
-/** POSTs `body` and resolves with the response once its headers are in. */
-function post(url: string, body: string, headers: Record<string, string>): Promise<http.IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, timeout: RUN_TIMEOUT_MS, headers: { ...headers, 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)) } }, resolve);
-    req.on('timeout', () => req.destroy(new Error(`POST ${url}: no answer within ${RUN_TIMEOUT_MS} ms`)));
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 /** Reads a stream's first SSE message (up to its blank line); rejects if the stream ends first. */
 function firstMessage(res: http.IncomingMessage): Promise<string> {
   res.setEncoding('utf8');
@@ -77,7 +67,7 @@ function firstMessage(res: http.IncomingMessage): Promise<string> {
 
 /** POST /v1/runs up to its first event (run.started: validated, persisted, enqueued), then the stream is dropped. */
 async function admitOnce(url: string, token: string, body: string): Promise<void> {
-  const res = await post(`${url}/v1/runs`, body, { Authorization: `Bearer ${token}` });
+  const res = await post(`${url}/v1/runs`, body, { Authorization: `Bearer ${token}` }, agent);
   if (res.statusCode !== 200) throw new Error(`POST /v1/runs answered ${res.statusCode}: ${(await textOf(res)).slice(0, 300)}`);
   try {
     const seen = await firstMessage(res);
@@ -89,7 +79,7 @@ async function admitOnce(url: string, token: string, body: string): Promise<void
 
 /** The peer's request: POST /runs and its JSON answer, read whole. */
 async function rawOnce(url: string, body: string): Promise<void> {
-  const res = await post(`${url}/runs`, body, {});
+  const res = await post(`${url}/runs`, body, {}, agent);
   const text = await textOf(res);
   if (res.statusCode !== 201) throw new Error(`raw admission answered ${res.statusCode}: ${text.slice(0, 300)}`);
   JSON.parse(text);
