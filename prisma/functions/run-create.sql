@@ -26,7 +26,8 @@ DROP FUNCTION IF EXISTS svc_create_runs(jsonb);
 -- Input:  org_id, runs: [{user_id, token_id (or null), workflow_id (or null), workflow_version_id
 --         (or null), definition, inputs, cap_micros, status ('pending' | 'running'),
 --         require_credit boolean, reserved_micros (the steps' reservations in all), run_id (or
---         null: one is made), steps: [{node_id, pending_deps, token (null, or the attempt token of
+--         null: one is made), max_duration_seconds (or null: deadline_at is that long after now;
+--         docs/runs.md, Cancellation), steps: [{node_id, pending_deps, token (null, or the attempt token of
 --         a step reserved with the run: stored running, not started), reserved_micros}]}].
 -- Output: results: one per run, in order: {id (null when refused or the organization does not
 --         exist), available_micros (what was available to it; null when the organization does
@@ -76,10 +77,11 @@ BEGIN
     END IF;
     amount := CASE WHEN p_require THEN LEAST(p_cap, available) ELSE 0 END;
     INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros,
-                      authorized_micros, held_micros)
+                      authorized_micros, held_micros, deadline_at)
     VALUES (COALESCE((a->>'run_id')::uuid, gen_random_uuid()), p_org, svc_arg(a, 'user_id')::uuid, (a->>'token_id')::uuid,
             (a->>'workflow_id')::uuid, (a->>'workflow_version_id')::uuid, a->'definition', a->'inputs', p_cap, p_status,
-            CASE WHEN p_status = 'running' THEN now() END, p_reserved, CASE WHEN p_require THEN amount END, amount)
+            CASE WHEN p_status = 'running' THEN now() END, p_reserved, CASE WHEN p_require THEN amount END, amount,
+            now() + make_interval(secs => (a->>'max_duration_seconds')::int))
     RETURNING id INTO new_id;
     -- A reserved step is running under its token but not started by a worker yet (started_at null: see RunRecoveryRepository.listRunnable).
     INSERT INTO steps (run_id, node_id, pending_deps, status, attempt, attempt_token, reserved_micros)

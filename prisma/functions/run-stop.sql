@@ -9,16 +9,18 @@ DROP FUNCTION IF EXISTS svc_fail_run(jsonb);
 DROP FUNCTION IF EXISTS svc_complete_run(uuid, jsonb);
 DROP FUNCTION IF EXISTS svc_complete_run(jsonb);
 DROP FUNCTION IF EXISTS svc_failed_run(runs, jsonb);
+DROP FUNCTION IF EXISTS svc_failed_run(runs, jsonb, text);
 
--- svc_failed_run(r runs, p_error jsonb) RETURNS runs
--- Row r as failed now with p_error, when it is unfinished (pending or running); otherwise r as it
--- is (a run ends once). Writes nothing: the caller writes the row with svc_store_run.
+-- svc_failed_run(r runs, p_error jsonb, p_status text DEFAULT 'failed') RETURNS runs
+-- Row r as stopped now with p_error and status p_status ('failed', or 'cancelled' for a
+-- cancellation or a deadline), when it is unfinished (pending or running); otherwise r as it is
+-- (a run ends once). Writes nothing: the caller writes the row with svc_store_run.
 -- Locks: none.
-CREATE FUNCTION svc_failed_run(r runs, p_error jsonb) RETURNS runs
+CREATE FUNCTION svc_failed_run(r runs, p_error jsonb, p_status text DEFAULT 'failed') RETURNS runs
 LANGUAGE plpgsql AS $$
 BEGIN
   IF r.status IN ('pending', 'running') THEN
-    r.status := 'failed';
+    r.status := p_status;
     r.error := p_error;
     r.finished_at := now();
   END IF;
@@ -90,8 +92,9 @@ END $$;
 -- `skipped`, or `failed` with error for culprit_node_id (the step that could not start). Every
 -- cancelled step's total is charged once. Calling it again on a failed run is harmless, and is
 -- how a reaper releases a leftover reservation.
--- Input:  run_id uuid, error ({code, message}), culprit_node_id (text or null).
--- Output: found boolean, failed boolean (this call moved the run to failed), released_micros
+-- Input:  run_id uuid, error ({code, message}), culprit_node_id (text or null), status ('failed',
+--         the default, or 'cancelled': a cancellation or a deadline; docs/runs.md, Cancellation).
+-- Output: found boolean, failed boolean (this call moved the run to failed or cancelled), released_micros
 --         (reservations given back), cancelled (text array), skipped (text array).
 -- Locks:  the run row, then its unfinished steps in node_id order (FOR UPDATE), then the
 --         organization row (svc_store_run: the run row written once, settled).
@@ -101,6 +104,7 @@ DECLARE
   p_run uuid := svc_arg(args, 'run_id')::uuid;
   p_error jsonb := args->'error';
   p_culprit text := args->>'culprit_node_id';
+  p_status text := COALESCE(args->>'status', 'failed');
   r runs%ROWTYPE;
   nr runs%ROWTYPE;
   st record;
@@ -111,6 +115,9 @@ DECLARE
   skipped text[] := '{}';
   fails_run boolean;
 BEGIN
+  IF p_status NOT IN ('failed', 'cancelled') THEN
+    RAISE EXCEPTION 'svc_fail_run: status must be failed or cancelled, got %', p_status;
+  END IF;
   SELECT * INTO r FROM runs WHERE id = p_run FOR UPDATE;
   IF NOT FOUND THEN
     RETURN jsonb_build_object('found', false, 'failed', false, 'released_micros', 0, 'cancelled', '[]'::jsonb, 'skipped', '[]'::jsonb);
@@ -138,7 +145,7 @@ BEGIN
   nr.spent_micros := r.spent_micros + lost_total;
   nr.charged_micros := r.charged_micros
     + svc_charge_ledger(p_run, r.org_id, ARRAY(SELECT id FROM steps WHERE run_id = p_run AND status = 'cancelled' AND cost_micros > 0));
-  PERFORM svc_store_run(r, svc_failed_run(nr, p_error));
+  PERFORM svc_store_run(r, svc_failed_run(nr, p_error, p_status));
   RETURN jsonb_build_object('found', true, 'failed', fails_run, 'released_micros', released, 'cancelled', to_jsonb(cancelled), 'skipped', to_jsonb(skipped));
 END $$;
 

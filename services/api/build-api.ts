@@ -178,7 +178,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     catalog,
     workflows: { published: workflows },
     runs: runLauncher(resources),
-    runRecords: { runs, events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
+    runRecords: { runs, cancel: (runId, error) => resources.lifecycle.cancel(runId, error), events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
     account: { tokens, users, organizations },
     editor: {
       workflows,

@@ -1,4 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
+import { CALL_OPTIONS } from './call-options';
 import { ERROR_CODES } from './error-codes';
 import type { Operation } from './operation';
 import { OPERATIONS } from './registry';
@@ -20,8 +21,12 @@ function parameters(op: Operation): JsonObject[] {
   for (const param of op.http.pathParams) {
     out.push({ name: param, in: 'path', required: true, schema: plain(properties[param]!) });
   }
+  for (const name of op.http.options ?? []) {
+    const option = CALL_OPTIONS[name];
+    out.push({ name: option.header, in: 'header', required: false, description: option.description, schema: plain(option.schema) });
+  }
   // A route whose body is a file takes its other input in the query.
-  if (!carriesBody(op) || op.http.body === 'bytes') {
+  if (!carriesBody(op) || op.http.body === 'bytes' || op.http.body === 'empty') {
     for (const [key, schema] of Object.entries(properties)) {
       if (op.http.pathParams.includes(key)) continue;
       out.push({ name: key, in: 'query', required: required.has(key), schema: plain(schema) });
@@ -38,6 +43,7 @@ export function carriesBody(op: Operation): boolean {
 function requestBody(op: Operation): JsonObject {
   if (!carriesBody(op)) return {};
   if (op.http.body === 'bytes') return { requestBody: { required: true, content: { '*/*': { schema: { type: 'string', format: 'binary' } } } } };
+  if (op.http.body === 'empty') return {};
   return { requestBody: { required: true, content: { 'application/json': { schema: plain(op.input) } } } };
 }
 

@@ -1,4 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox';
+import type { CallOptionName } from './call-options';
 import type { ErrorCode } from './error-codes';
 
 /** Token scopes. `read` has no cost and no side effects; `run` executes nodes and spends money. */
@@ -23,10 +24,16 @@ export interface Operation<I extends TSchema = TSchema, O extends TSchema = TSch
     pathParams: readonly string[];
     /** Status of a successful answer; default 200 (204: no body). */
     status?: 200 | 201 | 204;
-    /** `bytes`: the body is a file, handed to the handler as the call's upload (its Content-Type its media type), not as input. */
-    body?: 'json' | 'bytes';
+    /**
+     * `bytes`: the body is a file, handed to the handler as the call's upload (its Content-Type its
+     * media type), not as input. `empty`: a POST whose input is all in its path; it may be sent with
+     * no body (or `{}`), as `curl -X POST` does.
+     */
+    body?: 'json' | 'bytes' | 'empty';
     /** The answer carries a secret or an identity: `Cache-Control: no-store`. */
     noStore?: boolean;
+    /** Call options it takes, each as its request header ({@link CALL_OPTIONS}). */
+    options?: readonly CallOptionName[];
   };
   /** Tool name on the hosted MCP server (underscores); only the five operations become tools. */
   mcpTool: string;

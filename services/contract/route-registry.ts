@@ -15,12 +15,12 @@ import {
   editorWorkflowsVersion,
   editorWorkflowsVersions,
 } from './routes/editor-routes';
-import { runsEvents, runsGet, runsList } from './routes/run-routes';
+import { runsCancel, runsEvents, runsGet, runsList } from './routes/run-routes';
 import { uploadsCreate } from './routes/upload-routes';
 
 /**
- * Every JSON route beside the five operations, in the same shape: run records, history and
- * event streams, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
+ * Every JSON route beside the five operations, in the same shape: run records, history, event
+ * streams and cancellation, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
  * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
  * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
  */
@@ -28,6 +28,7 @@ export const ROUTES = {
   'runs.list': runsList,
   'runs.get': runsGet,
   'runs.events': runsEvents,
+  'runs.cancel': runsCancel,
   'uploads.create': uploadsCreate,
   'me.get': meGet,
   'tokens.list': tokensList,

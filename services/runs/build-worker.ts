@@ -6,6 +6,7 @@ import { RunRecoveryRepository } from '../store';
 import { InFlightSteps } from './in-flight-steps';
 import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
 import { RunReaper } from './run-reaper';
+import { RunDeadlines } from './run-deadlines';
 import type { ServiceResources } from './service-resources';
 import { StepExecutor } from './step-executor';
 
@@ -100,6 +101,15 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       failed: () => metrics.reaperActions.inc({ action: 'sweep_error' }),
     },
   });
+  const deadlines = new RunDeadlines({
+    recovery: new RunRecoveryRepository(resources.database.prisma),
+    lifecycle: resources.lifecycle,
+    log,
+    observer: {
+      cancelled: (n) => metrics.reaperActions.inc({ action: 'deadline_cancelled' }, n),
+      failed: () => metrics.reaperActions.inc({ action: 'deadline_sweep_error' }),
+    },
+  });
   const sweeper = createRetentionSweeper({
     artifacts: resources.artifacts,
     blobs: resources.blobs.store,
@@ -117,6 +127,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy }));
   if (options.background) {
     reaper.start(config.reaperIntervalSeconds * 1000);
+    deadlines.start(config.deadlineSweepMs);
     sweeper.start();
   }
   let stopping: Promise<void> | undefined;
@@ -135,6 +146,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     async close() {
       if (options.background) {
         await reaper.stop();
+        await deadlines.stop();
         await sweeper.stop();
       }
       await stop();

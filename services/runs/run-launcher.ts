@@ -34,6 +34,8 @@ export interface RunCaller {
   /** Ends the caller's stream (it went away), never the run. */
   signal: AbortSignal;
   log: Logger;
+  /** The run's own deadline, seconds after it is stored (the `Max-Duration-Seconds` option). */
+  maxDurationSeconds?: number;
 }
 
 export interface RunLauncherDeps extends FollowDeps {
@@ -141,6 +143,7 @@ export class RunLauncher {
       workflowId: resolved?.workflowId ?? origin?.workflowId ?? null,
       workflowVersionId: resolved?.versionId ?? null,
       requireCredit: true,
+      ...(caller.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: caller.maxDurationSeconds }),
     };
     const { specs, starter } = this.deps;
     let graph = definition;

@@ -93,6 +93,20 @@ export class RunLifecycle {
     return true;
   }
 
+  /**
+   * Cancels a run (its owner asked, or its deadline passed): status `cancelled`, unfinished steps
+   * stopped and their reservations released, an attempt that may have called out charged what it
+   * held; then `run.failed` with `error` (code `cancelled`) and an abort to every worker running
+   * one of its steps, which cancels the provider's job where the provider has a cancel endpoint.
+   * False when the run had already ended (completed, failed or cancelled before).
+   */
+  async cancel(runId: string, error: RunError): Promise<boolean> {
+    const result = await this.deps.runs.failRun(runId, error, { cancelled: true });
+    if (!result.failed) return false;
+    await this.announceFailure(runId, error);
+    return true;
+  }
+
   /** Events and aborts of a run that has just been failed in Postgres (by `fail` or a step's own failure). */
   async announceFailure(runId: string, error: RunError, nodeId?: string): Promise<void> {
     const stepFailed: RunEvent[] = nodeId === undefined ? [] : [{ type: 'step.failed', nodeId, error }];

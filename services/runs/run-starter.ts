@@ -27,6 +27,8 @@ export interface RunRequest {
   workflowVersionId?: string | null;
   /** Refuse with `InsufficientCreditError` unless the organization's balance is positive (checked as the run is stored). */
   requireCredit?: boolean;
+  /** The run is cancelled if still unfinished this long after it is stored. */
+  maxDurationSeconds?: number;
 }
 
 export interface RunStarterDeps {
@@ -159,6 +161,7 @@ export class RunStarter {
       workflowVersionId: request.workflowVersionId ?? null,
       start: true,
       requireCredit: request.requireCredit ?? false,
+      ...(request.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: request.maxDurationSeconds }),
       steps,
     });
   }

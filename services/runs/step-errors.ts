@@ -12,6 +12,8 @@ export const RUN_ERROR_CODES = {
   attemptsExhausted: 'step_attempts_exhausted',
   insufficientCredit: 'insufficient_credit',
   internal: 'internal',
+  /** The run was cancelled by its owner or reached its own deadline (docs/runs.md, Cancellation). */
+  cancelled: 'cancelled',
 } as const;
 
 /** The run stopped (another step failed, or it timed out) while this attempt ran: its call was aborted. */

@@ -133,6 +133,8 @@ export interface FailRunArgs {
   run_id: string;
   error: { code: string; message: string };
   culprit_node_id: string | null;
+  /** What the run becomes: `failed` (absent), or `cancelled` (a cancellation or a deadline). */
+  status?: 'failed' | 'cancelled';
 }
 
 /** Output of `svc_fail_run`. */
@@ -157,6 +159,8 @@ export interface CreateRunArgs {
   require_credit: boolean;
   reserved_micros: number;
   run_id: string | null;
+  /** The run's deadline, this long after it is stored; null: none of its own. */
+  max_duration_seconds?: number | null;
   steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
 }
 

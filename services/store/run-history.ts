@@ -143,6 +143,7 @@ interface RunRecordRow {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  deadline_at: Date | null;
   /** json_agg of the steps; money as text, times as ISO text (JSON has neither bigint nor dates). */
   steps: {
     nodeId: string;
@@ -165,7 +166,7 @@ interface RunRecordRow {
 const RUN_RECORD_SQL = `
 SELECT r.id, r.org_id, r.user_id, r.token_id, r.workflow_id, r.workflow_version_id, r.status,
        r.definition, r.inputs, r.outputs, r.error, r.cap_micros, r.spent_micros, r.reserved_micros,
-       r.created_at, r.started_at, r.finished_at,
+       r.created_at, r.started_at, r.finished_at, r.deadline_at,
        (SELECT o.slug || '/' || w.slug || '@' || v.major || '.' || v.minor || '.' || v.patch
           FROM workflow_versions v JOIN workflows w ON w.id = v.workflow_id JOIN organizations o ON o.id = w.org_id
          WHERE v.id = r.workflow_version_id) AS workflow_ref,
@@ -210,6 +211,7 @@ export async function readRunRecord(pool: SqlPool, runId: string, orgId?: string
     createdAt: row.created_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    deadlineAt: row.deadline_at,
     steps: row.steps.map(
       (step): RunStepRecord => ({
         nodeId: step.nodeId,

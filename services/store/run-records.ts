@@ -49,6 +49,8 @@ export interface RunRecord {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+  /** When the run is cancelled if still unfinished (its maxDurationSeconds); null: no deadline of its own. */
+  deadlineAt: Date | null;
   steps: RunStepRecord[];
 }
 
@@ -65,6 +67,8 @@ export interface NewRun {
   capMicros: number;
   workflowId?: string | null;
   workflowVersionId?: string | null;
+  /** The run is cancelled if still unfinished this long after it is stored (docs/runs.md, Cancellation). */
+  maxDurationSeconds?: number;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */
   start?: boolean;
   /** Refuse (InsufficientCreditError) unless the organization's balance is positive, checked in the same statement. */

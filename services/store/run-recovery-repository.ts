@@ -79,6 +79,17 @@ export class RunRecoveryRepository {
     return rows.map((row) => row.id);
   }
 
+  /** Unfinished runs whose own deadline (maxDurationSeconds) is at or before `now`, earliest first. */
+  async findPastDeadline(options: { now: Date; limit?: number }): Promise<string[]> {
+    // The predicate is the partial index's (runs_unfinished_deadline_at_idx): a finished run is not in it.
+    const rows = await this.db.$queryRaw<{ id: string }[]>`
+      SELECT id FROM runs
+      WHERE deadline_at IS NOT NULL AND status = ANY (ARRAY['pending'::text, 'running'::text]) AND deadline_at <= ${options.now}
+      ORDER BY deadline_at
+      LIMIT ${options.limit ?? 100}`;
+    return rows.map((row) => row.id);
+  }
+
   /** Running runs that started before `startedBefore`: past the run timeout. */
   async findTimedOut(options: { startedBefore: Date; limit?: number }): Promise<string[]> {
     const rows = await this.db.$queryRaw<{ id: string }[]>`

@@ -108,6 +108,7 @@ export class RunRepository {
       require_credit: requireCredit,
       reserved_micros: reservedTotal,
       run_id: input.id ?? null,
+      max_duration_seconds: input.maxDurationSeconds ?? null,
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
     });
     if (row.id !== null) return row.id;
@@ -146,11 +147,17 @@ export class RunRepository {
    * stopped and its reservation released: running attempts become `cancelled` (their late commits
    * are no-ops) and are charged their lost charge (a node that calls out may have been paid for),
    * pending/queued steps `skipped`. Calling it again on a failed run is harmless, and is how a reaper releases a leftover reservation. `nodeId` names
-   * the step the run failed on before it started: it becomes `failed` with `error`.
+   * the step the run failed on before it started: it becomes `failed` with `error`. With `cancelled`
+   * (a cancellation or a deadline) the run's status becomes `cancelled` rather than `failed`.
    */
-  async failRun(runId: string, error: RunError, options: { nodeId?: string } = {}): Promise<FailRunResult> {
+  async failRun(runId: string, error: RunError, options: { nodeId?: string; cancelled?: boolean } = {}): Promise<FailRunResult> {
     if (!isUuid(runId)) return { failed: false, releasedMicros: 0, cancelled: [], skipped: [] };
-    const row = await sql.failRun(this.pool, { run_id: runId, error: { code: error.code, message: error.message }, culprit_node_id: options.nodeId ?? null });
+    const row = await sql.failRun(this.pool, {
+      run_id: runId,
+      error: { code: error.code, message: error.message },
+      culprit_node_id: options.nodeId ?? null,
+      ...(options.cancelled ? { status: 'cancelled' as const } : {}),
+    });
     return { failed: row.failed, releasedMicros: row.released_micros, cancelled: row.cancelled, skipped: row.skipped };
   }
 

@@ -23,6 +23,7 @@ function stored(overrides: Partial<StoredRun> = {}): StoredRun {
     createdAt: created,
     startedAt: new Date(created.getTime() + 20),
     finishedAt: null,
+    deadlineAt: null,
     outputs: null,
     steps: [
       { nodeId: 'gen', status: 'completed', costMicros: 12_345, ms: 830, error: null },
@@ -55,6 +56,7 @@ describe('run record and listing bodies', () => {
       createdAt: '2026-03-04T05:06:07.089Z',
       startedAt: '2026-03-04T05:06:07.109Z',
       finishedAt: null,
+      deadlineAt: null,
       workflowRef: null,
       workflowId: null,
       workflowName: null,

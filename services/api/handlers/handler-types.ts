@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { InputOf, OpName, Operations, OutputOf, RouteName, Routes, SequencedEvent } from '../../contract';
+import type { CallOptionValues, InputOf, OpName, Operations, OutputOf, RouteName, Routes, SequencedEvent } from '../../contract';
 import type { AuthContext } from '../auth/auth-context';
 import type { UploadBody } from './upload-body';
 
@@ -13,6 +13,8 @@ export interface CallContext {
   signal: AbortSignal;
   /** Streams: the SSE `id:` of the last event the caller received (HTTP's `Last-Event-ID`). */
   lastEventId?: string;
+  /** Call options the declaration takes (`http.options`), as the caller gave them (HTTP: request headers). */
+  options?: CallOptionValues;
   /** `body: 'bytes'` routes: the file sent, unread, with its declared media type and length. */
   upload?: UploadBody;
   /** The caller's network address, for limits on failed attempts; absent in-process. */

@@ -12,7 +12,8 @@ export interface DraftRunDeps {
 /** The caller of a run operation: the contract marks both `auth: 'required'`, so `invoke` guarantees one. */
 function callerOf(ctx: CallContext): RunCaller {
   if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
-  return { orgId: ctx.auth.orgId, userId: ctx.auth.userId, tokenId: ctx.auth.tokenId, signal: ctx.signal, log: ctx.log };
+  const maxDurationSeconds = ctx.options?.maxDurationSeconds;
+  return { orgId: ctx.auth.orgId, userId: ctx.auth.userId, tokenId: ctx.auth.tokenId, signal: ctx.signal, log: ctx.log, ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }) };
 }
 
 type RunName = 'runs.create' | 'runs.node' | 'editor.workflows.run';

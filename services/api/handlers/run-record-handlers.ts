@@ -1,4 +1,4 @@
-import { RUN_LIST_DEFAULT_LIMIT, type RunList, type RunStatus } from '../../contract';
+import { RUN_LIST_DEFAULT_LIMIT, type RunError, type RunList, type RunStatus } from '../../contract';
 import { parseWorkflowId } from '../../engine';
 import { AppError } from '../../platform/app-error';
 import { DEFAULT_RECORD_CHECK_MS, replayEvents, type RunEventSource } from '../../runs';
@@ -19,8 +19,12 @@ export interface RunReader {
   ): Promise<{ runs: RunSummaryRecord[]; next: RunListKey | null }>;
 }
 
+/** Port: cancels a run (`RunLifecycle.cancel`); false when it had already ended. */
+export type RunCanceller = (runId: string, error: RunError) => Promise<boolean>;
+
 export interface RunRecordHandlerDeps {
   runs: RunReader;
+  cancel: RunCanceller;
   events: RunEventSource;
   /**
    * How long the replay of a finished run may wait for its log's terminal event before sending
@@ -80,7 +84,9 @@ function resumePoint(after: number | undefined, lastEventId: string | undefined)
  * record with its steps and outputs, `runs.events` the run's events replayed after
  * `Last-Event-ID` (or `after`) and then followed live to the terminal one.
  */
-export function runRecordHandlers(deps: RunRecordHandlerDeps): { 'runs.list': Handler<'runs.list'>; 'runs.get': Handler<'runs.get'>; 'runs.events': Handler<'runs.events'> } {
+type RunRecordName = 'runs.list' | 'runs.get' | 'runs.events' | 'runs.cancel';
+
+export function runRecordHandlers(deps: RunRecordHandlerDeps): { [K in RunRecordName]: Handler<K> } {
   return {
     'runs.list': async (query, ctx): Promise<RunList> => {
       const after = query.cursor === undefined ? undefined : decodeRunCursor(query.cursor);
@@ -103,6 +109,23 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { 'runs.list': Ha
       const run = await deps.runs.getRun(id, authOf(ctx).orgId);
       if (!run) throw noSuchRun(id);
       return runBody(run);
+    },
+
+    'runs.cancel': async ({ id }, ctx) => {
+      const auth = authOf(ctx);
+      const run = await deps.runs.getRun(id, auth.orgId);
+      if (!run) throw noSuchRun(id);
+      if (run.userId !== auth.userId) {
+        throw new AppError({ code: 'forbidden', message: `run "${id}" was started by another member of your organization; only the user who started a run can cancel it` });
+      }
+      if (run.status === 'pending' || run.status === 'running') {
+        const error = { code: 'cancelled', message: 'the run was cancelled by the user who started it' };
+        if (await deps.cancel(run.id, error)) ctx.log.info({ runId: run.id }, 'run cancelled');
+      }
+      // The run as it is now: cancelled (by this call or an earlier one), or as it finished first.
+      const after = await deps.runs.getRun(run.id, auth.orgId);
+      if (!after) throw noSuchRun(id);
+      return runBody(after);
     },
 
     'runs.events': async ({ id, after }, ctx) => {

@@ -4,7 +4,7 @@ import type { RunRecord, RunStepRecord, RunSummaryRecord } from '../../store';
 
 type StepView = Pick<RunStepRecord, 'nodeId' | 'status' | 'costMicros' | 'ms' | 'error'>;
 /** What a run body shows of a run record. */
-export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs' | 'definition'> & { steps: readonly StepView[] };
+export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs' | 'definition' | 'deadlineAt'> & { steps: readonly StepView[] };
 
 const iso = (time: Date | null): string | null => (time ? time.toISOString() : null);
 
@@ -47,6 +47,7 @@ export function runBody(run: RunView): Run {
     createdAt,
     startedAt: iso(run.startedAt),
     finishedAt,
+    deadlineAt: iso(run.deadlineAt),
     workflowRef,
     workflowId,
     workflowName,

@@ -1,6 +1,6 @@
 import express, { Router, type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
-import { OP_NAMES, ROUTE_NAMES, type Operation } from '../../contract';
+import { CALL_OPTIONS, OP_NAMES, parseCallOption, ROUTE_NAMES, type CallOptionName, type CallOptionValues, type Operation } from '../../contract';
 import { AppError } from '../../platform/app-error';
 import type { RateLimitResult } from '../../queue';
 import type { TokenLookup } from '../auth/auth-context';
@@ -87,6 +87,8 @@ export function operationRoutes(options: OperationRouteOptions): Router {
     const method = op.http.method.toLowerCase() as 'get' | 'post' | 'patch' | 'delete';
     const what = describeCall(name);
     const readInput = async (req: Request, res: Response, ctx: InvokeContext): Promise<unknown> => {
+      // Read with the input, so a bad option is a 400 after the caller's token and scope are checked.
+      if (op.http.options) ctx.options = callOptions(op.http.options, req);
       if (op.http.body === 'bytes') {
         // Unread: the handler streams it, under its own limit (uploads, recipe assets).
         ctx.upload = uploadOf(req);
@@ -94,7 +96,10 @@ export function operationRoutes(options: OperationRouteOptions): Router {
       }
       if (op.http.method === 'POST' || op.http.method === 'PATCH') {
         // An empty body is a caller mistake worth naming (express.json would turn it into `{}`).
-        if (!hasBody(req)) throw emptyBodyError();
+        if (!hasBody(req)) {
+          if (op.http.body === 'empty') return requestInput(op, req, { fromBody: false });
+          throw emptyBodyError();
+        }
         await parseWith(json, req, res);
       }
       return requestInput(op, req);
@@ -138,6 +143,19 @@ export function operationRoutes(options: OperationRouteOptions): Router {
     });
   }
   return router;
+}
+
+/** The call options `names` from their request headers; a malformed one is a 400 naming the header. */
+function callOptions(names: readonly CallOptionName[], req: Request): CallOptionValues {
+  const values: Record<string, unknown> = {};
+  for (const name of names) {
+    const raw = req.get(CALL_OPTIONS[name].header);
+    if (raw === undefined) continue;
+    const parsed = parseCallOption(name, raw);
+    if (!parsed.ok) throw new AppError({ code: 'validation_failed', message: parsed.message, details: { issues: [{ path: CALL_OPTIONS[name].header, message: parsed.message }] } });
+    values[name] = parsed.value;
+  }
+  return values as CallOptionValues;
 }
 
 /**

@@ -57,3 +57,23 @@ export const runsEvents = defineOperation({
   spendsMoney: false,
   readOnly: true,
 });
+
+/**
+ * `POST /v1/runs/:id/cancel`: stops an unfinished run (docs/runs.md, Cancellation). Only the user
+ * who started it may; repeating it is harmless. Answers the run as it is afterwards: `cancelled`,
+ * or as it finished when it ended before the cancellation reached it.
+ */
+export const runsCancel = defineOperation({
+  name: 'runs.cancel',
+  summary: 'Cancel a run you started',
+  http: { method: 'POST', path: '/v1/runs/:id/cancel', pathParams: ['id'], body: 'empty' },
+  mcpTool: 'runs_cancel',
+  scope: 'run',
+  auth: 'required',
+  input: strictObject({ id: RunIdSchema }),
+  output: RunSchema,
+  response: 'json',
+  errors: ['validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found', 'rate_limited'],
+  spendsMoney: false,
+  readOnly: false,
+});

@@ -68,6 +68,7 @@ export const RunSchema = Type.Object({
   createdAt: runHead.createdAt,
   startedAt: timeOrNull('When it started running; null while pending'),
   finishedAt: runHead.finishedAt,
+  deadlineAt: timeOrNull('When the run is cancelled if still unfinished (its maxDurationSeconds); null: no deadline of its own'),
   workflowRef: runHead.workflowRef,
   workflowId: runHead.workflowId,
   workflowName: runHead.workflowName,

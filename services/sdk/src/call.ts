@@ -1,4 +1,4 @@
-import { validate, type Operation } from '../../contract';
+import { CALL_OPTIONS, validate, type CallOptionValues, type Operation } from '../../contract';
 import { InvalidInputError } from './errors';
 import type { HttpRequest, RequestBody, Transport } from './transport';
 
@@ -8,6 +8,11 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Extra request headers of this call. */
   headers?: Record<string, string>;
+  /**
+   * Call options the operation takes (`runs.create`, `runs.node`: `maxDurationSeconds`, the run's
+   * own deadline), sent as their request headers.
+   */
+  options?: CallOptionValues;
 }
 
 /** Options of a call whose body is a file (`body: 'bytes'` declarations, e.g. `uploads.create`). */
@@ -31,9 +36,13 @@ export function requestOf(op: Operation, input: unknown, options: BytesCallOptio
     return encodeURIComponent(String(value));
   });
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
+  for (const name of op.http.options ?? []) {
+    const value = options.options?.[name];
+    if (value !== undefined) headers[CALL_OPTIONS[name].header.toLowerCase()] = String(value);
+  }
   if (op.response === 'sse') headers.accept = 'text/event-stream';
   const request: HttpRequest = { method: op.http.method, path, headers, signal: options.signal };
-  const inQuery = op.http.method === 'GET' || op.http.method === 'DELETE' || op.http.body === 'bytes';
+  const inQuery = op.http.method === 'GET' || op.http.method === 'DELETE' || op.http.body === 'bytes' || op.http.body === 'empty';
   if (inQuery) {
     const query: Record<string, string> = {};
     for (const [key, value] of Object.entries(fields)) {

@@ -1,0 +1,65 @@
+import type { Logger } from '../platform/logger';
+import type { RunRecoveryRepository } from '../store';
+import type { RunLifecycle } from './run-lifecycle';
+import { RUN_ERROR_CODES } from './step-errors';
+
+export interface RunDeadlinesOptions {
+  recovery: Pick<RunRecoveryRepository, 'findPastDeadline'>;
+  lifecycle: Pick<RunLifecycle, 'cancel'>;
+  log: Logger;
+  batchSize?: number;
+  /** Told how many runs each sweep cancelled, or that one failed (metrics). */
+  observer?: { cancelled(count: number): void; failed(): void };
+}
+
+/**
+ * Cancels runs past their own deadline (`maxDurationSeconds`, docs/runs.md, Cancellation). Its
+ * own timer, not the reaper's (every 30 s): a deadline is kept to about one sweep interval. Each
+ * sweep is one index read of the unfinished runs with a deadline (a partial index: finished runs
+ * leave it), so every worker process may sweep; two cancelling the same run cancel it once.
+ */
+export class RunDeadlines {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<unknown> | undefined;
+
+  constructor(private readonly options: RunDeadlinesOptions) {}
+
+  /** Cancels the runs past their deadline at `now`; answers how many this call cancelled. */
+  async sweep(now: Date = new Date()): Promise<number> {
+    const { recovery, lifecycle } = this.options;
+    let cancelled = 0;
+    for (const runId of await recovery.findPastDeadline({ now, limit: this.options.batchSize ?? 200 })) {
+      const error = { code: RUN_ERROR_CODES.cancelled, message: 'the run was cancelled: it reached its deadline (maxDurationSeconds) before it finished' };
+      if (await lifecycle.cancel(runId, error)) cancelled++;
+    }
+    return cancelled;
+  }
+
+  /** Sweeps every `intervalMs` (unref'd timer) until `stop`. */
+  start(intervalMs: number): void {
+    const tick = () => {
+      this.sweeping = this.sweep()
+        .then((cancelled) => {
+          if (cancelled > 0) {
+            this.options.log.info({ cancelled }, 'runs past their deadline cancelled');
+            this.options.observer?.cancelled(cancelled);
+          }
+        })
+        .catch((err: unknown) => {
+          this.options.log.warn({ err }, 'deadline sweep failed');
+          this.options.observer?.failed();
+        })
+        .finally(() => {
+          this.sweeping = undefined;
+          if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, intervalMs).unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.sweeping;
+  }
+}
