@@ -4,7 +4,7 @@ import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
 import type { RunEventBus, StepQueue, StepWorker } from '../queue';
-import { buildResources, buildWorker, type RetentionSweeper, type RunReaper, type ServiceResources } from '../runs';
+import { buildResources, buildWorker, type RetentionSweeper, type RunDeadlines, type RunReaper, type ServiceResources } from '../runs';
 import { buildApi } from './build-api';
 import { monitorApp } from './monitor-app';
 import type { Invoke } from './invoke/invoke';
@@ -18,6 +18,8 @@ export interface ServiceRuntime {
   /** The step worker, with its reaper and sweeper (roles all and worker). */
   worker: StepWorker | undefined;
   reaper: RunReaper | undefined;
+  /** Cancels runs past their own deadline (roles all and worker). */
+  deadlines: RunDeadlines | undefined;
   sweeper: RetentionSweeper | undefined;
   bus: RunEventBus;
   queue: StepQueue;
@@ -52,6 +54,7 @@ export async function buildService(options: { config: Config; log: Logger; metri
     invoke: api?.invoke,
     worker: worker?.worker,
     reaper: worker?.reaper,
+    deadlines: worker?.deadlines,
     sweeper: worker?.sweeper,
     bus: resources.bus,
     queue: resources.queue,

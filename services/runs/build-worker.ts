@@ -14,6 +14,8 @@ import { StepExecutor } from './step-executor';
 export interface BuiltWorker {
   worker: StepWorker;
   reaper: RunReaper;
+  /** Cancels runs past their own deadline (`maxDurationSeconds`). */
+  deadlines: RunDeadlines;
   sweeper: RetentionSweeper;
   /**
    * Takes no new job and waits for those in hand, up to `SHUTDOWN_GRACE_MS`: steps still running
@@ -141,6 +143,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   return {
     worker,
     reaper,
+    deadlines,
     sweeper,
     stop,
     async close() {
