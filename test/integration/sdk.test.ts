@@ -119,6 +119,27 @@ describe('SDK against the service', () => {
     expect((single as RunFailedError).runId).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('cancels a run with handle.cancel(): the record answers cancelled, result() throws RunFailedError code cancelled', async () => {
+    const handle = startRun(client, { workflow: pauseChain(1, 60_000) });
+    for await (const event of handle.events()) if (event.type === 'step.started') break;
+    const record = await handle.cancel();
+    expect(record).toMatchObject({ id: await handle.runId, status: 'cancelled', error: { code: 'cancelled' } });
+    const failed = await handle.result().catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(RunFailedError);
+    expect(failed).toMatchObject({ code: 'cancelled', runId: await handle.runId });
+    expect((await handle.cancel()).status).toBe('cancelled');
+  });
+
+  it('sends maxDurationSeconds as the Max-Duration-Seconds header: the run records its deadline', async () => {
+    const handle = startRun(client, { workflow: pauseChain(1, 1) }, { options: { maxDurationSeconds: 90 } });
+    await handle.result();
+    const record = await client.routes['runs.get']({ id: await handle.runId });
+    expect(Date.parse(record.deadlineAt!) - Date.parse(record.createdAt)).toBe(90_000);
+    const plain = startRun(client, { workflow: pauseChain(1, 1) });
+    await plain.result();
+    expect((await client.routes['runs.get']({ id: await plain.runId })).deadlineAt).toBeNull();
+  });
+
   it('uploads bytes and files from disk, and runs with the uploaded artifact', async () => {
     const png = await sharp({ create: { width: 7, height: 3, channels: 3, background: '#0a0' } }).png().toBuffer();
     const fromBytes = await upload(client, new Uint8Array(png), { filename: 'dot.png', mimeType: 'text/plain' });

@@ -35,7 +35,7 @@ const MAX_DELAY_MS = 8_000;
  * missed and nothing repeats; after `maxAttempts` failed reconnections it reads
  * `GET /v1/runs/:id` and, when the run has ended, settles from that record (the events it
  * missed are then not yielded). Aborting the caller's signal stops following: the run itself
- * goes on (cancelling runs is a separate route).
+ * goes on (`cancel()` stops it).
  */
 export class RunHandle {
   /** The run's id, known at `run.started`; rejects when the run was refused before starting (402, 400, …). */
@@ -82,6 +82,19 @@ export class RunHandle {
       }
       yield this.#events[i] as RunEventWithSeq;
     }
+  }
+
+  /**
+   * Cancels the run (`POST /v1/runs/:id/cancel`; only the user who started it may): its steps in
+   * flight are stopped, down to the provider's own cancel where it has one, and what they held is
+   * released. Resolves with the run's record as it is afterwards: `cancelled`, or as it finished
+   * when it ended first. The handle's stream then ends with `run.failed` (code `cancelled`), so
+   * `result()` throws a {@link RunFailedError} with that code. Repeating it is harmless. It does
+   * not use the handle's own signal: a caller that stopped following may still cancel.
+   */
+  async cancel(options: { signal?: AbortSignal } = {}): Promise<Run> {
+    const id = await this.runId;
+    return (await callJson(this.#transport, ROUTES['runs.cancel'], { id }, options.signal ? { signal: options.signal } : {})) as Run;
   }
 
   /** The run's outputs once it completes; a {@link RunFailedError} when it fails. */
