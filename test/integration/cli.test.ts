@@ -3,7 +3,7 @@ import http from 'node:http';
 import path from 'node:path';
 import sharp from 'sharp';
 import { ensureCliBuilt } from '../support/cli-build';
-import { CliHome, finished, requireScript, runInTerminal, stderrMatching } from '../support/cli-process';
+import { CliHome, finished, requireScript, runInTerminal, spawnInTerminal, stderrMatching, stdoutMatching } from '../support/cli-process';
 import { seedAccount } from '../support/fixtures';
 import { publishWorkflow, startTestService, type TestService } from '../support/service';
 import { pauseNode } from '../support/test-nodes';
@@ -273,6 +273,61 @@ describe('svc: nodes, node and run', () => {
       expect(result.code).toBe(130);
       expect(result.stderr).toContain(`Stopped following from run ${runId}; it goes on. Its result: GET ${service.url}/v1/runs/${runId}`);
       expect(result.stdout).toBe('');
+    });
+  });
+
+  describe('cancelling at Ctrl-C', () => {
+    const runStatus = async (runId: string) => (await service.prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true } })).status;
+
+    it('--on-interrupt cancel: Ctrl-C cancels the run, says so and what it cost, exit 130', async () => {
+      fs.writeFileSync(path.join(home.dir, 'slow.json'), JSON.stringify(SLOW));
+      const child = home.spawn(['run', 'slow.json', '--on-interrupt', 'cancel'], { env: signedIn });
+      const done = finished(child);
+      const [, runId] = await stderrMatching(child, /^run\.started ([0-9a-f-]{36})$/m);
+      await stderrMatching(child, /^step\.progress wait pausing/m);
+      child.kill('SIGINT');
+      const result = await done;
+      expect(result.code).toBe(130);
+      expect(result.stderr).toContain(`Cancelled run ${runId}; it cost $0.`);
+      expect(result.stderr).toContain('svc: interrupted (Ctrl-C); the run was cancelled');
+      expect(await runStatus(runId!)).toBe('cancelled');
+    });
+
+    it('asks on a terminal: y cancels the run; without a terminal nothing is asked and the run goes on', async () => {
+      requireScript();
+      fs.writeFileSync(path.join(home.dir, 'slow.json'), JSON.stringify(SLOW));
+      const child = spawnInTerminal(home, ['run', 'slow.json'], { env: signedIn });
+      const done = finished(child);
+      const [, runId] = await stdoutMatching(child, /run ([0-9a-f-]{36})/);
+      await stdoutMatching(child, /pausing/);
+      child.stdin.write('\x03');
+      await stdoutMatching(child, new RegExp(`Cancel run ${runId}\\? .*\\[y/N\\]`));
+      child.stdin.write('y\r');
+      const result = await done;
+      expect(result.stdout).toContain(`Cancelled run ${runId}`);
+      expect(await runStatus(runId!)).toBe('cancelled');
+
+      // The earlier test's plain Ctrl-C had no terminal: its run was left going (cancelled here).
+      const detached = home.spawn(['run', 'slow.json'], { env: signedIn });
+      const ended = finished(detached);
+      const [, goesOn] = await stderrMatching(detached, /^run\.started ([0-9a-f-]{36})$/m);
+      await stderrMatching(detached, /^step\.progress wait pausing/m);
+      detached.kill('SIGINT');
+      expect((await ended).stderr).not.toContain('Cancel run');
+      expect(await runStatus(goesOn!)).toBe('running');
+      await fetch(`${service.url}/v1/runs/${goesOn}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${service.account.token}` } });
+    });
+
+    it('--max-duration sends the run its deadline; a bad value is a usage error', async () => {
+      fs.writeFileSync(path.join(home.dir, 'quick.json'), JSON.stringify({ version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } }] }));
+      const ok = await svc(['run', 'quick.json', '--max-duration', '120', '--json']);
+      expect(ok.code).toBe(0);
+      const { runId } = JSON.parse(ok.stdout) as { runId: string };
+      const row = await service.prisma.run.findUniqueOrThrow({ where: { id: runId }, select: { createdAt: true, deadlineAt: true } });
+      expect(row.deadlineAt!.getTime() - row.createdAt.getTime()).toBe(120_000);
+      const bad = await svc(['run', 'quick.json', '--max-duration', '0']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('give a whole number of seconds from 1 to 604800');
     });
   });
 

@@ -34,7 +34,7 @@ export class CliHome {
   /** Starts `node svc.cjs <args>` (for tests that read its output as it comes or interrupt it). */
   spawn(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): ChildProcessWithoutNullStreams {
     const child = spawn(process.execPath, [CLI_BIN, ...args], { env: { ...this.env, ...options.env }, cwd: options.cwd ?? this.dir });
-    stderrOf(child);
+    streamOf(child, 'stderr');
     return child;
   }
 
@@ -69,35 +69,45 @@ export function finished(child: ChildProcessWithoutNullStreams, timeoutMs = 60_0
 
 /** Resolves with the child's stderr so far once it matches `pattern`. */
 export function stderrMatching(child: ChildProcessWithoutNullStreams, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
-  const seen = stderrOf(child);
+  return streamMatching(child, 'stderr', pattern, timeoutMs);
+}
+
+/** Resolves with the child's stdout so far once it matches `pattern` (under `script`, stderr arrives there too). */
+export function stdoutMatching(child: ChildProcessWithoutNullStreams, pattern: RegExp, timeoutMs = 30_000): Promise<RegExpMatchArray> {
+  return streamMatching(child, 'stdout', pattern, timeoutMs);
+}
+
+function streamMatching(child: ChildProcessWithoutNullStreams, which: 'stdout' | 'stderr', pattern: RegExp, timeoutMs: number): Promise<RegExpMatchArray> {
+  const seen = streamOf(child, which);
+  const stream = child[which];
   return new Promise((resolve, reject) => {
     const check = (): boolean => {
       const match = seen.text.match(pattern);
       if (!match) return false;
       clearTimeout(timer);
-      child.stderr.off('data', onData);
+      stream.off('data', onData);
       resolve(match);
       return true;
     };
     // Everything said so far counts: two lines can arrive in one chunk, before this was asked.
     const onData = () => void check();
     const timer = setTimeout(() => {
-      child.stderr.off('data', onData);
-      reject(new Error(`stderr never matched ${pattern} within ${timeoutMs} ms: ${seen.text}`));
+      stream.off('data', onData);
+      reject(new Error(`${which} never matched ${pattern} within ${timeoutMs} ms: ${seen.text}`));
     }, timeoutMs);
-    if (!check()) child.stderr.on('data', onData);
+    if (!check()) stream.on('data', onData);
   });
 }
 
-const stderrSoFar = new WeakMap<ChildProcessWithoutNullStreams, { text: string }>();
+const soFar = { stdout: new WeakMap<ChildProcessWithoutNullStreams, { text: string }>(), stderr: new WeakMap<ChildProcessWithoutNullStreams, { text: string }>() };
 
-/** All a child has written on stderr, collected from the first time it is asked for. */
-function stderrOf(child: ChildProcessWithoutNullStreams): { text: string } {
-  let seen = stderrSoFar.get(child);
+/** All a child has written on one stream, collected from the first time it is asked for. */
+function streamOf(child: ChildProcessWithoutNullStreams, which: 'stdout' | 'stderr'): { text: string } {
+  let seen = soFar[which].get(child);
   if (!seen) {
     const collected = { text: '' };
-    child.stderr.on('data', (chunk: Buffer) => (collected.text += chunk.toString()));
-    stderrSoFar.set(child, collected);
+    child[which].on('data', (chunk: Buffer) => (collected.text += chunk.toString()));
+    soFar[which].set(child, collected);
     seen = collected;
   }
   return seen;
@@ -124,8 +134,15 @@ const shellWord = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
  * `\r\n` line ends, as the person sees them.
  */
 export function runInTerminal(home: CliHome, args: readonly string[], options: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<CliResult> {
+  return finished(spawnInTerminal(home, args, options), options.timeoutMs);
+}
+
+/**
+ * `svc <args>` started with a terminal, as {@link runInTerminal}; what the test writes to the
+ * child's stdin is typed at that terminal (`\x03` is Ctrl-C: the terminal sends SIGINT).
+ */
+export function spawnInTerminal(home: CliHome, args: readonly string[], options: { env?: Record<string, string> } = {}): ChildProcessWithoutNullStreams {
   const command = [process.execPath, CLI_BIN, ...args].map(shellWord).join(' ');
   // stdin stays an open pipe: at its end `script` would end the session early.
-  const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...home.env, ...options.env }, cwd: home.dir });
-  return finished(child, options.timeoutMs);
+  return spawn('script', ['-qec', command, '/dev/null'], { env: { ...home.env, ...options.env }, cwd: home.dir });
 }

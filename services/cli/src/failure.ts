@@ -27,7 +27,8 @@ export interface Failure {
 export function failureOf(err: unknown): Failure {
   if (isInterrupt(err)) {
     const runId = err instanceof Interrupted ? err.runId : undefined;
-    return { message: 'interrupted (Ctrl-C)', code: 'interrupted', exitCode: EXIT.interrupted, ...(runId === undefined ? {} : { runId }) };
+    const cancelled = err instanceof Interrupted && err.cancelled;
+    return { message: cancelled ? 'interrupted (Ctrl-C); the run was cancelled' : 'interrupted (Ctrl-C)', code: 'interrupted', exitCode: EXIT.interrupted, ...(runId === undefined ? {} : { runId }) };
   }
   if (err instanceof RunFailure) return { message: err.message, code: err.code, exitCode: err.exitCode, runId: err.runId, details: { costUsd: err.costUsd } };
   if (err instanceof CliError) return { message: err.message, code: err.code, exitCode: err.exitCode };

@@ -1,8 +1,11 @@
-/** Ctrl-C: following stops (exit 130); a run already started goes on on the service. */
+/** Ctrl-C: following stops (exit 130); a run already started goes on on the service, unless the user cancelled it. */
 export class Interrupted extends Error {
-  /** The run left going, when one had started. */
-  constructor(readonly runId?: string) {
-    super(runId === undefined ? 'interrupted' : `interrupted; run ${runId} goes on`);
+  /** The run left going (or cancelled), when one had started. */
+  constructor(
+    readonly runId?: string,
+    readonly cancelled = false,
+  ) {
+    super(runId === undefined ? 'interrupted' : cancelled ? `interrupted; run ${runId} cancelled` : `interrupted; run ${runId} goes on`);
     this.name = 'Interrupted';
   }
 }

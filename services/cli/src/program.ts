@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { OPERATIONS } from '../../contract';
+import { CALL_OPTIONS, OPERATIONS, parseCallOption } from '../../contract';
 import { apiCommand } from './commands/api';
 import { login } from './commands/login';
 import { logout } from './commands/logout';
@@ -11,6 +11,7 @@ import { nodes } from './commands/nodes';
 import { run } from './commands/run';
 import { whoami } from './commands/whoami';
 import { collect } from './input-values';
+import { INTERRUPT_CHOICES } from './interrupt-choice';
 import { fieldOptions } from './schema-options';
 
 /** The package's version: package.json sits one level above both src/ and the bundle's dist/. */
@@ -35,11 +36,18 @@ function withConnection(command: Command): Command {
   return command.option('--url <url>', URL_HELP).option('--json', 'machine-readable output: exactly one JSON document on stdout');
 }
 
-/** `-i` and `--max-cost`, on the commands that run something. */
+function wholeSeconds(text: string): number {
+  const parsed = parseCallOption('maxDurationSeconds', text);
+  if (!parsed.ok) throw new InvalidArgumentError(`give a whole number of seconds from ${CALL_OPTIONS.maxDurationSeconds.min} to ${CALL_OPTIONS.maxDurationSeconds.max}, e.g. 300`);
+  return parsed.value;
+}
+
+/** `-i`, `--max-cost` and `--max-duration`, on the commands that run something. */
 function withRunOptions(command: Command): Command {
   return withConnection(command)
     .option('-i, --input <name=value>', 'an input, repeatable: a plain value, @https://… (a URL) or @./file (uploaded first)', collect, [])
-    .addOption(new Option('--max-cost <usd>', 'spend cap in USD').argParser(positiveNumber));
+    .addOption(new Option('--max-cost <usd>', 'spend cap in USD').argParser(positiveNumber))
+    .addOption(new Option('--max-duration <seconds>', 'cancel the run if it has not finished this many seconds after it started').argParser(wholeSeconds));
 }
 
 /** The `svc` command line; each action's errors reach main, which maps them to exit codes. */
@@ -67,6 +75,11 @@ export function buildProgram(): Command {
     .action((nodeId: string, options) => node(nodeId, options));
 
   withRunOptions(program.command('run').argument('<file-or-ref>', 'a JSON or YAML workflow file, or a published ref such as acme/flow@1').description('run a workflow'))
+    .addOption(
+      new Option('--on-interrupt <choice>', 'what Ctrl-C does with the started run: ask (on a terminal; elsewhere the run goes on), cancel it, or detach (it goes on)')
+        .choices(INTERRUPT_CHOICES)
+        .default('ask'),
+    )
     .action((target: string, options) => run(target, options));
 
   program.addCommand(apiCommand(withConnection));

@@ -9,6 +9,8 @@ import { uploaderOf } from '../uploader';
 export interface RunOptions extends ConnectionOptions {
   input?: string[];
   maxCost?: number;
+  /** The run's own deadline, seconds (`--max-duration`, sent as Max-Duration-Seconds). */
+  maxDuration?: number;
 }
 
 /**
@@ -21,7 +23,10 @@ export async function node(nodeId: string, options: RunOptions): Promise<void> {
   const spec = await getNode(client, nodeId, { signal });
   const inputs = await nodeInputs(parseAssignments(options.input ?? []), spec, uploaderOf(client, signal));
   if (process.stderr.isTTY) process.stderr.write(`running ${spec.id}…\n`);
-  const answer = await client.ops['runs.node']({ node: spec.id, inputs, ...(options.maxCost === undefined ? {} : { maxCostUsd: options.maxCost }) }, { signal });
+  const answer = await client.ops['runs.node'](
+    { node: spec.id, inputs, ...(options.maxCost === undefined ? {} : { maxCostUsd: options.maxCost }) },
+    { signal, ...(options.maxDuration === undefined ? {} : { options: { maxDurationSeconds: options.maxDuration } }) },
+  );
   if (options.json) printJson(answer);
   else print(outputsText(answer.outputs));
 }

@@ -3,19 +3,29 @@ import { RunFailure } from '../cli-error';
 import { connectSignedIn } from '../connection';
 import { parseAssignments } from '../input-values';
 import { Interrupted, interruptSignal, isInterrupt } from '../interrupt';
+import { shouldCancel } from '../interrupt-choice';
 import { outputsText, print, printJson } from '../output';
 import { createProgress } from '../progress';
 import { workflowInputs } from '../typed-inputs';
 import { uploaderOf } from '../uploader';
 import { declaredInputs, resolveSource } from '../workflow-source';
 import type { RunOptions } from './node';
+import type { InterruptChoice } from '../interrupt-choice';
+
+export interface RunCommandOptions extends RunOptions {
+  /** What Ctrl-C does with a started run (default ask). */
+  onInterrupt?: InterruptChoice;
+}
+
+/** How long a cancel at Ctrl-C may take before the CLI gives up on it (the run then goes on, or ends at its deadline). */
+const CANCEL_TIMEOUT_MS = 15_000;
 
 /**
  * `svc run <file-or-ref>`: reads the workflow's input nodes (from the file, or `workflows.get`
  * for a ref) to type the `-i` values, starts the run, shows its events on stderr and prints the
  * outputs on stdout.
  */
-export async function run(target: string, options: RunOptions): Promise<void> {
+export async function run(target: string, options: RunCommandOptions): Promise<void> {
   const { client, url } = connectSignedIn(options);
   const signal = interruptSignal();
   const source = resolveSource(target);
@@ -37,7 +47,7 @@ export async function run(target: string, options: RunOptions): Promise<void> {
   if (cap !== undefined) request.maxCostUsd = cap;
   if (request.inputs && Object.keys(request.inputs).length === 0) delete request.inputs;
 
-  const handle = startRun(client, request, { signal });
+  const handle = startRun(client, request, { signal, ...(options.maxDuration === undefined ? {} : { options: { maxDurationSeconds: options.maxDuration } }) });
   const progress = createProgress(process.stderr, cap);
   let runId: string | undefined;
   let outputs: Outputs;
@@ -50,7 +60,14 @@ export async function run(target: string, options: RunOptions): Promise<void> {
   } catch (err) {
     progress.stop();
     if (isInterrupt(err)) {
-      const where = runId === undefined ? 'before the run had started, so its id is unknown; list recent runs with GET /v1/runs' : `from run ${runId}; it goes on. Its result: GET ${url}/v1/runs/${runId} (or follow it again: GET ${url}/v1/runs/${runId}/events)`;
+      if (runId !== undefined && (await shouldCancel(options.onInterrupt ?? 'ask', runId))) {
+        // The interrupt aborted the handle's signal: the cancel goes with a signal of its own.
+        const record = await handle.cancel({ signal: AbortSignal.timeout(CANCEL_TIMEOUT_MS) });
+        const outcome = record.status === 'cancelled' ? `Cancelled run ${runId}` : `Run ${runId} had already ended (${record.status}) before the cancel reached it`;
+        process.stderr.write(`\n${outcome}; it cost $${record.costUsd}.\n`);
+        throw new Interrupted(runId, record.status === 'cancelled');
+      }
+      const where = runId === undefined ? 'before the run had started, so its id is unknown; list recent runs with GET /v1/runs' : `from run ${runId}; it goes on. Its result: GET ${url}/v1/runs/${runId} (or follow it again: GET ${url}/v1/runs/${runId}/events; cancel it: POST ${url}/v1/runs/${runId}/cancel)`;
       process.stderr.write(`\nStopped following ${where}\n`);
       throw new Interrupted(runId);
     }
