@@ -10,6 +10,7 @@ import { InsufficientCreditError, InvalidInputError } from '../../../sdk/src';
 import type { StepViews } from './step-views';
 
 const startRun = vi.fn();
+const runsCancel = vi.fn();
 vi.mock('../../../sdk/src', async (importOriginal) => {
   const actual = await importOriginal<typeof Sdk>();
   return { ...actual, startRun: (...args: unknown[]) => startRun(...args) };
@@ -18,7 +19,10 @@ const runsGet = vi.fn();
 const follow = vi.fn();
 vi.mock('../lib/api', async (importOriginal) => {
   const actual = await importOriginal<typeof Api>();
-  return { ...actual, client: { routes: { 'runs.get': (...a: unknown[]) => runsGet(...a) }, follow: (...a: unknown[]) => follow(...a) } };
+  return {
+    ...actual,
+    client: { routes: { 'runs.get': (...a: unknown[]) => runsGet(...a), 'runs.cancel': (...a: unknown[]) => runsCancel(...a) }, follow: (...a: unknown[]) => follow(...a) },
+  };
 });
 vi.mock('../lib/session', () => ({ useSession: { getState: () => ({ refresh: () => Promise.resolve() }) } }));
 
@@ -137,6 +141,48 @@ describe('RunPanel', () => {
     expect(onSteps).toHaveBeenLastCalledWith({});
   });
 
+  it('cancels the run under way with its Cancel button: the stream ends run.failed cancelled, shown as cancelled', async () => {
+    const fake = fakeHandle();
+    startRun.mockReturnValue(fake.handle);
+    runsCancel.mockReset();
+    runsCancel.mockResolvedValue({});
+    renderPanel();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    await waitFor(() => expect(startRun).toHaveBeenCalled());
+    // No run to cancel until the service has started one.
+    expect(screen.queryByRole('button', { name: 'Cancel this run' })).toBeNull();
+    await act(async () => {
+      fake.push({ seq: 1, type: 'run.started', runId: RUN_ID });
+      fake.push({ seq: 2, type: 'step.started', nodeId: 'speak' });
+    });
+    const button = await waitFor(() => screen.getByRole('button', { name: 'Cancel this run' }));
+    fireEvent.click(button);
+    await waitFor(() => expect(runsCancel).toHaveBeenCalledWith({ id: RUN_ID }));
+    await act(async () => {
+      fake.push({ seq: 3, type: 'run.failed', error: { code: 'cancelled', message: 'the run was cancelled by the user who started it' } });
+    });
+    await waitFor(() => expect(screen.getByText('cancelled', { selector: '.run-panel-head .badge' })).toBeTruthy());
+    expect(screen.getByText('the run was cancelled by the user who started it')).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Cancel this run' })).toBeNull();
+  });
+
+  it('says so when the cancel is refused, and the run goes on', async () => {
+    const fake = fakeHandle();
+    startRun.mockReturnValue(fake.handle);
+    runsCancel.mockReset();
+    runsCancel.mockRejectedValue(Object.assign(new Error('only the user who started a run can cancel it'), { status: 403 }));
+    renderPanel();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
+    fireEvent.click(screen.getByRole('button', { name: 'Run' }));
+    await act(async () => {
+      fake.push({ seq: 1, type: 'run.started', runId: RUN_ID });
+    });
+    fireEvent.click(await waitFor(() => screen.getByRole('button', { name: 'Cancel this run' })));
+    await waitFor(() => expect(screen.getByRole('alert').textContent).toContain('The run could not be cancelled: only the user who started a run can cancel it'));
+    expect(screen.getByRole('button', { name: 'Cancel this run' })).toBeTruthy();
+  });
+
   it("shows a refusal in the service's words, with issues under their input", async () => {
     const fake = fakeHandle();
     startRun.mockReturnValue(fake.handle);
@@ -237,6 +283,7 @@ describe('RunPanel after a reload', () => {
     createdAt: '2026-11-25T01:00:00.000Z',
     startedAt: '2026-11-25T01:00:00.000Z',
     finishedAt: null,
+    deadlineAt: null,
     workflowRef: null,
     workflowId: null,
     workflowName: null,

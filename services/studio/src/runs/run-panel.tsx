@@ -78,6 +78,7 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
   const [streamError, setStreamError] = useState<string | null>(null);
   const [run, dispatch] = useReducer(reduce, initialRunState);
   const [active, setActive] = useState(false);
+  const [cancelling, setCancelling] = useState(false);
   const [capUsd, setCapUsd] = useState(DEFAULT_CAP_USD);
   const [uploading, setUploading] = useState<Record<string, boolean>>({});
   const abortRef = useRef<AbortController | null>(null);
@@ -224,6 +225,18 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
     })();
   };
 
+  /** Cancels the run under way; its stream then ends with run.failed (code cancelled), which ends `active`. */
+  const cancel = async (runId: string) => {
+    setCancelling(true);
+    try {
+      await client.routes['runs.cancel']({ id: runId });
+    } catch (err) {
+      setStreamError(`The run could not be cancelled: ${errorText(err)}`);
+    } finally {
+      setCancelling(false);
+    }
+  };
+
   const dismiss = () => {
     abortRef.current?.abort();
     abortRef.current = null;
@@ -277,7 +290,7 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
             <Elapsed state={run} active={active && !finished} />
             {run.order.length === 0 && active && <p className="muted small">Starting…</p>}
             <StepList steps={timeline.steps} order={timeline.order} labels={labels} uses={uses} compact />
-            {run.phase === 'failed' && run.error && !Object.values(run.steps).some((v) => v.error?.message === run.error!.message) && (
+            {(run.phase === 'failed' || run.phase === 'cancelled') && run.error && !Object.values(run.steps).some((v) => v.error?.message === run.error!.message) && (
               <div className="run-error" role="alert">
                 <strong>{run.error.code}</strong>
                 <p>{run.error.message}</p>
@@ -363,6 +376,11 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
         </button>
         {busyUploading && <span className="muted small">Waiting for the upload…</span>}
         <span className="spacer" />
+        {active && !finished && run.runId !== null && (
+          <button type="button" className="button danger" onClick={() => void cancel(run.runId!)} disabled={cancelling} aria-label="Cancel this run">
+            {cancelling ? 'Cancelling…' : 'Cancel run'}
+          </button>
+        )}
         {hasRun && !active && (
           <button type="button" className="button subtle" onClick={dismiss}>
             Dismiss result

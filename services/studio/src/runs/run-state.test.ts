@@ -107,6 +107,7 @@ describe('from a run record', () => {
     createdAt: '2026-11-25T01:00:00.000Z',
     startedAt: '2026-11-25T01:00:00.500Z',
     finishedAt: '2026-11-25T01:00:02.000Z',
+    deadlineAt: null,
     workflowRef: null,
     workflowId: null,
     workflowName: null,

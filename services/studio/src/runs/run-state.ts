@@ -97,7 +97,8 @@ export function applyEvent(state: RunState, event: SeqEvent, now = Date.now()): 
     case 'run.completed':
       return { ...base, phase: 'completed', outputs: event.outputs, finishedAtMs: now };
     case 'run.failed':
-      return { ...base, phase: 'failed', error: event.error, finishedAtMs: now };
+      // A cancellation (by its owner, or its deadline) ends the stream with run.failed code cancelled: shown as cancelled, as its record is.
+      return { ...base, phase: event.error.code === 'cancelled' ? 'cancelled' : 'failed', error: event.error, finishedAtMs: now };
     default:
       return base;
   }
