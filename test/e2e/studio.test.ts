@@ -257,6 +257,32 @@ describe('the studio, end to end in Chromium', () => {
     expect(await runCount()).toBe(runsBefore + 1);
   });
 
+  it('cancels a run from the run panel: the badge says cancelled, the API agrees', async () => {
+    const created = await api('/editor/workflows', {
+      method: 'POST',
+      body: JSON.stringify({
+        name: 'Long wait',
+        definition: { version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 60_000 } }, { id: 'result', uses: 'output', inputs: { value: '${wait.n}' } }] },
+      }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    await page.goto(`/workflows/${id}`);
+    await page.getByTestId('node-wait').waitFor();
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.locator('.run-panel-foot button[type="submit"]').click();
+    await expectAttribute(page.getByTestId('node-wait'), 'class', /running/);
+    const cancel = page.getByRole('button', { name: 'Cancel this run' });
+    await screenshot(page, 'studio-13b-run-cancel-button');
+    await cancel.click();
+    const panel = page.locator('.run-panel');
+    await expectText(panel.locator('.badge').first(), 'cancelled', 10_000);
+    await expectText(panel.locator('.run-error'), 'cancelled by the user who started it');
+    expect(await cancel.count()).toBe(0);
+    await screenshot(page, 'studio-13c-run-cancelled');
+    const runs = (await (await api(`/v1/runs?workflow=${id}`)).json()) as { runs: { status: string; error: { code: string } | null }[] };
+    expect(runs.runs[0]).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
+  });
+
   it('lists the runs and shows one run with its graph, steps and outputs, on a desktop and on a phone', async () => {
     await page.goto('/runs');
     await page.getByRole('heading', { name: 'Runs' }).waitFor();

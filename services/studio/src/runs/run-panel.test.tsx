@@ -146,7 +146,26 @@ describe('RunPanel', () => {
     startRun.mockReturnValue(fake.handle);
     runsCancel.mockReset();
     runsCancel.mockResolvedValue({});
-    renderPanel();
+    // The record after the cancel: the provider call that was cut is charged what it held.
+    runsGet.mockReset();
+    runsGet.mockResolvedValue({
+      id: RUN_ID,
+      status: 'cancelled',
+      steps: [{ nodeId: 'speak', status: 'cancelled', costUsd: 0.000051, ms: null }],
+      outputs: null,
+      error: { code: 'cancelled', message: 'the run was cancelled by the user who started it' },
+      costUsd: 0.000051,
+      maxCostUsd: 0.5,
+      createdAt: '2026-11-25T01:00:00.000Z',
+      startedAt: '2026-11-25T01:00:00.000Z',
+      finishedAt: '2026-11-25T01:00:01.000Z',
+      deadlineAt: null,
+      workflowRef: null,
+      workflowId: null,
+      workflowName: null,
+      workflow: definition,
+    } satisfies Run);
+    const onSteps = renderPanel();
     fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
     fireEvent.click(screen.getByRole('button', { name: 'Run' }));
     await waitFor(() => expect(startRun).toHaveBeenCalled());
@@ -165,6 +184,10 @@ describe('RunPanel', () => {
     await waitFor(() => expect(screen.getByText('cancelled', { selector: '.run-panel-head .badge' })).toBeTruthy());
     expect(screen.getByText('the run was cancelled by the user who started it')).toBeTruthy();
     expect(screen.queryByRole('button', { name: 'Cancel this run' })).toBeNull();
+    // Then the record's view: the step cancelled, not running, and what it was charged counted.
+    await waitFor(() => expect(runsGet).toHaveBeenCalledWith({ id: RUN_ID }));
+    await waitFor(() => expect(onSteps).toHaveBeenLastCalledWith({ speak: { status: 'cancelled', costUsd: 0.000051 } }));
+    expect(screen.getAllByText('$0.000051').length).toBeGreaterThan(0);
   });
 
   it('says so when the cancel is refused, and the run goes on', async () => {

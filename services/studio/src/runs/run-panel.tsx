@@ -116,6 +116,16 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
           lastSeq = event.seq;
           const finished = event.type === 'run.completed' || event.type === 'run.failed';
           remember(resumeKey, { runId, lastSeq, finished, maxCostUsd: cap });
+          if (event.type === 'run.failed' && runId !== null) {
+            // A stopped run's events do not carry what its stopped attempts were charged, nor which
+            // steps were skipped: its record does. Shown when it answers; the events' view until then.
+            const stoppedRunId = runId;
+            const at = lastSeq;
+            void client.routes['runs.get']({ id: stoppedRunId }).then(
+              (record) => dispatch({ type: 'replace', state: stateOfRun(record, at) }),
+              () => undefined,
+            );
+          }
         }
       } catch (err) {
         if ((err as Error)?.name === 'AbortError' || abortRef.current?.signal.aborted) return;

@@ -32,6 +32,24 @@ describe('applyEvent', () => {
     expect(s.finishedAtMs).toBe(1007);
   });
 
+  it('ends a cancelled run as cancelled, its step still running then shown as stopped (cancelled)', () => {
+    const s = fold([
+      { seq: 1, type: 'run.started', runId: RUN_ID },
+      { seq: 2, type: 'step.started', nodeId: 'a' },
+      { seq: 3, type: 'step.completed', nodeId: 'b', usage: { costUsd: 0.000002, ms: 1 } },
+      { seq: 4, type: 'run.failed', error: { code: 'cancelled', message: 'the run was cancelled by the user who started it' } },
+    ]);
+    expect(s.phase).toBe('cancelled');
+    expect(s.error).toEqual({ code: 'cancelled', message: 'the run was cancelled by the user who started it' });
+    expect(s.steps.a!.status).toBe('cancelled');
+    expect(s.steps.b!.status).toBe('completed');
+    const failed = fold([
+      { seq: 1, type: 'run.started', runId: RUN_ID },
+      { seq: 2, type: 'run.failed', error: { code: 'run_timeout', message: 'too long' } },
+    ]);
+    expect(failed.phase).toBe('failed');
+  });
+
   it('marks a running step with its progress message and fraction', () => {
     const s = fold([
       { seq: 1, type: 'run.started', runId: RUN_ID },

@@ -98,7 +98,14 @@ export function applyEvent(state: RunState, event: SeqEvent, now = Date.now()): 
       return { ...base, phase: 'completed', outputs: event.outputs, finishedAtMs: now };
     case 'run.failed':
       // A cancellation (by its owner, or its deadline) ends the stream with run.failed code cancelled: shown as cancelled, as its record is.
-      return { ...base, phase: event.error.code === 'cancelled' ? 'cancelled' : 'failed', error: event.error, finishedAtMs: now };
+      // A step still running when its run stops is no longer running: its attempt was stopped (the record says cancelled).
+      return {
+        ...base,
+        phase: event.error.code === 'cancelled' ? 'cancelled' : 'failed',
+        error: event.error,
+        finishedAtMs: now,
+        steps: Object.fromEntries(Object.entries(state.steps).map(([id, view]) => [id, view.status === 'running' ? { ...view, status: 'cancelled' as const } : view])),
+      };
     default:
       return base;
   }
