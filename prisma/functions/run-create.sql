@@ -27,11 +27,19 @@ DROP FUNCTION IF EXISTS svc_create_runs(jsonb);
 --         (or null), definition, inputs, cap_micros, status ('pending' | 'running'),
 --         require_credit boolean, reserved_micros (the steps' reservations in all), run_id (or
 --         null: one is made), max_duration_seconds (or null: deadline_at is that long after now;
---         docs/runs.md, Cancellation), steps: [{node_id, pending_deps, token (null, or the attempt token of
+--         docs/runs.md, Cancellation), idempotency_key (or null) and request_hash (with a key),
+--         steps: [{node_id, pending_deps, token (null, or the attempt token of
 --         a step reserved with the run: stored running, not started), reserved_micros}]}].
 -- Output: results: one per run, in order: {id (null when refused or the organization does not
 --         exist), available_micros (what was available to it; null when the organization does
---         not exist)}.
+--         not exist), existing (true: not stored, the run of its unexpired idempotency key is
+--         answered instead), same_request (with existing: whether that key was stored with this
+--         request_hash)}.
+-- Idempotency keys (docs/runs.md, Idempotent run creation): a run with a key whose row is younger
+-- than 24 hours is not stored; its result names that row's run. Otherwise the run is stored (or
+-- refused, storing nothing) and the key's row written, replacing an expired one. The organization's
+-- row lock orders every creation of its runs, so of two requests with one key exactly one stores
+-- a run, and two runs of one call with one key give the second the first's run.
 -- Locks:  the organization row (FOR NO KEY UPDATE: what the UPDATE of its hold takes, so it waits
 --         for no foreign-key check of a row that names the organization), released before the
 --         commit's flush (svc_release_locks_before_flush: the caller waits for it). It is held
@@ -54,6 +62,8 @@ DECLARE
   amount bigint;
   held bigint := 0;
   new_id uuid;
+  p_key text;
+  kept record;
   results jsonb := '[]'::jsonb;
 BEGIN
   SELECT balance_micros - held_micros INTO available FROM organizations WHERE id = p_org FOR NO KEY UPDATE;
@@ -70,6 +80,16 @@ BEGIN
     p_status := svc_arg(a, 'status');
     p_require := svc_arg(a, 'require_credit')::boolean;
     p_reserved := svc_arg(a, 'reserved_micros')::bigint;
+    p_key := a->>'idempotency_key';
+    IF p_key IS NOT NULL THEN
+      SELECT run_id, request_hash INTO kept FROM idempotency_keys
+      WHERE org_id = p_org AND key = p_key AND created_at > now() - interval '24 hours';
+      IF FOUND THEN
+        results := results || jsonb_build_array(jsonb_build_object('id', kept.run_id, 'available_micros', available, 'existing', true,
+                                                                   'same_request', kept.request_hash = svc_arg(a, 'request_hash')));
+        CONTINUE;
+      END IF;
+    END IF;
     -- Without require_credit (internal callers) the run holds nothing and is capped by its cap alone.
     IF p_require AND NOT (available > 0 AND LEAST(p_cap, available) >= p_reserved) THEN
       results := results || jsonb_build_array(jsonb_build_object('id', NULL, 'available_micros', available));
@@ -88,6 +108,10 @@ BEGIN
     SELECT new_id, n.node_id, n.pending_deps, CASE WHEN n.token IS NULL THEN 'pending' ELSE 'running' END, CASE WHEN n.token IS NULL THEN 0 ELSE 1 END,
            n.token, n.reserved_micros
     FROM jsonb_to_recordset(svc_arg(a, 'steps')::jsonb) AS n(node_id text, pending_deps int, token text, reserved_micros bigint);
+    IF p_key IS NOT NULL THEN
+      INSERT INTO idempotency_keys (org_id, key, request_hash, run_id) VALUES (p_org, p_key, svc_arg(a, 'request_hash'), new_id)
+      ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, run_id = EXCLUDED.run_id, created_at = now();
+    END IF;
     results := results || jsonb_build_array(jsonb_build_object('id', new_id, 'available_micros', available));
     available := available - amount;
     held := held + amount;

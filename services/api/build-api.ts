@@ -105,17 +105,23 @@ type AccountStores = ReturnType<typeof accountStores>;
 /** Starts runs for `runs.create` and `runs.node`, counting each in `svc_runs_started_total`. */
 function runLauncher(resources: ServiceResources): RunLauncher {
   const { runs, bus, log, metrics, config } = resources;
-  const starter = new RunStarter({ runs, events: bus, queue: resources.queue, lifecycle: resources.lifecycle, contexts: resources.contexts, nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline }, log, failpoints: new Failpoints(config.failpoints) });
-  const counted = <A extends unknown[]>(start: (...args: A) => Promise<string>) => async (...args: A): Promise<string> => {
-    const runId = await start(...args);
-    metrics.runsStarted.inc();
-    return runId;
-  };
+  // Counted in svc_runs_started_total as stored: a request attached to its key's run is not a run started.
+  const starter = new RunStarter({
+    runs,
+    events: bus,
+    queue: resources.queue,
+    lifecycle: resources.lifecycle,
+    contexts: resources.contexts,
+    nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline },
+    log,
+    failpoints: new Failpoints(config.failpoints),
+    onStored: () => metrics.runsStarted.inc(),
+  });
   return new RunLauncher({
     specs: resources.catalog,
     findNode: resources.findNode,
     resolver: resources.workflows,
-    starter: { start: counted((request) => starter.start(request)), startFailed: counted((request, error) => starter.startFailed(request, error)) },
+    starter: { start: (request) => starter.start(request), startFailed: (request, error) => starter.startFailed(request, error) },
     events: bus,
     runs,
     recordCheckMs: config.streamRecordCheckMs,

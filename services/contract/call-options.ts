@@ -1,11 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 
+/** Longest Idempotency-Key: room for a UUID, a hash, or a caller's own composite key. */
+export const IDEMPOTENCY_KEY_MAX = 255;
+
 /**
  * Options of a call that travel as request headers, beside its input: they shape how the call
  * runs, not what it runs, so the five operations' bodies stay exactly as SPEC.md defines them
- * (docs/runs.md, Cancellation). An operation lists the ones it takes in `http.options`; the HTTP
- * routes read and check them, the SDK sends them, the OpenAPI document lists them, each by
- * looping over this table.
+ * (docs/runs.md, Cancellation and Idempotent run creation). An operation lists the ones it takes
+ * in `http.options`; the HTTP routes read and check them, the SDK sends them, the OpenAPI
+ * document lists them, each by looping over this table.
  */
 export const CALL_OPTIONS = {
   maxDurationSeconds: {
@@ -15,6 +18,14 @@ export const CALL_OPTIONS = {
     max: 604_800,
     schema: Type.Integer({ minimum: 1, maximum: 604_800 }),
   },
+  idempotencyKey: {
+    header: 'Idempotency-Key',
+    description:
+      'Makes the run creation safe to send again: the same key with the same request within 24 hours attaches to the run it started (its stream replayed from the start, or its result) instead of starting another; with a different request it is a 422. Keys are per organization; 1 to 255 printable ASCII characters (a UUID is a good one)',
+    min: 1,
+    max: IDEMPOTENCY_KEY_MAX,
+    schema: Type.String({ minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX, pattern: '^[\\x21-\\x7E]+$' }),
+  },
 } as const;
 
 export type CallOptionName = keyof typeof CALL_OPTIONS;
@@ -22,16 +33,26 @@ export type CallOptionName = keyof typeof CALL_OPTIONS;
 /** The values of call options, as a handler sees them (absent when the caller gave none). */
 export type CallOptionValues = { [K in CallOptionName]?: Static<(typeof CALL_OPTIONS)[K]['schema']> };
 
+type Parsed<K extends CallOptionName> = { ok: true; value: NonNullable<CallOptionValues[K]> } | { ok: false; message: string };
+
 /**
  * Reads option `name` from its header's text: the value, or a message that tells the caller what
  * to send instead. Whitespace around the value is ignored, as HTTP does.
  */
-export function parseCallOption<K extends CallOptionName>(name: K, raw: string): { ok: true; value: NonNullable<CallOptionValues[K]> } | { ok: false; message: string } {
-  const { header, min, max } = CALL_OPTIONS[name];
+export function parseCallOption<K extends CallOptionName>(name: K, raw: string): Parsed<K> {
   const text = raw.trim();
+  const shown = JSON.stringify(text.slice(0, 40));
+  if (name === 'idempotencyKey') {
+    const { header, max } = CALL_OPTIONS.idempotencyKey;
+    if (text.length === 0 || text.length > max || !/^[\x21-\x7E]+$/.test(text)) {
+      return { ok: false, message: `the ${header} header must be 1 to ${max} printable ASCII characters without spaces (a UUID is a good key), got ${shown}${text.length > 40 ? ` (${text.length} characters)` : ''}` };
+    }
+    return { ok: true, value: text } as Parsed<K>;
+  }
+  const { header, min, max } = CALL_OPTIONS.maxDurationSeconds;
   const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    return { ok: false, message: `the ${header} header must be a whole number of seconds from ${min} to ${max}, got ${JSON.stringify(text.slice(0, 40))}` };
+    return { ok: false, message: `the ${header} header must be a whole number of seconds from ${min} to ${max}, got ${shown}` };
   }
-  return { ok: true, value: value as NonNullable<CallOptionValues[K]> };
+  return { ok: true, value } as Parsed<K>;
 }

@@ -22,6 +22,8 @@ export const ERROR_CODES = {
   range_not_satisfiable: { status: 416, retryable: false },
   /** runs.node: the one-node run failed; the body carries `runId` and `runError` ({ code, message }). */
   run_failed: { status: 422, retryable: false },
+  /** An `Idempotency-Key` sent again within 24 h with a different request; `details.runId` is the run it belongs to. */
+  idempotency_key_reused: { status: 422, retryable: false },
   rate_limited: { status: 429, retryable: true },
   internal: { status: 500, retryable: true },
   not_implemented: { status: 501, retryable: false },

@@ -29,35 +29,54 @@ export interface FollowedRun {
  * for a run's first event either way), and the log, empty then, is not read (`fresh`: one Redis
  * round trip less per run). A refused run gives the subscription back before its error is
  * thrown. `signal` ends the stream, never the run.
+ *
+ * `start` answers the id of the run it stored, or of the run the request's idempotency key
+ * already names (docs/runs.md, Idempotent run creation): then that run's stream is followed
+ * instead, replayed from its first event, and nothing new was started.
  */
 export async function startFollowed(
   deps: FollowDeps,
   caller: { orgId: string; signal: AbortSignal; log: Logger },
   start: (runId: string) => Promise<string>,
 ): Promise<FollowedRun> {
+  const chosen = randomUUID();
+  const fresh = subscribe(deps, chosen, caller, true);
+  let runId: string;
+  try {
+    runId = await start(chosen);
+  } catch (err) {
+    await fresh.giveBack();
+    throw err;
+  }
+  if (runId === chosen) return { runId, events: fresh.announced() };
+  await fresh.giveBack();
+  return { runId, events: subscribe(deps, runId, caller, false).announced() };
+}
+
+/** A subscription to a run's events, made before the run may exist (`fresh`) or to replay one that does. */
+function subscribe(deps: FollowDeps, runId: string, caller: { orgId: string; signal: AbortSignal; log: Logger }, fresh: boolean) {
   const { signal } = caller;
-  const runId = randomUUID();
   const controller = new AbortController();
   // The caller's reason passed on: `abort()` without one builds a DOMException, stack and all, at
   // every stream's end (each response's close aborts its call's signal).
   const stop = () => controller.abort(signal.reason);
   signal.addEventListener('abort', stop, { once: true });
   if (signal.aborted) stop();
-  const iterator = followRun(deps, runId, caller, controller.signal)[Symbol.asyncIterator]();
+  const iterator = followRun(deps, runId, caller, controller.signal, fresh)[Symbol.asyncIterator]();
   // The first next() subscribes; what it resolves to is the stream's first event.
   const first = iterator.next();
   first.catch(() => undefined);
   const release = () => signal.removeEventListener('abort', stop);
-  try {
-    await start(runId);
-  } catch (err) {
-    controller.abort(NOT_STARTED);
-    await first.catch(() => undefined);
-    await iterator.return?.(undefined);
-    release();
-    throw err;
-  }
-  return { runId, events: new AnnouncedRun(runId, iterator, first, release) };
+  return {
+    announced: (): AsyncIterable<SequencedEvent> => new AnnouncedRun(runId, iterator, first, release),
+    /** For a run that was not started under this id: the subscription is ended and given back. */
+    async giveBack(): Promise<void> {
+      controller.abort(NOT_STARTED);
+      await first.catch(() => undefined);
+      await iterator.return?.(undefined);
+      release();
+    },
+  };
 }
 
 /**
@@ -127,15 +146,16 @@ class AnnouncedRun implements AsyncIterableIterator<SequencedEvent> {
 }
 
 /** A started run's events, from its first, to its terminal one (from its record if the log lacks it). */
-function followRun(deps: FollowDeps, runId: string, caller: { orgId: string; log: Logger }, signal: AbortSignal): AsyncIterable<SequencedEvent> {
+function followRun(deps: FollowDeps, runId: string, caller: { orgId: string; log: Logger }, signal: AbortSignal, fresh: boolean): AsyncIterable<SequencedEvent> {
   return followRunEvents(deps.events, () => deps.runs.getRun(runId, caller.orgId), {
     runId,
     afterSeq: 0,
     signal,
     checkMs: deps.recordCheckMs ?? DEFAULT_RECORD_CHECK_MS,
-    // The id is new: nothing is logged before the run is stored, which takes longer than the
-    // subscription (and a run.started missed meanwhile is read at the next event's gap).
-    fresh: true,
+    // A new id: nothing is logged before the run is stored, which takes longer than the
+    // subscription (and a run.started missed meanwhile is read at the next event's gap). A run
+    // attached to by its idempotency key is replayed from its log's first event.
+    fresh,
     // The stream rides these out (Redis or Postgres blinking); worth a line, not an error.
     onTrouble: (err, what) => caller.log.warn({ err, runId }, what === 'log' ? 'run event stream broke; reopening it' : 'run record not read; checking again later'),
   });

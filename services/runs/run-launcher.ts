@@ -36,6 +36,8 @@ export interface RunCaller {
   log: Logger;
   /** The run's own deadline, seconds after it is stored (the `Max-Duration-Seconds` option). */
   maxDurationSeconds?: number;
+  /** The request's `Idempotency-Key` and the fingerprint of its request: an unexpired one attaches to its run. */
+  idempotency?: { key: string; requestHash: string };
 }
 
 export interface RunLauncherDeps extends FollowDeps {
@@ -144,6 +146,7 @@ export class RunLauncher {
       workflowVersionId: resolved?.versionId ?? null,
       requireCredit: true,
       ...(caller.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: caller.maxDurationSeconds }),
+      ...(caller.idempotency === undefined ? {} : { idempotency: caller.idempotency }),
     };
     const { specs, starter } = this.deps;
     let graph = definition;

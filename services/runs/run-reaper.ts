@@ -32,6 +32,8 @@ export interface ReaperReport {
   completed: number;
   requeued: number;
   failed: number;
+  /** Idempotency keys past their 24 hours, deleted. */
+  keysExpired: number;
 }
 
 /**
@@ -42,7 +44,8 @@ export interface ReaperReport {
  * 3. re-enqueues ready steps that have no live job (lost jobs, jobs our infrastructure failed);
  * 4. re-enqueues steps stuck `running` past `stepStuckMs` without a live job (their worker died
  *    and the job is gone); the executor's `reserve` takes the step over and releases the dead
- *    attempt's reservation.
+ *    attempt's reservation;
+ * 5. deletes idempotency keys past their 24 hours.
  * Any number of reapers may run (one per worker process): every action is idempotent.
  */
 export class RunReaper {
@@ -54,7 +57,7 @@ export class RunReaper {
   async sweep(now: Date = new Date()): Promise<ReaperReport> {
     const { recovery, lifecycle, queue, log } = this.options;
     const limit = this.options.batchSize ?? 200;
-    const report: ReaperReport = { timedOut: 0, completed: 0, requeued: 0, failed: 0 };
+    const report: ReaperReport = { timedOut: 0, completed: 0, requeued: 0, failed: 0, keysExpired: 0 };
 
     for (const runId of await recovery.findTimedOut({ startedBefore: new Date(now.getTime() - this.options.runTimeoutMs), limit })) {
       const message = `the run did not finish within ${Math.round(this.options.runTimeoutMs / 1000)} s`;
@@ -76,6 +79,7 @@ export class RunReaper {
       if (requeued.length > 0) log.warn({ runId, nodeIds: requeued }, 'reaper re-enqueued steps without a live job');
       report.requeued += requeued.length;
     }
+    report.keysExpired = await recovery.deleteExpiredIdempotencyKeys({ limit: 1000 });
     this.options.observer?.swept(report);
     return report;
   }
@@ -85,7 +89,7 @@ export class RunReaper {
     const tick = () => {
       this.sweeping = this.sweep()
         .then((report) => {
-          if (report.timedOut + report.completed + report.requeued + report.failed > 0) this.options.log.info({ report }, 'reaper sweep');
+          if (report.timedOut + report.completed + report.requeued + report.failed + report.keysExpired > 0) this.options.log.info({ report }, 'reaper sweep');
         })
         .catch((err: unknown) => {
           this.options.log.error({ err }, 'reaper sweep failed');

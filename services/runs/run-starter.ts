@@ -29,6 +29,8 @@ export interface RunRequest {
   requireCredit?: boolean;
   /** The run is cancelled if still unfinished this long after it is stored. */
   maxDurationSeconds?: number;
+  /** An idempotency key: when unexpired, its run is answered and nothing is stored or started. */
+  idempotency?: { key: string; requestHash: string };
 }
 
 export interface RunStarterDeps {
@@ -47,6 +49,8 @@ export interface RunStarterDeps {
   log: Logger;
   /** Fault injection (`run.announce`, before `run.started` is appended); none in production. */
   failpoints?: Failpoints;
+  /** Told of each run stored (not of a request attached to its idempotency key's run): metrics. */
+  onStored?: () => void;
 }
 
 /**
@@ -65,7 +69,10 @@ export class RunStarter {
    * `run.failed` with `error`. Nothing runs and nothing is charged.
    */
   async startFailed(request: Omit<RunRequest, 'prepared'>, error: RunError): Promise<string> {
-    const runId = await this.store(request, []);
+    const { id: runId, existing } = await this.store(request, []);
+    // The request's idempotency key names a run already: that one is answered, nothing is started.
+    if (existing) return runId;
+    this.deps.onStored?.();
     annotateSpan({ [SPAN_ATTRIBUTES.runId]: runId });
     await this.announce(runId);
     await this.deps.lifecycle.fail(runId, error);
@@ -75,7 +82,7 @@ export class RunStarter {
   async start(request: RunRequest): Promise<string> {
     const { plan } = request.prepared;
     const first = this.reservationOfFirstStep(request);
-    const runId = await this.store(
+    const { id: runId, existing } = await this.store(
       request,
       plan.order.map((nodeId) => ({
         nodeId,
@@ -83,6 +90,9 @@ export class RunStarter {
         ...(first?.nodeId === nodeId ? { reservation: first.reservation } : {}),
       })),
     );
+    // The request's idempotency key names a run already: that one is answered, nothing is started.
+    if (existing) return runId;
+    this.deps.onStored?.();
     annotateSpan({ [SPAN_ATTRIBUTES.runId]: runId });
     const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
     this.deps.contexts.put(context);
@@ -116,6 +126,8 @@ export class RunStarter {
     } catch (err) {
       const error = { code: 'unavailable', message: 'the run could not be started: its event log was unreachable; nothing of it ran' };
       // Failed in Postgres first; announcing the failure may well fail too (Redis), which the record covers.
+      // Its idempotency key is given back: the request sent again with it starts a run, not this failed one.
+      await this.deps.runs.forgetIdempotencyKey(runId).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'the idempotency key of a run whose start was not announced was not given back'));
       await this.deps.lifecycle.fail(runId, error).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'a run whose start was not announced was failed, or failing it did not finish (the reaper may run it then)'));
       throw err;
     }
@@ -148,8 +160,8 @@ export class RunStarter {
   }
 
   /** Stores the run, already running, with its steps (and the balance check when asked). */
-  private store(request: Omit<RunRequest, 'prepared'>, steps: { nodeId: string; pendingDeps: number; reservation?: { estimateMicros: number; attemptToken: string } }[]): Promise<string> {
-    return this.deps.runs.createRun({
+  private store(request: Omit<RunRequest, 'prepared'>, steps: { nodeId: string; pendingDeps: number; reservation?: { estimateMicros: number; attemptToken: string } }[]): Promise<{ id: string; existing: boolean }> {
+    return this.deps.runs.createRunOnce({
       ...(request.runId === undefined ? {} : { id: request.runId }),
       orgId: request.orgId,
       userId: request.userId,
@@ -162,6 +174,7 @@ export class RunStarter {
       start: true,
       requireCredit: request.requireCredit ?? false,
       ...(request.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: request.maxDurationSeconds }),
+      ...(request.idempotency === undefined ? {} : { idempotency: request.idempotency }),
       steps,
     });
   }

@@ -161,6 +161,9 @@ export interface CreateRunArgs {
   run_id: string | null;
   /** The run's deadline, this long after it is stored; null: none of its own. */
   max_duration_seconds?: number | null;
+  /** The request's Idempotency-Key, and the hash of the request it came with (both or neither). */
+  idempotency_key?: string | null;
+  request_hash?: string | null;
   steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
 }
 
@@ -174,6 +177,10 @@ export interface CreateRunsArgs {
 export interface CreateRunOut {
   id: string | null;
   available_micros: number | null;
+  /** Not stored: `id` is the run of the request's unexpired idempotency key. */
+  existing?: boolean;
+  /** With `existing`: whether that key was stored with this request's hash. */
+  same_request?: boolean;
 }
 
 /** Input of `svc_complete_run`. */
@@ -341,7 +348,11 @@ const moneyOrNull = (value: unknown): number | null => (value === null || value 
 /** One result per run of `args.runs`, in order. */
 export async function createRuns(pool: SqlPool, args: CreateRunsArgs): Promise<CreateRunOut[]> {
   const out = await callFunction(pool, 'svc_create_runs', args);
-  return (out.results as Record<string, unknown>[]).map((r) => ({ id: (r.id as string | null) ?? null, available_micros: moneyOrNull(r.available_micros) }));
+  return (out.results as Record<string, unknown>[]).map((r) => ({
+    id: (r.id as string | null) ?? null,
+    available_micros: moneyOrNull(r.available_micros),
+    ...(r.existing === true ? { existing: true, same_request: r.same_request === true } : {}),
+  }));
 }
 
 export async function reserveStep(pool: SqlPool, args: ReserveStepArgs): Promise<ReserveStepOut> {

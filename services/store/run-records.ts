@@ -67,6 +67,12 @@ export interface NewRun {
   capMicros: number;
   workflowId?: string | null;
   workflowVersionId?: string | null;
+  /**
+   * The request's `Idempotency-Key` and the hash of its request (docs/runs.md, Idempotent run
+   * creation): an unexpired key of the organization is answered with its run instead of storing
+   * this one ({@link RunRepository.createRunOnce}).
+   */
+  idempotency?: { key: string; requestHash: string };
   /** The run is cancelled if still unfinished this long after it is stored (docs/runs.md, Cancellation). */
   maxDurationSeconds?: number;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */

@@ -79,6 +79,16 @@ export class RunRecoveryRepository {
     return rows.map((row) => row.id);
   }
 
+  /**
+   * Deletes up to `limit` idempotency keys older than 24 hours, oldest first (they no longer
+   * attach; svc_create_runs replaces one whose key is sent again); answers how many.
+   */
+  async deleteExpiredIdempotencyKeys(options: { limit?: number } = {}): Promise<number> {
+    return this.db.$executeRaw`
+      DELETE FROM idempotency_keys WHERE (org_id, key) IN (
+        SELECT org_id, key FROM idempotency_keys WHERE created_at <= now() - interval '24 hours' ORDER BY created_at LIMIT ${options.limit ?? 1000})`;
+  }
+
   /** Unfinished runs whose own deadline (maxDurationSeconds) is at or before `now`, earliest first. */
   async findPastDeadline(options: { now: Date; limit?: number }): Promise<string[]> {
     // The predicate is the partial index's (runs_unfinished_deadline_at_idx): a finished run is not in it.

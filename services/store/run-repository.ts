@@ -76,6 +76,15 @@ export class RunRepository {
    * organization that queued in this process meanwhile share its transaction (the constructor).
    */
   async createRun(input: NewRun): Promise<string> {
+    return (await this.createRunOnce(input)).id;
+  }
+
+  /**
+   * {@link createRun}, for a run that may carry an idempotency key: `existing` when the key was
+   * used within 24 hours with the same request, and `id` is that run (nothing stored). The same
+   * key with another request is a 422 (`idempotency_key_reused`) naming the run it belongs to.
+   */
+  async createRunOnce(input: NewRun): Promise<{ id: string; existing: boolean }> {
     assertMicros(input.capMicros, 'capMicros');
     const nodeIds = input.steps.map((s) => s.nodeId);
     if (new Set(nodeIds).size !== nodeIds.length) throw new RangeError('createRun: node ids must be unique');
@@ -109,9 +118,20 @@ export class RunRepository {
       reserved_micros: reservedTotal,
       run_id: input.id ?? null,
       max_duration_seconds: input.maxDurationSeconds ?? null,
+      ...(input.idempotency ? { idempotency_key: input.idempotency.key, request_hash: input.idempotency.requestHash } : {}),
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
     });
-    if (row.id !== null) return row.id;
+    if (row.existing) {
+      if (!row.same_request) {
+        throw new AppError({
+          code: 'idempotency_key_reused',
+          message: `the Idempotency-Key "${input.idempotency!.key}" was sent in the last 24 hours with a different request (run ${row.id}); send that request unchanged to attach to its run, or use a new key for a new run`,
+          details: { runId: row.id },
+        });
+      }
+      return { id: row.id!, existing: true };
+    }
+    if (row.id !== null) return { id: row.id, existing: false };
     if (row.available_micros === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
     throw new InsufficientCreditError(row.available_micros);
   }
@@ -124,6 +144,12 @@ export class RunRepository {
     return sendTogether(runs, (some) => sql.createRuns(this.pool, { org_id: orgId, runs: some }), (err) => !isDatabaseUnavailable(err));
   }
 
+
+  /** Deletes the idempotency key of a run (whose start failed before anyone learnt of it), so the request sent again starts a run. */
+  async forgetIdempotencyKey(runId: string): Promise<void> {
+    if (!isUuid(runId)) return;
+    await this.pool.query(`DELETE FROM idempotency_keys WHERE run_id = $1::uuid`, [runId]);
+  }
 
   /** pending → running (sets `started_at`); false when the run was not pending. */
   async markRunning(runId: string): Promise<boolean> {

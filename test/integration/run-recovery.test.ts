@@ -148,7 +148,7 @@ describe('recovery: killed workers and lost jobs', () => {
       expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } });
       expect((await new RunRepository(service.database).getRun(runId))!.status).toBe('completed');
       // A second sweep finds nothing left to do.
-      expect(await worker.reaper!.sweep()).toEqual({ timedOut: 0, completed: 0, requeued: 0, failed: 0 });
+      expect(await worker.reaper!.sweep()).toEqual({ timedOut: 0, completed: 0, requeued: 0, failed: 0, keysExpired: 0 });
     } finally {
       await worker.close();
     }

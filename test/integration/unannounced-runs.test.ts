@@ -42,4 +42,20 @@ describe('a run whose start could not be announced', () => {
     expect(after.steps.map((s) => ({ node: s.nodeId, started: s.startedAt !== null, status: s.status }))).toEqual([{ node: 'a', started: false, status: expect.not.stringMatching(/^(completed|running)$/) }]);
     expect(Number(after.heldMicros)).toBe(0);
   });
+
+  it('gives its idempotency key back: the request sent again with it starts a run rather than attach to the failed one', async () => {
+    const key = 'unannounced-key-1';
+    const send = () =>
+      fetch(`${service.url}/v1/runs`, { method: 'POST', headers: { ...bearer(service.account.token), 'Content-Type': 'application/json', 'Idempotency-Key': key }, body: JSON.stringify({ workflow }) }).then(async (res) => {
+        await res.text();
+        return res.status;
+      });
+    expect(await send()).toBeGreaterThanOrEqual(500);
+    const { rows } = await service.database.pool.query(`SELECT 1 FROM idempotency_keys WHERE key = $1`, [key]);
+    expect(rows).toEqual([]);
+    const before = await service.prisma.run.count({ where: { orgId: service.account.orgId } });
+    // The log is still unreachable here, so the new run fails too: but it is a new run, not the failed one attached to.
+    expect(await send()).toBeGreaterThanOrEqual(500);
+    expect(await service.prisma.run.count({ where: { orgId: service.account.orgId } })).toBe(before + 1);
+  });
 });

@@ -2,6 +2,7 @@ import { AppError } from '../../platform/app-error';
 import type { RunCaller, RunLauncher } from '../../runs';
 import type { EditorWorkflowStore, MemberRoles } from './editor-ports';
 import type { CallContext, Handler } from './handler-types';
+import { requestFingerprint } from './request-fingerprint';
 
 /** What `editor.workflows.run` reads: the caller's membership and the workflow's saved draft. */
 export interface DraftRunDeps {
@@ -9,14 +10,26 @@ export interface DraftRunDeps {
   memberships: MemberRoles;
 }
 
-/** The caller of a run operation: the contract marks both `auth: 'required'`, so `invoke` guarantees one. */
-function callerOf(ctx: CallContext): RunCaller {
-  if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
-  const maxDurationSeconds = ctx.options?.maxDurationSeconds;
-  return { orgId: ctx.auth.orgId, userId: ctx.auth.userId, tokenId: ctx.auth.tokenId, signal: ctx.signal, log: ctx.log, ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }) };
-}
-
 type RunName = 'runs.create' | 'runs.node' | 'editor.workflows.run';
+
+/**
+ * The caller of a run operation (the contract marks them `auth: 'required'`, so `invoke`
+ * guarantees one), with its call options: the deadline, and the idempotency key with the
+ * fingerprint of the request it came with.
+ */
+function callerOf(ctx: CallContext, call: RunName, input: unknown): RunCaller {
+  if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
+  const { maxDurationSeconds, idempotencyKey } = ctx.options ?? {};
+  return {
+    orgId: ctx.auth.orgId,
+    userId: ctx.auth.userId,
+    tokenId: ctx.auth.tokenId,
+    signal: ctx.signal,
+    log: ctx.log,
+    ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }),
+    ...(idempotencyKey === undefined ? {} : { idempotency: { key: idempotencyKey, requestHash: requestFingerprint(call, input, ctx.options) } }),
+  };
+}
 
 /**
  * `runs.create` (a stream of events), `runs.node` (one node, one JSON answer) and
@@ -24,10 +37,11 @@ type RunName = 'runs.create' | 'runs.node' | 'editor.workflows.run';
  */
 export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps): { [K in RunName]: Handler<K> } {
   return {
-    'runs.create': async (input, ctx) => (await launcher.create(input, callerOf(ctx))).events,
-    'runs.node': (input, ctx) => launcher.runNode(input, callerOf(ctx)),
-    'editor.workflows.run': async ({ id, inputs, maxCostUsd }, ctx) => {
-      const caller = callerOf(ctx);
+    'runs.create': async (input, ctx) => (await launcher.create(input, callerOf(ctx, 'runs.create', input))).events,
+    'runs.node': (input, ctx) => launcher.runNode(input, callerOf(ctx, 'runs.node', input)),
+    'editor.workflows.run': async (request, ctx) => {
+      const { id, inputs, maxCostUsd } = request;
+      const caller = callerOf(ctx, 'editor.workflows.run', request);
       if (!(await drafts.memberships.find(caller.orgId, caller.userId))) {
         throw new AppError({ code: 'forbidden', message: "POST /editor/workflows/:id/runs: you are no longer a member of this token's organization" });
       }

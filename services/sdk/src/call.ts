@@ -1,5 +1,5 @@
 import { CALL_OPTIONS, validate, type CallOptionValues, type Operation } from '../../contract';
-import { InvalidInputError } from './errors';
+import { ConnectionError, InvalidInputError, ServiceError } from './errors';
 import type { HttpRequest, RequestBody, Transport } from './transport';
 
 /** Per-call options of every SDK method. */
@@ -9,8 +9,9 @@ export interface CallOptions {
   /** Extra request headers of this call. */
   headers?: Record<string, string>;
   /**
-   * Call options the operation takes (`runs.create`, `runs.node`: `maxDurationSeconds`, the run's
-   * own deadline), sent as their request headers.
+   * Call options the operation takes, sent as their request headers (`runs.create`, `runs.node`,
+   * the editor's runs): `maxDurationSeconds`, the run's own deadline; `idempotencyKey`, made up
+   * (a UUID) when not given, and sent again with every retry of the same call.
    */
   options?: CallOptionValues;
 }
@@ -37,7 +38,9 @@ export function requestOf(op: Operation, input: unknown, options: BytesCallOptio
   });
   const headers: Record<string, string> = { ...(options.headers ?? {}) };
   for (const name of op.http.options ?? []) {
-    const value = options.options?.[name];
+    // A run creation always carries a key (the caller's, else a new one), so that sending this
+    // same request again after a lost answer attaches to its run rather than starting another.
+    const value = options.options?.[name] ?? (name === 'idempotencyKey' ? globalThis.crypto.randomUUID() : undefined);
     if (value !== undefined) headers[CALL_OPTIONS[name].header.toLowerCase()] = String(value);
   }
   if (op.response === 'sse') headers.accept = 'text/event-stream';
@@ -89,9 +92,37 @@ function checkedInput(op: Operation, input: unknown): unknown {
   return checked.value;
 }
 
-/** Calls a JSON operation and resolves with its parsed answer (`null` for `204 No Content`). */
+/** Tries of an idempotent call whose connection failed, the first included, and the first pause between them (doubled each time). */
+const IDEMPOTENT_TRIES = 4;
+const IDEMPOTENT_RETRY_MS = 250;
+
+/** Whether a request carries an idempotency key: sending it again is then safe. */
+export function isIdempotent(request: HttpRequest): boolean {
+  return request.headers?.['idempotency-key'] !== undefined;
+}
+
+/**
+ * Calls a JSON operation and resolves with its parsed answer (`null` for `204 No Content`). A call
+ * with an idempotency key (`runs.node`) whose connection failed, before or while waiting for its
+ * answer, is sent again unchanged, its key with it: the service answers the run it started.
+ */
 export async function callJson(transport: Transport, op: Operation, input: unknown, options?: BytesCallOptions): Promise<unknown> {
-  const response = await transport.send(requestOf(op, input, options));
-  if (response.status === 204) return null;
-  return response.json();
+  const request = requestOf(op, input, options);
+  for (let attempt = 1; ; attempt++) {
+    let response: Response;
+    try {
+      response = await transport.send(request);
+      if (response.status === 204) return null;
+      return await response.json();
+    } catch (err) {
+      const retry = isIdempotent(request) && attempt < IDEMPOTENT_TRIES && !options?.signal?.aborted && (err instanceof ConnectionError || isBrokenBody(err));
+      if (!retry) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, IDEMPOTENT_RETRY_MS * 2 ** (attempt - 1)));
+  }
+}
+
+/** A body whose connection broke while it was read (fetch's "terminated"), not an answer the service gave. */
+function isBrokenBody(err: unknown): boolean {
+  return err instanceof TypeError && !(err instanceof ServiceError);
 }

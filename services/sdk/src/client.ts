@@ -9,7 +9,7 @@ import {
   type RouteName,
   type RouteOutput,
 } from '../../contract';
-import { callJson, requestOf, type BytesCallOptions, type CallOptions } from './call';
+import { callJson, isIdempotent, requestOf, type BytesCallOptions, type CallOptions } from './call';
 import { RunHandle, type ResumeOptions } from './run-handle';
 import { Transport, type TransportOptions } from './transport';
 
@@ -73,6 +73,8 @@ export class Client {
       signal: options.signal,
       resume: options.resume ?? this.#resume,
       knownRunId,
+      // A creation with its idempotency key may be sent again when its connection fails before run.started.
+      retryOpen: isIdempotent(request),
     });
   }
 }

@@ -50,13 +50,20 @@ export class RunHandle {
   readonly #transport: Transport;
   readonly #signal: AbortSignal | undefined;
   readonly #resume: Required<ResumeOptions>;
+  readonly #retryOpen: boolean;
 
   /**
    * @param open the first connection: `POST /v1/runs` (a new run) or the events route of an existing one.
    * @param knownRunId the id, when following an existing run.
    */
-  constructor(transport: Transport, open: () => Promise<Response>, options: { signal?: AbortSignal; resume?: ResumeOptions; knownRunId?: string } = {}) {
+  /**
+   * @param options.retryOpen `open` carries an idempotency key: when its connection fails before
+   * `run.started`, it is sent again (the service attaches to the run it started, if any) as a
+   * resume would be, rather than failing with "whether it started is unknown".
+   */
+  constructor(transport: Transport, open: () => Promise<Response>, options: { signal?: AbortSignal; resume?: ResumeOptions; knownRunId?: string; retryOpen?: boolean } = {}) {
     this.#transport = transport;
+    this.#retryOpen = options.retryOpen ?? false;
     this.#signal = options.signal;
     this.#resume = { ...DEFAULTS, ...(options.resume ?? {}) };
     this.runId = new Promise<string>((resolve, reject) => {
@@ -159,7 +166,14 @@ export class RunHandle {
       }
       const runId = this.#knownRunId;
       if (runId === undefined) {
-        throw new ConnectionError(`the connection dropped before the run started, so whether it started is unknown (${describe(cause)}); list recent runs with GET /v1/runs`, cause);
+        if (this.#retryOpen && failures < this.#resume.maxAttempts) {
+          // The same request with the same idempotency key: the run it started, or a new one if it started none.
+          await this.#sleep(this.#delay(failures));
+          failures += 1;
+          continue;
+        }
+        const unknown = this.#retryOpen ? `after ${failures + 1} tries with one idempotency key` : 'so whether it started is unknown';
+        throw new ConnectionError(`the connection dropped before the run started, ${unknown} (${describe(cause)}); list recent runs with GET /v1/runs`, cause);
       }
       if (failures >= this.#resume.maxAttempts) return this.#settleFromRecord(runId, cause);
       await this.#sleep(this.#delay(failures));
