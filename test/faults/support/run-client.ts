@@ -41,6 +41,11 @@ export interface FollowOptions {
   backoffMs?: number;
   maxBackoffMs?: number;
   onEvent?: (message: RecordedMessage) => void;
+  /**
+   * Sent as `Idempotency-Key` with the POST: a POST cut before `run.started` is then sent again
+   * (the service attaches to the run it started, if any) instead of giving up.
+   */
+  idempotencyKey?: string;
 }
 
 /** How one connection ended. */
@@ -170,7 +175,8 @@ export async function followRun(baseUrl: string, token: string, body: unknown, o
     }
     let ending: Ending;
     if (record.runId === undefined) {
-      const init: RequestInit = { method: 'POST', headers: { ...headers(token), 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
+      const key: Record<string, string> = options.idempotencyKey === undefined ? {} : { 'Idempotency-Key': options.idempotencyKey };
+      const init: RequestInit = { method: 'POST', headers: { ...headers(token), 'Content-Type': 'application/json', ...key }, body: JSON.stringify(body) };
       ending = await connect(`${base}/v1/runs`, init, record, options, deadline);
     } else {
       const after = lastId(record);
@@ -191,9 +197,10 @@ export async function followRun(baseUrl: string, token: string, body: unknown, o
       }
     } else {
       lastProblem = ending.why;
-      // A refused connection carried no request; any other break before run.started may have
-      // created a run that cannot be found again (the known gap): sending the POST again could run it twice.
-      if (cutBeforeStart && !(ending.why === 'ECONNREFUSED' && record.messages.length === 0)) {
+        // A refused connection carried no request; any other break before run.started may have
+      // created a run that cannot be found again: without a key, sending the POST again could run it twice.
+      // With an idempotency key the POST is sent again: it attaches to the run it may have started.
+      if (cutBeforeStart && options.idempotencyKey === undefined && !(ending.why === 'ECONNREFUSED' && record.messages.length === 0)) {
         record.gaveUp = `the stream was cut before run.started (${ending.why}): no run id to resume with`;
         break;
       }
