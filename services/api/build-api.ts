@@ -5,7 +5,7 @@ import { WorkflowAssets } from '../nodes/workflow-assets';
 import { Failpoints } from '../platform/failpoints';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
-import { DeviceAuthorizationRepository, findTokenByHash, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
+import { DeviceAuthorizationRepository, findTokenByHash, RunCosts, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
 import { TokenCache } from './auth/token-cache';
 import { createApiLimits } from './api-limits';
 import { createApp } from './app';
@@ -184,6 +184,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     catalog,
     workflows: { published: workflows },
     runs: runLauncher(resources),
+    costs: new RunCosts(resources.database),
     runRecords: { runs, cancel: (runId, error) => resources.lifecycle.cancel(runId, error), events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
     account: { tokens, users, organizations },
     editor: {

@@ -24,6 +24,7 @@ export {
   type ConnectorId,
 } from './schemas/connector';
 export { ErrorBodySchema, type ErrorBody } from './schemas/error-body';
+export { NodeEstimateSchema, RunEstimateSchema, type RunEstimateBody } from './schemas/estimate';
 export { NODE_KINDS, NodeSpecSchema, PortSchema, type NodeKind, type NodeSpec, type Port } from './schemas/node-spec';
 export {
   RUN_LIST_DEFAULT_LIMIT,

@@ -15,12 +15,12 @@ import {
   editorWorkflowsVersion,
   editorWorkflowsVersions,
 } from './routes/editor-routes';
-import { runsCancel, runsEvents, runsGet, runsList } from './routes/run-routes';
+import { runsCancel, runsEstimate, runsEvents, runsGet, runsList } from './routes/run-routes';
 import { uploadsCreate } from './routes/upload-routes';
 
 /**
  * Every JSON route beside the five operations, in the same shape: run records, history, event
- * streams and cancellation, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
+ * streams, cancellation and cost estimates, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
  * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
  * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
  */
@@ -29,6 +29,7 @@ export const ROUTES = {
   'runs.get': runsGet,
   'runs.events': runsEvents,
   'runs.cancel': runsCancel,
+  'runs.estimate': runsEstimate,
   'uploads.create': uploadsCreate,
   'me.get': meGet,
   'tokens.list': tokensList,

@@ -10,6 +10,7 @@ import {
   parseWorkflowRef,
   prepareWorkflow,
   validateWorkflow,
+  type PreparedWorkflow,
   type PublishedVersion,
   type SpecLookup,
   type WorkflowRef,
@@ -19,6 +20,7 @@ import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import { InsufficientCreditError } from '../store';
 import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
+import { estimateRun, uniqueUses, type CostHistory, type RunEstimate } from './run-estimate';
 import type { RunStarter } from './run-starter';
 
 /** Port: resolves `workflowRef`s (and mounted workflow nodes) to published versions (`WorkflowRepository`). */
@@ -148,28 +150,53 @@ export class RunLauncher {
       ...(caller.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: caller.maxDurationSeconds }),
       ...(caller.idempotency === undefined ? {} : { idempotency: caller.idempotency }),
     };
-    const { specs, starter } = this.deps;
+    const { starter } = this.deps;
+    const checked = await this.check(definition, given, caller.orgId);
+    // A pinned or recursive mount is a run-time failure (SPEC): the run is recorded and fails.
+    if (!checked.ok) return withCredit(() => starter.startFailed({ ...request, definition, inputs: given }, checked.error));
+    return withCredit(() => starter.start({ ...request, definition: checked.graph, prepared: checked.prepared, inputs: checked.inputs }));
+  }
+
+  /**
+   * `runs.estimate`: the checks of `runs.create` (the same 400s and 404s), then what the run would
+   * cost, node by node, from the pricing functions (docs/runs.md, Cost estimates). Nothing is
+   * stored, held or run.
+   */
+  async estimate(input: OpInput<'runs.create'>, orgId: string, history: CostHistory, availableMicros: () => Promise<number>): Promise<RunEstimate> {
+    const { definition } = await this.resolveDefinition(input, orgId);
+    const checked = await this.check(definition, input.inputs ?? {}, orgId);
+    if (!checked.ok) throw new AppError({ code: 'bad_request', message: `this run would fail as it starts: ${checked.error.message}` });
+    const [medians, available] = await Promise.all([history.medianCosts(orgId, uniqueUses(checked.prepared)), availableMicros()]);
+    return estimateRun(checked.prepared, checked.inputs, { findNode: this.deps.findNode, medians, capMicros: effectiveCapMicros(input.maxCostUsd), availableMicros: available });
+  }
+
+  /**
+   * A definition checked as a run of it would be: mounted workflows spliced in, then validated and
+   * planned against the inputs given. A mount that can only fail at run time is `ok: false`.
+   */
+  private async check(definition: Workflow, given: Record<string, ArtifactInput>, orgId: string): Promise<CheckedRun> {
+    const { specs } = this.deps;
     let graph = definition;
     const mounts = mountedAddresses(definition);
     if (mounts.length > 0) {
       // The graph as written first (ids, shapes, literals), then with the mounted workflows spliced in.
       const written = validateWorkflow(definition, specs);
       if (!written.ok) throw new AppError({ code: 'validation_failed', message: written.message, details: { issues: written.problems } });
-      const expanded = expandMounts(definition, await this.resolveMounts(definition, caller.orgId));
+      const expanded = expandMounts(definition, await this.resolveMounts(definition, orgId));
       if (!expanded.ok) {
         if (expanded.code === 'mount_invalid') throw new AppError({ code: 'validation_failed', message: expanded.message });
         if (expanded.code === 'mount_not_found') throw new AppError({ code: 'not_found', message: expanded.message });
-        // A pinned or recursive mount is a run-time failure (SPEC): the run is recorded and fails.
-        const error = { code: expanded.code, message: expanded.message };
-        return withCredit(() => starter.startFailed({ ...request, definition, inputs: given }, error));
+        return { ok: false, error: { code: expanded.code, message: expanded.message } };
       }
       graph = expanded.workflow;
     }
     const prepared = prepareWorkflow(graph, specs, given, { spliced: mounts.length > 0 });
     if (!prepared.ok) throw new AppError({ code: 'validation_failed', message: prepared.message, details: { issues: prepared.problems } });
-    return withCredit(() => starter.start({ ...request, definition: graph, prepared: prepared.prepared, inputs: prepared.inputs }));
+    return { ok: true, graph, prepared: prepared.prepared, inputs: prepared.inputs };
   }
 }
+
+type CheckedRun = { ok: true; graph: Workflow; prepared: PreparedWorkflow; inputs: Record<string, ArtifactInput> } | { ok: false; error: RunError };
 
 /** Runs a start that takes the run's hold on the balance as it stores the run; nothing available is 402. */
 async function withCredit(start: () => Promise<string>): Promise<string> {

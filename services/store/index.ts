@@ -26,6 +26,7 @@ export {
 export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting, type NewLedgerEntry } from './ledger-repository';
 export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord } from './run-records';
 export { InsufficientCreditError, RunRepository, type FailRunResult } from './run-repository';
+export { RunCosts } from './run-costs';
 export { type RunListKey, type RunListOptions, type RunListPage, type RunSummaryRecord } from './run-history';
 export { StepRepository } from './step-repository';
 export {

@@ -5,7 +5,7 @@ import { catalogHandlers } from './catalog-handlers';
 import { deviceApprovalHandlers, type DeviceApprovalDeps } from './device-approval-handlers';
 import { editorHandlers, type EditorHandlerDeps } from './editor-handlers';
 import type { Handlers } from './handler-types';
-import { runHandlers } from './run-handlers';
+import { runHandlers, type EstimateDeps } from './run-handlers';
 import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
 import { uploadHandlers, type UploadHandlerDeps } from './upload-handlers';
 import { workflowHandlers, type WorkflowHandlerDeps } from './workflow-handlers';
@@ -14,6 +14,7 @@ export interface HandlerDeps {
   catalog: NodeCatalog;
   workflows: WorkflowHandlerDeps;
   runs: RunLauncher;
+  costs: EstimateDeps;
   runRecords: RunRecordHandlerDeps;
   account: AccountHandlerDeps;
   editor: EditorHandlerDeps;
@@ -26,7 +27,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...catalogHandlers(deps.catalog),
     ...workflowHandlers(deps.workflows),
-    ...runHandlers(deps.runs, deps.editor),
+    ...runHandlers(deps.runs, deps.editor, deps.costs),
     ...runRecordHandlers(deps.runRecords),
     ...accountHandlers(deps.account),
     ...editorHandlers(deps.editor),

@@ -1,5 +1,5 @@
 import { AppError } from '../../platform/app-error';
-import type { RunCaller, RunLauncher } from '../../runs';
+import type { CostHistory, RunCaller, RunLauncher } from '../../runs';
 import type { EditorWorkflowStore, MemberRoles } from './editor-ports';
 import type { CallContext, Handler } from './handler-types';
 import { requestFingerprint } from './request-fingerprint';
@@ -10,14 +10,20 @@ export interface DraftRunDeps {
   memberships: MemberRoles;
 }
 
+/** What `runs.estimate` reads besides the run's definition: past costs and the balance (`RunCosts`). */
+export interface EstimateDeps extends CostHistory {
+  availableMicros(orgId: string): Promise<number>;
+}
+
 type RunName = 'runs.create' | 'runs.node' | 'editor.workflows.run';
+type RunHandlerName = RunName | 'runs.estimate';
 
 /**
  * The caller of a run operation (the contract marks them `auth: 'required'`, so `invoke`
  * guarantees one), with its call options: the deadline, and the idempotency key with the
  * fingerprint of the request it came with.
  */
-function callerOf(ctx: CallContext, call: RunName, input: unknown): RunCaller {
+function callerOf(ctx: CallContext, call: RunHandlerName, input: unknown): RunCaller {
   if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
   const { maxDurationSeconds, idempotencyKey } = ctx.options ?? {};
   return {
@@ -35,10 +41,14 @@ function callerOf(ctx: CallContext, call: RunName, input: unknown): RunCaller {
  * `runs.create` (a stream of events), `runs.node` (one node, one JSON answer) and
  * `editor.workflows.run` (the workflow's saved draft run inline, recorded under the workflow).
  */
-export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps): { [K in RunName]: Handler<K> } {
+export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps, costs: EstimateDeps): { [K in RunHandlerName]: Handler<K> } {
   return {
     'runs.create': async (input, ctx) => (await launcher.create(input, callerOf(ctx, 'runs.create', input))).events,
     'runs.node': (input, ctx) => launcher.runNode(input, callerOf(ctx, 'runs.node', input)),
+    'runs.estimate': async (input, ctx) => {
+      const { orgId } = callerOf(ctx, 'runs.estimate', input);
+      return launcher.estimate(input, orgId, costs, () => costs.availableMicros(orgId));
+    },
     'editor.workflows.run': async (request, ctx) => {
       const { id, inputs, maxCostUsd } = request;
       const caller = callerOf(ctx, 'editor.workflows.run', request);

@@ -1,5 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { defineOperation } from '../operation';
+import { runsCreate } from '../ops/runs-create';
+import { RunEstimateSchema } from '../schemas/estimate';
 import { RunEventsQuerySchema, RunListQuerySchema, RunListSchema, RunSchema } from '../schemas/run';
 import { strictObject } from '../schemas/strict-object';
 
@@ -76,4 +78,24 @@ export const runsCancel = defineOperation({
   errors: ['validation_failed', 'unauthorized', 'insufficient_scope', 'forbidden', 'not_found', 'rate_limited'],
   spendsMoney: false,
   readOnly: false,
+});
+
+/**
+ * `POST /v1/runs/estimate` with the body of `runs.create`: what the run would cost, node by node
+ * and in all, and whether that fits the cap and the balance; nothing is stored or run
+ * (docs/runs.md, Cost estimates).
+ */
+export const runsEstimate = defineOperation({
+  name: 'runs.estimate',
+  summary: 'Estimate what a run would cost, without running it',
+  http: { method: 'POST', path: '/v1/runs/estimate', pathParams: [] },
+  mcpTool: 'runs_estimate',
+  scope: 'read',
+  auth: 'required',
+  input: runsCreate.input,
+  output: RunEstimateSchema,
+  response: 'json',
+  errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'not_found', 'rate_limited'],
+  spendsMoney: false,
+  readOnly: true,
 });
