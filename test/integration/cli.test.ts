@@ -318,6 +318,19 @@ describe('svc: nodes, node and run', () => {
       await fetch(`${service.url}/v1/runs/${goesOn}/cancel`, { method: 'POST', headers: { Authorization: `Bearer ${service.account.token}` } });
     });
 
+    it('--estimate prints what the run would cost, node by node, and whether it fits; nothing runs', async () => {
+      const before = await service.prisma.run.count();
+      const result = await svc(['run', 'greet.yaml', '-i', 'name=Ada', '--estimate', '--max-cost', '0.25']);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(/^NODE\s+USES\s+WORST CASE\s+EXPECTED$/m);
+      expect(result.stdout).toMatch(/^hello\s+text-regex-replace\s+\$0\.0000\d\d\s+\$0\.0000\d\d/m);
+      expect(result.stdout).toContain('cap $0.250000: the worst case fits');
+      expect(result.stdout).toContain('Nothing ran.');
+      const json = await svc(['run', 'greet.yaml', '-i', 'name=Ada', '--estimate', '--json']);
+      expect(JSON.parse(json.stdout)).toMatchObject({ nodes: [{ nodeId: 'hello', uses: 'text-regex-replace' }], fitsCap: true, fitsBalance: true, maxCostUsd: 0.5 });
+      expect(await service.prisma.run.count()).toBe(before);
+    });
+
     it('--max-duration sends the run its deadline; a bad value is a usage error', async () => {
       fs.writeFileSync(path.join(home.dir, 'quick.json'), JSON.stringify({ version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } }] }));
       const ok = await svc(['run', 'quick.json', '--max-duration', '120', '--json']);

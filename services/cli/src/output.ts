@@ -1,4 +1,6 @@
+import type { RunEstimateBody } from '../../contract';
 import type { Artifact, NodeSpec, Outputs } from '../../sdk/src/index';
+import { usd } from './format';
 
 /** Writes results on stdout: what a pipe or a script reads. */
 export function print(text: string): void {
@@ -36,4 +38,18 @@ export function table(header: readonly string[], rows: readonly (readonly string
 export function nodesTable(nodes: readonly NodeSpec[]): string {
   if (nodes.length === 0) return 'no nodes match';
   return table(['ID', 'KIND', 'CATEGORY', 'TITLE'], nodes.map((n) => [n.id, n.kind, n.category, n.title]));
+}
+
+/** `svc run --estimate`: one line per node (its worst case, or what it depends on; its expected cost), the totals, and whether they fit. */
+export function estimateText(estimate: RunEstimateBody): string {
+  const rows = estimate.nodes.map((n) => [
+    n.nodeId,
+    n.uses,
+    n.worstCaseUsd === null ? `depends on ${n.dependsOn.join(', ')}` : usd(n.worstCaseUsd),
+    n.expectedUsd === null ? '-' : `${usd(n.expectedUsd)}${n.expectedFrom === 'history' ? ` (median of ${n.samples})` : ''}`,
+  ]);
+  rows.push(['total', '', estimate.worstCaseUsd === null ? 'unknown until it runs' : usd(estimate.worstCaseUsd), estimate.expectedUsd === null ? '-' : usd(estimate.expectedUsd)]);
+  const cap = `cap ${usd(estimate.maxCostUsd)}: ${estimate.fitsCap === null ? 'the run stops at it if it gets there' : estimate.fitsCap ? 'the worst case fits' : 'the worst case does not fit (the run stops at the cap)'}`;
+  const balance = `available ${usd(estimate.availableUsd)}: ${estimate.fitsBalance ? 'enough' : 'not enough for what the run would hold'}`;
+  return `${table(['NODE', 'USES', 'WORST CASE', 'EXPECTED'], rows)}\n${cap}\n${balance}\nNothing ran.`;
 }

@@ -80,6 +80,7 @@ export function buildProgram(): Command {
         .choices(INTERRUPT_CHOICES)
         .default('ask'),
     )
+    .option('--estimate', 'print what the run would cost, node by node, and whether it fits the cap and the balance; run nothing')
     .action((target: string, options) => run(target, options));
 
   program.addCommand(apiCommand(withConnection));

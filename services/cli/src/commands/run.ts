@@ -1,10 +1,11 @@
+import type { RouteInput } from '../../../contract';
 import { getWorkflow, RunFailedError, startRun, type ArtifactInput, type Outputs, type RunInput } from '../../../sdk/src/index';
 import { RunFailure } from '../cli-error';
 import { connectSignedIn } from '../connection';
 import { parseAssignments } from '../input-values';
 import { Interrupted, interruptSignal, isInterrupt } from '../interrupt';
 import { shouldCancel } from '../interrupt-choice';
-import { outputsText, print, printJson } from '../output';
+import { estimateText, outputsText, print, printJson } from '../output';
 import { createProgress } from '../progress';
 import { workflowInputs } from '../typed-inputs';
 import { uploaderOf } from '../uploader';
@@ -15,6 +16,8 @@ import type { InterruptChoice } from '../interrupt-choice';
 export interface RunCommandOptions extends RunOptions {
   /** What Ctrl-C does with a started run (default ask). */
   onInterrupt?: InterruptChoice;
+  /** Print what the run would cost (`runs.estimate`) and run nothing. */
+  estimate?: boolean;
 }
 
 /** How long a cancel at Ctrl-C may take before the CLI gives up on it (the run then goes on, or ends at its deadline). */
@@ -46,6 +49,13 @@ export async function run(target: string, options: RunCommandOptions): Promise<v
   const cap = options.maxCost ?? (source.type === 'file' ? source.maxCostUsd : undefined);
   if (cap !== undefined) request.maxCostUsd = cap;
   if (request.inputs && Object.keys(request.inputs).length === 0) delete request.inputs;
+
+  if (options.estimate) {
+    const estimate = await client.routes['runs.estimate'](request as RouteInput<'runs.estimate'>, { signal });
+    if (options.json) printJson(estimate);
+    else print(estimateText(estimate));
+    return;
+  }
 
   const handle = startRun(client, request, { signal, ...(options.maxDuration === undefined ? {} : { options: { maxDurationSeconds: options.maxDuration } }) });
   const progress = createProgress(process.stderr, cap);
