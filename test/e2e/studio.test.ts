@@ -269,6 +269,9 @@ describe('the studio, end to end in Chromium', () => {
     await page.goto(`/workflows/${id}`);
     await page.getByTestId('node-wait').waitFor();
     await page.getByRole('button', { name: 'Run', exact: true }).click();
+    // Before it runs, the panel says what it would cost (runs.estimate): test-pause is free.
+    await expectText(page.getByTestId('run-estimate'), 'Estimate: worst case $0.00');
+    await screenshot(page, 'studio-13a-run-estimate');
     await page.locator('.run-panel-foot button[type="submit"]').click();
     await expectAttribute(page.getByTestId('node-wait'), 'class', /running/);
     const cancel = page.getByRole('button', { name: 'Cancel this run' });

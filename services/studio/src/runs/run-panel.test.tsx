@@ -11,6 +11,7 @@ import type { StepViews } from './step-views';
 
 const startRun = vi.fn();
 const runsCancel = vi.fn();
+const runsEstimate = vi.fn(() => new Promise(() => undefined));
 vi.mock('../../../sdk/src', async (importOriginal) => {
   const actual = await importOriginal<typeof Sdk>();
   return { ...actual, startRun: (...args: unknown[]) => startRun(...args) };
@@ -21,7 +22,10 @@ vi.mock('../lib/api', async (importOriginal) => {
   const actual = await importOriginal<typeof Api>();
   return {
     ...actual,
-    client: { routes: { 'runs.get': (...a: unknown[]) => runsGet(...a), 'runs.cancel': (...a: unknown[]) => runsCancel(...a) }, follow: (...a: unknown[]) => follow(...a) },
+    client: {
+      routes: { 'runs.get': (...a: unknown[]) => runsGet(...a), 'runs.cancel': (...a: unknown[]) => runsCancel(...a), 'runs.estimate': (...a: unknown[]) => runsEstimate(...a) },
+      follow: (...a: unknown[]) => follow(...a),
+    },
   };
 });
 vi.mock('../lib/session', () => ({ useSession: { getState: () => ({ refresh: () => Promise.resolve() }) } }));
@@ -92,6 +96,21 @@ describe('RunPanel', () => {
   beforeEach(() => {
     localStorage.clear();
     startRun.mockReset();
+  });
+
+  it('shows what the run would cost before it runs, asked again when the inputs change, and warns when the worst case is over the cap', async () => {
+    runsEstimate.mockReset();
+    const answer = (over: object) => ({ nodes: [], worstCaseUsd: 0.000051, expectedUsd: 0.00004, maxCostUsd: 0.5, fitsCap: true, availableUsd: 10, fitsBalance: true, ...over });
+    runsEstimate.mockResolvedValueOnce(answer({})).mockResolvedValueOnce(answer({ worstCaseUsd: 0.9, maxCostUsd: 0.2, fitsCap: false }));
+    renderPanel();
+    expect(screen.getByText('Fill in the inputs to see what the run would cost.')).toBeTruthy();
+    fireEvent.change(screen.getByRole('textbox', { name: /Text to speak/ }), { target: { value: 'hello' } });
+    await waitFor(() => expect(screen.getByTestId('run-estimate').textContent).toBe('Estimate: worst case $0.000051, expected $0.00004 (within the cap).'));
+    expect(runsEstimate).toHaveBeenLastCalledWith({ workflow: definition, inputs: { text: { kind: 'text', value: 'hello' } }, maxCostUsd: 0.5 }, expect.anything());
+    fireEvent.change(screen.getByRole('spinbutton', { name: /Spend cap/ }), { target: { value: '0.2' } });
+    await waitFor(() => expect(screen.getByTestId('run-estimate').textContent).toContain('more than the cap: the run stops at it'));
+    expect(screen.getByTestId('run-estimate').className).toContain('warning-text');
+    expect(runsEstimate).toHaveBeenCalledTimes(2);
   });
 
   it('asks for the required input before running, with the default cap', () => {

@@ -4,6 +4,7 @@ import { ROUTES, type Workflow } from '../../../contract';
 import { InsufficientCreditError, InvalidInputError, RateLimitError, startRun, upload, type RunHandle } from '../../../sdk/src';
 import { client, errorText } from '../lib/api';
 import { formatMs, formatUsd } from '../lib/format';
+import { EstimateLine, useRunEstimate } from './run-estimate';
 import { useSession } from '../lib/session';
 import { buildInputs, deriveFields, initialValues, issuesByField, type FieldValue, type FormField } from './input-form';
 import { OutputsList } from './output-view';
@@ -195,6 +196,11 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
   const capError = !Number.isFinite(cap) || cap < 0.000001 ? 'Give a cap of at least $0.000001.' : cap > CAP_CEILING_USD ? `The ceiling is ${formatUsd(CAP_CEILING_USD)}: larger caps are lowered to it.` : null;
   const capInvalid = !Number.isFinite(cap) || cap < 0.000001;
   const busyUploading = Object.values(uploading).some(Boolean);
+  const estimateInputs = useMemo(() => {
+    const built = buildInputs(fields, values);
+    return built.ok ? built.inputs : null;
+  }, [fields, values]);
+  const estimate = useRunEstimate(definition, estimateInputs, capInvalid ? null : Math.min(cap, CAP_CEILING_USD));
 
   const submit = (event: React.FormEvent) => {
     event.preventDefault();
@@ -365,6 +371,7 @@ export function RunPanel({ definition, workflowId, prepare, resumeKey, onSteps, 
               </span>
             )}
           </label>
+          {!active && <EstimateLine result={estimate} />}
           {refusal && (
             <div className="run-refusal" role="alert">
               <p className="error-text">{refusal.message}</p>
