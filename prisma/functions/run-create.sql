@@ -28,6 +28,7 @@ DROP FUNCTION IF EXISTS svc_create_runs(jsonb);
 --         require_credit boolean, reserved_micros (the steps' reservations in all), run_id (or
 --         null: one is made), max_duration_seconds (or null: deadline_at is that long after now;
 --         docs/runs.md, Cancellation), idempotency_key (or null) and request_hash (with a key),
+--         webhook (or null: {url, events (text array)}, stored in run_webhooks; docs/webhooks.md),
 --         steps: [{node_id, pending_deps, token (null, or the attempt token of
 --         a step reserved with the run: stored running, not started), reserved_micros}]}].
 -- Output: results: one per run, in order: {id (null when refused or the organization does not
@@ -108,6 +109,10 @@ BEGIN
     SELECT new_id, n.node_id, n.pending_deps, CASE WHEN n.token IS NULL THEN 'pending' ELSE 'running' END, CASE WHEN n.token IS NULL THEN 0 ELSE 1 END,
            n.token, n.reserved_micros
     FROM jsonb_to_recordset(svc_arg(a, 'steps')::jsonb) AS n(node_id text, pending_deps int, token text, reserved_micros bigint);
+    IF a->'webhook' IS NOT NULL AND jsonb_typeof(a->'webhook') = 'object' THEN
+      INSERT INTO run_webhooks (run_id, url, events)
+      VALUES (new_id, a->'webhook'->>'url', ARRAY(SELECT jsonb_array_elements_text(a->'webhook'->'events')));
+    END IF;
     IF p_key IS NOT NULL THEN
       INSERT INTO idempotency_keys (org_id, key, request_hash, run_id) VALUES (p_org, p_key, svc_arg(a, 'request_hash'), new_id)
       ON CONFLICT (org_id, key) DO UPDATE SET request_hash = EXCLUDED.request_hash, run_id = EXCLUDED.run_id, created_at = now();

@@ -3,9 +3,11 @@ import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { Failpoints } from '../platform/failpoints';
+import { AddressAllowList, blockedReason } from '../platform/address-policy';
+import net from 'node:net';
 import { RateLimiter } from '../queue';
 import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
-import { DeviceAuthorizationRepository, findTokenByHash, RunCosts, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
+import { DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
 import { TokenCache } from './auth/token-cache';
 import { createApiLimits } from './api-limits';
 import { createApp } from './app';
@@ -21,6 +23,22 @@ import { createBlobRouter } from './routes/blob-route';
 import { createDeviceRouter } from './routes/device-routes';
 import { createMcpOAuthRouters } from './routes/mcp-oauth';
 import { createSessionRouter } from './routes/session-routes';
+
+/**
+ * The check of a Webhook-Url a run is started with: a host written as an address that is not
+ * public (and not allowed by FETCH_ALLOW_PRIVATE) is refused at once, as a 400; a host name is
+ * resolved and vetted at each delivery (a refusal is then the delivery's error, on the run).
+ */
+function webhookUrlProblem(allow: AddressAllowList): (url: string) => string | null {
+  return (raw) => {
+    const url = new URL(raw);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (!net.isIP(host)) return null;
+    const reason = blockedReason(host);
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    return reason && !allow.allows(host, host, port) ? `names ${host}, ${reason}; webhooks are sent only to public addresses` : null;
+  };
+}
 
 /** The API side of the service. */
 export interface BuiltApi {
@@ -200,6 +218,8 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       uploads: new Uploads({ store: resources.blobs.store, signer: resources.blobs.signer, publicBaseUrl: config.publicBaseUrl, recorder: resources.artifacts.recorderFor(null), retentionSeconds: config.artifactRetentionDays * 86_400 }),
       maxBytes: config.uploadMaxBytes,
     },
+    webhooks: { secrets: new WebhookRepository(resources.database), memberships },
+    webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });
   const invoke = createInvoker({

@@ -4,7 +4,7 @@ import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
 import type { RunEventBus, StepQueue, StepWorker } from '../queue';
-import { buildResources, buildWorker, type RetentionSweeper, type RunDeadlines, type RunReaper, type ServiceResources } from '../runs';
+import { buildResources, buildWorker, type RetentionSweeper, type RunDeadlines, type RunReaper, type WebhookDispatcher, type ServiceResources } from '../runs';
 import { buildApi } from './build-api';
 import { monitorApp } from './monitor-app';
 import type { Invoke } from './invoke/invoke';
@@ -20,6 +20,8 @@ export interface ServiceRuntime {
   reaper: RunReaper | undefined;
   /** Cancels runs past their own deadline (roles all and worker). */
   deadlines: RunDeadlines | undefined;
+  /** Delivers runs' events to their webhooks (roles all and worker). */
+  webhooks: WebhookDispatcher | undefined;
   sweeper: RetentionSweeper | undefined;
   bus: RunEventBus;
   queue: StepQueue;
@@ -55,6 +57,7 @@ export async function buildService(options: { config: Config; log: Logger; metri
     worker: worker?.worker,
     reaper: worker?.reaper,
     deadlines: worker?.deadlines,
+    webhooks: worker?.webhooks,
     sweeper: worker?.sweeper,
     bus: resources.bus,
     queue: resources.queue,

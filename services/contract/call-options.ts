@@ -1,4 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { TERMINAL_EVENT_TYPES, type RunEventType } from './schemas/run-event';
+
+/** Every run event type a webhook may ask for. */
+export const WEBHOOK_EVENT_TYPES: readonly RunEventType[] = ['run.started', 'step.started', 'step.progress', 'step.completed', 'step.failed', 'run.completed', 'run.failed'];
+
+/** What a webhook receives when it names no events: the run's end. */
+export const DEFAULT_WEBHOOK_EVENTS: readonly RunEventType[] = TERMINAL_EVENT_TYPES;
+
+/** Longest webhook URL. */
+export const WEBHOOK_URL_MAX = 2048;
 
 /** Longest Idempotency-Key: room for a UUID, a hash, or a caller's own composite key. */
 export const IDEMPOTENCY_KEY_MAX = 255;
@@ -26,6 +36,21 @@ export const CALL_OPTIONS = {
     max: IDEMPOTENCY_KEY_MAX,
     schema: Type.String({ minLength: 1, maxLength: IDEMPOTENCY_KEY_MAX, pattern: '^[\\x21-\\x7E]+$' }),
   },
+  webhookUrl: {
+    header: 'Webhook-Url',
+    description:
+      "Where to POST the run's events (docs/webhooks.md): an http or https URL at a public address, signed with your organization's secret (Standard Webhooks), retried with backoff for 24 hours; the deliveries show on the run record",
+    min: 1,
+    max: WEBHOOK_URL_MAX,
+    schema: Type.String({ minLength: 1, maxLength: WEBHOOK_URL_MAX, format: 'uri' }),
+  },
+  webhookEvents: {
+    header: 'Webhook-Events',
+    description: 'The event types the webhook receives, comma-separated (default: run.completed,run.failed); any of run.started, step.started, step.progress, step.completed, step.failed, run.completed, run.failed',
+    min: 1,
+    max: 7,
+    schema: Type.Array(Type.String(), { minItems: 1, maxItems: 7 }),
+  },
 } as const;
 
 export type CallOptionName = keyof typeof CALL_OPTIONS;
@@ -48,6 +73,28 @@ export function parseCallOption<K extends CallOptionName>(name: K, raw: string):
       return { ok: false, message: `the ${header} header must be 1 to ${max} printable ASCII characters without spaces (a UUID is a good key), got ${shown}${text.length > 40 ? ` (${text.length} characters)` : ''}` };
     }
     return { ok: true, value: text } as Parsed<K>;
+  }
+  if (name === 'webhookUrl') {
+    const { header } = CALL_OPTIONS.webhookUrl;
+    let url: URL | null = null;
+    try {
+      url = text.length <= WEBHOOK_URL_MAX ? new URL(text) : null;
+    } catch {
+      url = null;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '') {
+      return { ok: false, message: `the ${header} header must be an absolute http or https URL without credentials, at most ${WEBHOOK_URL_MAX} characters, got ${shown}` };
+    }
+    return { ok: true, value: url.href } as Parsed<K>;
+  }
+  if (name === 'webhookEvents') {
+    const { header } = CALL_OPTIONS.webhookEvents;
+    const types = text.split(',').map((t) => t.trim()).filter((t) => t !== '');
+    const unknown = types.filter((t) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t));
+    if (types.length === 0 || unknown.length > 0) {
+      return { ok: false, message: `the ${header} header must list event types separated by commas, of ${WEBHOOK_EVENT_TYPES.join(', ')}; ${unknown.length > 0 ? `unknown: ${unknown.slice(0, 3).join(', ')}` : 'it lists none'}` };
+    }
+    return { ok: true, value: [...new Set(types)] } as Parsed<K>;
   }
   const { header, min, max } = CALL_OPTIONS.maxDurationSeconds;
   const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;

@@ -1,4 +1,5 @@
-export { CALL_OPTIONS, parseCallOption, type CallOptionName, type CallOptionValues } from './call-options';
+export { CALL_OPTIONS, DEFAULT_WEBHOOK_EVENTS, parseCallOption, WEBHOOK_EVENT_TYPES, type CallOptionName, type CallOptionValues } from './call-options';
+export { WEBHOOK_HEADERS, WEBHOOK_SECRET_PREFIX, webhookSecretKeyBase64, webhookSignedContent } from './webhook-signature';
 export { ERROR_CODES, isErrorCode, isRetryable, statusOf, type ErrorCode } from './error-codes';
 export { defineOperation, type AgentGuide, type InputOf, type Operation, type OutputOf, type Scope, type TokenKind } from './operation';
 export { OPERATIONS, OP_NAMES, isOpName, type OpInput, type OpName, type OpOutput, type Operations, type StreamingOpName } from './registry';

@@ -8,7 +8,7 @@ export { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_SPLIT_PARTS, MAX
 export { IMAGE_BASE_MICROS, IMAGE_MAX_MICROS, IMAGE_MICROS_PER_MEGAPIXEL, imagePriceMicros } from './pricing';
 export { createNodeCatalog, createNodeRegistry, findNode, isLocalNode, PLATFORM_NODES, type NodeRegistry } from './registry';
 export { BlobArtifactStore, type BlobArtifactStoreOptions } from './blob-artifact-store';
-export { safeFetch, type FetchedFile, type ResolvedAddress, type Resolver, type SafeFetchOptions } from './fetch/safe-fetch';
+export { safeFetch, safePost, type FetchedFile, type PostAnswer, type ResolvedAddress, type Resolver, type SafeFetchOptions } from './fetch/safe-fetch';
 export { createInputFetcher, type InputFetchSettings, type RemoteFetcher } from './fetch/input-fetcher';
 export { sniffMimeType } from './fetch/sniff-mime';
 export { sniffStream, type SniffedStream } from './fetch/sniff-stream';

@@ -139,6 +139,19 @@ export const SETTINGS = {
   streamRecordCheckMs: { env: 'STREAM_RECORD_CHECK_MS', description: "A run event stream silent this long reads the run's record; a run found finished there with no terminal event after one more such silence gets its terminal event from the record", default: '10000', parse: int(100, 600_000) },
   sseHeartbeatMs: { env: 'SSE_HEARTBEAT_MS', description: 'Interval of the comment lines that keep an idle event stream open through proxies', default: '15000', parse: int(10, 600_000) },
   streamFinishedGraceMs: { env: 'STREAM_FINISHED_GRACE_MS', description: "A replay of a finished run whose log lacks the terminal event waits this long for it, then sends the one the run's record implies", default: '2000', parse: int(50, 600_000) },
+  webhookPollMs: { env: 'WEBHOOK_POLL_MS', description: "Interval of each worker's webhook dispatcher: how soon a run's new events are sent to its webhook", default: '500', parse: int(50, 60_000) },
+  webhookTimeoutMs: { env: 'WEBHOOK_TIMEOUT_MS', description: 'Time a webhook receiver has to answer one delivery; longer is a failed attempt', default: '10000', parse: int(100, 120_000) },
+  webhookRetryDelaysMs: {
+    env: 'WEBHOOK_RETRY_DELAYS_MS',
+    description: 'Waits before the retries of a failed webhook delivery, ms, comma-separated; the last repeats until WEBHOOK_GIVE_UP_SECONDS after the first attempt',
+    default: '5000,30000,120000,600000,1800000,3600000,7200000,14400000,28800000',
+    parse: (raw: string): number[] => {
+      const delays = raw.split(',').map((d) => d.trim()).filter((d) => d !== '').map(int(1, 86_400_000));
+      if (delays.length === 0) throw new SettingError('give at least one delay');
+      return delays;
+    },
+  },
+  webhookGiveUpSeconds: { env: 'WEBHOOK_GIVE_UP_SECONDS', description: 'A webhook delivery still failing this long after its first attempt is given up on (and the next event sent)', default: '86400', parse: int(1, 7 * 86_400) },
   deadlineSweepMs: { env: 'DEADLINE_SWEEP_MS', description: "Interval of each worker's sweep for runs past their own deadline (maxDurationSeconds), which it cancels: a deadline is kept to about this", default: '1000', parse: int(100, 60_000) },
   runTimeoutSeconds: { env: 'RUN_TIMEOUT_SECONDS', description: 'A run still unfinished this long after it started is failed with run_timeout', default: '3600', parse: int(10, 7 * 86400) },
   tokenCacheSeconds: { env: 'TOKEN_CACHE_SECONDS', description: "Longest an API process trusts its in-memory copy of an access token's record; revocations reach every process at once through Postgres notifications, this bounds a missed one (0: no cache, every request reads the token)", default: '30', parse: int(0, 3600) },

@@ -36,6 +36,7 @@ export interface Metrics {
   /** Step jobs by state (waiting, active, delayed, failed), read from `source` when scraped. */
   queueJobs: Gauge<'state'>;
   reaperActions: Counter<'action'>;
+  webhookAttempts: Counter<'outcome'>;
   retentionArtifacts: Counter<'result'>;
   /** Where `queueJobs` reads its counts (the step queue, in processes that have one). */
   observeQueue(source: () => Promise<Record<string, number>>): void;
@@ -199,6 +200,12 @@ export function createMetrics(options: { role: string }): Metrics {
       name: 'svc_reaper_actions_total',
       help: "The stuck-run reaper's work: runs timed_out, runs completed, steps requeued, runs failed, runs deadline_cancelled (past their maxDurationSeconds), idempotency keys_expired; and sweeps that failed (sweep_error, deadline_sweep_error)",
       labelNames: ['action'],
+      registers,
+    }),
+    webhookAttempts: new Counter({
+      name: 'svc_webhook_attempts_total',
+      help: 'Webhook delivery attempts by outcome: delivered (2xx), retry (failed, to be tried again), failed (given up on after WEBHOOK_GIVE_UP_SECONDS)',
+      labelNames: ['outcome'],
       registers,
     }),
     retentionArtifacts: new Counter({

@@ -2,11 +2,14 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Failpoints } from '../platform/failpoints';
 import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
 import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeRunAborts, type StepWorker } from '../queue';
-import { RunRecoveryRepository } from '../store';
+import { AddressAllowList } from '../platform/address-policy';
+import { safePost } from '../nodes';
+import { RunRecoveryRepository, WebhookRepository } from '../store';
 import { InFlightSteps } from './in-flight-steps';
 import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
 import { RunReaper } from './run-reaper';
 import { RunDeadlines } from './run-deadlines';
+import { WebhookDispatcher } from './webhook-dispatcher';
 import type { ServiceResources } from './service-resources';
 import { StepExecutor } from './step-executor';
 
@@ -16,6 +19,8 @@ export interface BuiltWorker {
   reaper: RunReaper;
   /** Cancels runs past their own deadline (`maxDurationSeconds`). */
   deadlines: RunDeadlines;
+  /** Delivers runs' events to their webhooks. */
+  webhooks: WebhookDispatcher;
   sweeper: RetentionSweeper;
   /**
    * Takes no new job and waits for those in hand, up to `SHUTDOWN_GRACE_MS`: steps still running
@@ -35,6 +40,8 @@ export interface BuiltWorker {
  */
 export async function buildWorker(resources: ServiceResources, options: { background: boolean }): Promise<BuiltWorker> {
   const { config, log, metrics } = resources;
+  // Webhook receivers are caller-given URLs: the address rules of input URLs (FETCH_ALLOW_PRIVATE's exceptions included).
+  const webhookAllowList = new AddressAllowList(config.fetch.allowPrivate);
   const inFlight = new InFlightSteps();
   const abortSubscriber = createRedisSubscriber(redisTargetOf(config), (err) => log.warn({ err }, 'run abort channel: Redis error'));
   const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
@@ -112,6 +119,17 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       failed: () => metrics.reaperActions.inc({ action: 'deadline_sweep_error' }),
     },
   });
+  const webhooks = new WebhookDispatcher({
+    store: new WebhookRepository(resources.database),
+    events: resources.bus,
+    runs: resources.runs,
+    post: (url, body, headers) => safePost(url, { body, headers, timeoutMs: config.webhookTimeoutMs, allow: webhookAllowList }),
+    log,
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    giveUpMs: config.webhookGiveUpSeconds * 1000,
+    pollMs: config.webhookPollMs,
+    observer: { attempt: (outcome) => metrics.webhookAttempts.inc({ outcome }) },
+  });
   const sweeper = createRetentionSweeper({
     artifacts: resources.artifacts,
     blobs: resources.blobs.store,
@@ -130,6 +148,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   if (options.background) {
     reaper.start(config.reaperIntervalSeconds * 1000);
     deadlines.start(config.deadlineSweepMs);
+    webhooks.start(config.webhookPollMs);
     sweeper.start();
   }
   let stopping: Promise<void> | undefined;
@@ -144,12 +163,14 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     worker,
     reaper,
     deadlines,
+    webhooks,
     sweeper,
     stop,
     async close() {
       if (options.background) {
         await reaper.stop();
         await deadlines.stop();
+        await webhooks.stop();
         await sweeper.stop();
       }
       await stop();

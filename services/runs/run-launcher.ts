@@ -40,6 +40,8 @@ export interface RunCaller {
   maxDurationSeconds?: number;
   /** The request's `Idempotency-Key` and the fingerprint of its request: an unexpired one attaches to its run. */
   idempotency?: { key: string; requestHash: string };
+  /** Where the run's events are POSTed (`Webhook-Url`), and which (`Webhook-Events`). */
+  webhook?: { url: string; events: readonly string[] };
 }
 
 export interface RunLauncherDeps extends FollowDeps {
@@ -149,6 +151,7 @@ export class RunLauncher {
       requireCredit: true,
       ...(caller.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: caller.maxDurationSeconds }),
       ...(caller.idempotency === undefined ? {} : { idempotency: caller.idempotency }),
+      ...(caller.webhook === undefined ? {} : { webhook: caller.webhook }),
     };
     const { starter } = this.deps;
     const checked = await this.check(definition, given, caller.orgId);

@@ -31,6 +31,8 @@ export interface RunRequest {
   maxDurationSeconds?: number;
   /** An idempotency key: when unexpired, its run is answered and nothing is stored or started. */
   idempotency?: { key: string; requestHash: string };
+  /** Where the run's events are POSTed, and which. */
+  webhook?: { url: string; events: readonly string[] };
 }
 
 export interface RunStarterDeps {
@@ -175,6 +177,7 @@ export class RunStarter {
       requireCredit: request.requireCredit ?? false,
       ...(request.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: request.maxDurationSeconds }),
       ...(request.idempotency === undefined ? {} : { idempotency: request.idempotency }),
+      ...(request.webhook === undefined ? {} : { webhook: request.webhook }),
       steps,
     });
   }

@@ -164,6 +164,8 @@ export interface CreateRunArgs {
   /** The request's Idempotency-Key, and the hash of the request it came with (both or neither). */
   idempotency_key?: string | null;
   request_hash?: string | null;
+  /** Where the run's events are delivered, and which (docs/webhooks.md). */
+  webhook?: { url: string; events: readonly string[] } | null;
   steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
 }
 

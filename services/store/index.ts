@@ -27,6 +27,7 @@ export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting
 export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord } from './run-records';
 export { InsufficientCreditError, RunRepository, type FailRunResult } from './run-repository';
 export { RunCosts } from './run-costs';
+export { WebhookRepository, type ClaimedWebhook, type RunWebhookRecord, type WebhookDeliveryRecord } from './webhook-repository';
 export { type RunListKey, type RunListOptions, type RunListPage, type RunSummaryRecord } from './run-history';
 export { StepRepository } from './step-repository';
 export {

@@ -1,3 +1,4 @@
+import type { WebhookDeliveryRecord } from './webhook-repository';
 import type { RunError, RunStatus } from '../contract/schemas/run';
 import { queryRows, type SqlPool } from './hot-sql';
 import type { Db } from './prisma-client';
@@ -144,6 +145,12 @@ interface RunRecordRow {
   started_at: Date | null;
   finished_at: Date | null;
   deadline_at: Date | null;
+  /** The run's webhook with its deliveries (times as ISO text), or null. */
+  webhook: {
+    url: string;
+    events: string[];
+    deliveries: { seq: number; type: string; status: string; attempts: number; lastStatusCode: number | null; lastError: string | null; firstAttemptAt: string; lastAttemptAt: string | null; nextAttemptAt: string | null; deliveredAt: string | null }[];
+  } | null;
   /** json_agg of the steps; money as text, times as ISO text (JSON has neither bigint nor dates). */
   steps: {
     nodeId: string;
@@ -171,6 +178,12 @@ SELECT r.id, r.org_id, r.user_id, r.token_id, r.workflow_id, r.workflow_version_
           FROM workflow_versions v JOIN workflows w ON w.id = v.workflow_id JOIN organizations o ON o.id = w.org_id
          WHERE v.id = r.workflow_version_id) AS workflow_ref,
        (SELECT w.name FROM workflows w WHERE w.id = r.workflow_id) AS workflow_name,
+       (SELECT json_build_object('url', h.url, 'events', h.events, 'deliveries', COALESCE((
+                 SELECT json_agg(json_build_object('seq', d.seq, 'type', d.event_type, 'status', d.status, 'attempts', d.attempts,
+                          'lastStatusCode', d.last_status_code, 'lastError', d.last_error, 'firstAttemptAt', d.first_attempt_at,
+                          'lastAttemptAt', d.last_attempt_at, 'nextAttemptAt', d.next_attempt_at, 'deliveredAt', d.delivered_at) ORDER BY d.seq)
+                   FROM webhook_deliveries d WHERE d.run_id = r.id), '[]'::json))
+          FROM run_webhooks h WHERE h.run_id = r.id) AS webhook,
        COALESCE((
          SELECT json_agg(json_build_object(
                   'nodeId', s.node_id, 'status', s.status, 'attempt', s.attempt, 'pendingDeps', s.pending_deps,
@@ -212,6 +225,22 @@ export async function readRunRecord(pool: SqlPool, runId: string, orgId?: string
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     deadlineAt: row.deadline_at,
+    webhook: row.webhook && {
+      url: row.webhook.url,
+      events: row.webhook.events,
+      deliveries: row.webhook.deliveries.map((d) => ({
+        seq: d.seq,
+        eventType: d.type,
+        status: d.status as WebhookDeliveryRecord['status'],
+        attempts: d.attempts,
+        lastStatusCode: d.lastStatusCode,
+        lastError: d.lastError,
+        firstAttemptAt: new Date(d.firstAttemptAt),
+        lastAttemptAt: dateOrNull(d.lastAttemptAt),
+        nextAttemptAt: dateOrNull(d.nextAttemptAt),
+        deliveredAt: dateOrNull(d.deliveredAt),
+      })),
+    },
     steps: row.steps.map(
       (step): RunStepRecord => ({
         nodeId: step.nodeId,

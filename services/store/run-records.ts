@@ -1,3 +1,4 @@
+import type { RunWebhookRecord } from './webhook-repository';
 import { RUN_STATUSES, STEP_STATUSES, type RunError, type RunStatus, type StepStatus } from '../contract/schemas/run';
 
 /**
@@ -51,6 +52,8 @@ export interface RunRecord {
   finishedAt: Date | null;
   /** When the run is cancelled if still unfinished (its maxDurationSeconds); null: no deadline of its own. */
   deadlineAt: Date | null;
+  /** The run's webhook and its deliveries (docs/webhooks.md); null without one. */
+  webhook: RunWebhookRecord | null;
   steps: RunStepRecord[];
 }
 
@@ -73,6 +76,8 @@ export interface NewRun {
    * this one ({@link RunRepository.createRunOnce}).
    */
   idempotency?: { key: string; requestHash: string };
+  /** Where the run's events are POSTed, and which (docs/webhooks.md). */
+  webhook?: { url: string; events: readonly string[] };
   /** The run is cancelled if still unfinished this long after it is stored (docs/runs.md, Cancellation). */
   maxDurationSeconds?: number;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */

@@ -119,6 +119,7 @@ export class RunRepository {
       run_id: input.id ?? null,
       max_duration_seconds: input.maxDurationSeconds ?? null,
       ...(input.idempotency ? { idempotency_key: input.idempotency.key, request_hash: input.idempotency.requestHash } : {}),
+      ...(input.webhook ? { webhook: { url: input.webhook.url, events: input.webhook.events } } : {}),
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
     });
     if (row.existing) {

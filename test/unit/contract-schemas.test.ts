@@ -59,7 +59,7 @@ describe('contract schemas accept the spec examples', () => {
 
   it('accepts a run record in every named state', () => {
     const steps = [{ nodeId: 'gen', status: 'completed', costUsd: 0.02, ms: 1200 }];
-    const times = { createdAt: '2026-01-02T03:04:05.678Z', startedAt: '2026-01-02T03:04:05.900Z', finishedAt: null, deadlineAt: null };
+    const times = { createdAt: '2026-01-02T03:04:05.678Z', startedAt: '2026-01-02T03:04:05.900Z', finishedAt: null, deadlineAt: null, webhook: null };
     const workflow = { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] };
     const record = { id: runId, error: null, costUsd: 0.02, maxCostUsd: 0.5, ...times, workflowRef: null, workflowId: null, workflowName: null, workflow };
     expect(validate(RunSchema, { ...record, workflowRef: 'acme/poster@1.2.0', status: 'running', steps, outputs: null }).ok).toBe(true);

@@ -24,6 +24,7 @@ function stored(overrides: Partial<StoredRun> = {}): StoredRun {
     startedAt: new Date(created.getTime() + 20),
     finishedAt: null,
     deadlineAt: null,
+    webhook: null,
     outputs: null,
     steps: [
       { nodeId: 'gen', status: 'completed', costMicros: 12_345, ms: 830, error: null },
@@ -57,6 +58,7 @@ describe('run record and listing bodies', () => {
       startedAt: '2026-03-04T05:06:07.109Z',
       finishedAt: null,
       deadlineAt: null,
+      webhook: null,
       workflowRef: null,
       workflowId: null,
       workflowName: null,

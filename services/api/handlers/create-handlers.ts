@@ -8,6 +8,7 @@ import type { Handlers } from './handler-types';
 import { runHandlers, type EstimateDeps } from './run-handlers';
 import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
 import { uploadHandlers, type UploadHandlerDeps } from './upload-handlers';
+import { webhookHandlers, type WebhookHandlerDeps } from './webhook-handlers';
 import { workflowHandlers, type WorkflowHandlerDeps } from './workflow-handlers';
 
 export interface HandlerDeps {
@@ -20,6 +21,9 @@ export interface HandlerDeps {
   editor: EditorHandlerDeps;
   deviceApproval: DeviceApprovalDeps;
   uploads: UploadHandlerDeps;
+  webhooks: WebhookHandlerDeps;
+  /** What is wrong with a Webhook-Url by the address rules, before any run starts; null when nothing. */
+  webhookUrlProblem(url: string): string | null;
 }
 
 /** The handler of every operation and route `invoke` serves. */
@@ -27,11 +31,12 @@ export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...catalogHandlers(deps.catalog),
     ...workflowHandlers(deps.workflows),
-    ...runHandlers(deps.runs, deps.editor, deps.costs),
+    ...runHandlers(deps.runs, deps.editor, deps.costs, deps.webhookUrlProblem),
     ...runRecordHandlers(deps.runRecords),
     ...accountHandlers(deps.account),
     ...editorHandlers(deps.editor),
     ...deviceApprovalHandlers(deps.deviceApproval),
     ...uploadHandlers(deps.uploads),
+    ...webhookHandlers(deps.webhooks),
   };
 }

@@ -1,3 +1,4 @@
+import { DEFAULT_WEBHOOK_EVENTS } from '../../contract';
 import { AppError } from '../../platform/app-error';
 import type { CostHistory, RunCaller, RunLauncher } from '../../runs';
 import type { EditorWorkflowStore, MemberRoles } from './editor-ports';
@@ -23,9 +24,14 @@ type RunHandlerName = RunName | 'runs.estimate';
  * guarantees one), with its call options: the deadline, and the idempotency key with the
  * fingerprint of the request it came with.
  */
-function callerOf(ctx: CallContext, call: RunHandlerName, input: unknown): RunCaller {
+function callerWithOptions(ctx: CallContext, call: RunHandlerName, input: unknown, webhookUrlProblem: (url: string) => string | null): RunCaller {
   if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
-  const { maxDurationSeconds, idempotencyKey } = ctx.options ?? {};
+  const { maxDurationSeconds, idempotencyKey, webhookUrl, webhookEvents } = ctx.options ?? {};
+  if (webhookEvents !== undefined && webhookUrl === undefined) {
+    throw new AppError({ code: 'validation_failed', message: 'the Webhook-Events header needs a Webhook-Url header: where to send those events' });
+  }
+  const problem = webhookUrl === undefined ? null : webhookUrlProblem(webhookUrl);
+  if (problem) throw new AppError({ code: 'validation_failed', message: `the Webhook-Url header ${problem}`, details: { issues: [{ path: 'Webhook-Url', message: problem }] } });
   return {
     orgId: ctx.auth.orgId,
     userId: ctx.auth.userId,
@@ -34,6 +40,7 @@ function callerOf(ctx: CallContext, call: RunHandlerName, input: unknown): RunCa
     log: ctx.log,
     ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }),
     ...(idempotencyKey === undefined ? {} : { idempotency: { key: idempotencyKey, requestHash: requestFingerprint(call, input, ctx.options) } }),
+    ...(webhookUrl === undefined ? {} : { webhook: { url: webhookUrl, events: webhookEvents ?? DEFAULT_WEBHOOK_EVENTS } }),
   };
 }
 
@@ -41,7 +48,8 @@ function callerOf(ctx: CallContext, call: RunHandlerName, input: unknown): RunCa
  * `runs.create` (a stream of events), `runs.node` (one node, one JSON answer) and
  * `editor.workflows.run` (the workflow's saved draft run inline, recorded under the workflow).
  */
-export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps, costs: EstimateDeps): { [K in RunHandlerName]: Handler<K> } {
+export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps, costs: EstimateDeps, webhookUrlProblem: (url: string) => string | null = () => null): { [K in RunHandlerName]: Handler<K> } {
+  const callerOf = (ctx: CallContext, call: RunHandlerName, input: unknown): RunCaller => callerWithOptions(ctx, call, input, webhookUrlProblem);
   return {
     'runs.create': async (input, ctx) => (await launcher.create(input, callerOf(ctx, 'runs.create', input))).events,
     'runs.node': (input, ctx) => launcher.runNode(input, callerOf(ctx, 'runs.node', input)),

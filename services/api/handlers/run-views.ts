@@ -4,7 +4,7 @@ import type { RunRecord, RunStepRecord, RunSummaryRecord } from '../../store';
 
 type StepView = Pick<RunStepRecord, 'nodeId' | 'status' | 'costMicros' | 'ms' | 'error'>;
 /** What a run body shows of a run record. */
-export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs' | 'definition' | 'deadlineAt'> & { steps: readonly StepView[] };
+export type RunView = RunSummaryRecord & Pick<RunRecord, 'outputs' | 'definition' | 'deadlineAt' | 'webhook'> & { steps: readonly StepView[] };
 
 const iso = (time: Date | null): string | null => (time ? time.toISOString() : null);
 
@@ -48,6 +48,21 @@ export function runBody(run: RunView): Run {
     startedAt: iso(run.startedAt),
     finishedAt,
     deadlineAt: iso(run.deadlineAt),
+    webhook: run.webhook && {
+      url: run.webhook.url,
+      events: run.webhook.events,
+      deliveries: run.webhook.deliveries.map((d) => ({
+        seq: d.seq,
+        type: d.eventType,
+        status: d.status,
+        attempts: d.attempts,
+        lastStatusCode: d.lastStatusCode,
+        lastError: d.lastError,
+        lastAttemptAt: iso(d.lastAttemptAt),
+        nextAttemptAt: iso(d.nextAttemptAt),
+        deliveredAt: iso(d.deliveredAt),
+      })),
+    },
     workflowRef,
     workflowId,
     workflowName,

@@ -35,6 +35,26 @@ const usd = (description: string) => Type.Number({ minimum: 0, description });
 const time = (description: string) => Type.String({ format: 'date-time', description });
 const timeOrNull = (description: string) => Type.Union([time(description), Type.Null()]);
 
+/** One event's delivery to a run's webhook. */
+export const WebhookDeliverySchema = Type.Object({
+  seq: Type.Integer({ minimum: 1, description: "The event's seq in the run's stream" }),
+  type: Type.String({ description: 'The event type' }),
+  status: Type.Union([Type.Literal('pending'), Type.Literal('delivered'), Type.Literal('failed')], { description: 'pending: to be tried again at nextAttemptAt; failed: given up on' }),
+  attempts: Type.Integer({ minimum: 1 }),
+  lastStatusCode: Type.Union([Type.Integer(), Type.Null()], { description: "The receiver's last answer; null when none came" }),
+  lastError: Type.Union([Type.String(), Type.Null()], { description: 'Why the last attempt failed' }),
+  lastAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  nextAttemptAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  deliveredAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+});
+
+/** A run's webhook as its record shows it. */
+export const RunWebhookSchema = Type.Object({
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  deliveries: Type.Array(WebhookDeliverySchema),
+});
+
 /** Fields a run record and a run summary share. */
 const runHead = {
   id: Type.String({ format: 'uuid' }),
@@ -69,6 +89,7 @@ export const RunSchema = Type.Object({
   startedAt: timeOrNull('When it started running; null while pending'),
   finishedAt: runHead.finishedAt,
   deadlineAt: timeOrNull('When the run is cancelled if still unfinished (its maxDurationSeconds); null: no deadline of its own'),
+  webhook: Type.Union([RunWebhookSchema, Type.Null()], { description: "The run's webhook and its deliveries (docs/webhooks.md); null without one" }),
   workflowRef: runHead.workflowRef,
   workflowId: runHead.workflowId,
   workflowName: runHead.workflowName,

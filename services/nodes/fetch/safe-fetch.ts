@@ -127,7 +127,7 @@ function bareHost(url: URL): string {
 }
 
 /** Resolves the URL's host once and returns the address to connect to, after checking all of them. */
-async function vet(url: URL, hop: number, options: SafeFetchOptions, signal: AbortSignal): Promise<ResolvedAddress> {
+async function vet(url: URL, hop: number, options: Pick<SafeFetchOptions, 'resolve' | 'allow'>, signal: AbortSignal): Promise<ResolvedAddress> {
   const host = bareHost(url);
   let addresses: ResolvedAddress[];
   const literal = net.isIP(host);
@@ -154,8 +154,43 @@ async function vet(url: URL, hop: number, options: SafeFetchOptions, signal: Abo
   return addresses[0]!;
 }
 
-/** Sends the GET to the vetted address; resolves with the response once its headers arrive. */
-function send(url: URL, target: ResolvedAddress, signal: AbortSignal): Promise<http.IncomingMessage> {
+/** What {@link safePost} got: the status and up to 1 KB of the body (for the delivery's record). */
+export interface PostAnswer {
+  status: number;
+  body: string;
+}
+
+/**
+ * POSTs `body` to a caller-given URL under the same address rules as {@link safeFetch} (webhook
+ * deliveries, docs/webhooks.md): the host resolved once and vetted, the connection made to that
+ * address, no redirect followed (a 3xx is an answer like any other, as Standard Webhooks asks),
+ * the whole exchange within `timeoutMs`. Refusals are `validation_failed`; a host that cannot be
+ * reached or a timeout is `unavailable`.
+ */
+export async function safePost(url: string, options: Omit<SafeFetchOptions, 'maxBytes' | 'maxRedirects'> & { body: string; headers: Record<string, string> }): Promise<PostAnswer> {
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  const target = checkUrl(url, 0);
+  try {
+    const address = await vet(target, 0, options, signal);
+    const response = await send(target, address, signal, { method: 'POST', headers: { 'content-type': 'application/json', ...options.headers }, body: options.body });
+    let body = '';
+    for await (const chunk of response) {
+      if (body.length < 1024) body += (chunk as Buffer).toString('utf8');
+    }
+    return { status: response.statusCode ?? 0, body: body.slice(0, 1024) };
+  } catch (err) {
+    // The address rules' messages name "the input URL": here it is the webhook's.
+    if (err instanceof AppError) throw new AppError({ code: err.code, message: err.message.replace(/the input URL/g, 'the webhook URL'), ...(err.details ? { details: err.details } : {}) });
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (timeout.aborted) throw new AppError({ code: 'unavailable', message: `${target.host} did not answer within ${options.timeoutMs} ms`, cause: err });
+    const code = (err as { code?: string }).code;
+    throw new AppError({ code: 'unavailable', message: `${target.host} could not be reached${code ? ` (${code})` : ''}`, cause: err });
+  }
+}
+
+/** Sends the request (a GET unless told otherwise) to the vetted address; resolves with the response once its headers arrive. */
+function send(url: URL, target: ResolvedAddress, signal: AbortSignal, message?: { method: 'POST'; headers: Record<string, string>; body: string }): Promise<http.IncomingMessage> {
   const host = bareHost(url);
   // Connects to the vetted address whatever name it is asked about: no second resolution.
   const lookup = ((_name: string, opts: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
@@ -165,11 +200,13 @@ function send(url: URL, target: ResolvedAddress, signal: AbortSignal): Promise<h
   const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const request = client.request({
-      method: 'GET',
+      method: message?.method ?? 'GET',
       hostname: host,
       port: portOf(url),
       path: `${url.pathname}${url.search}`,
-      headers: { host: url.host, 'user-agent': 'svc-input-fetch/1', accept: '*/*', 'accept-encoding': 'identity' },
+      headers: message
+        ? { host: url.host, 'user-agent': 'svc-webhooks/1', 'content-length': String(Buffer.byteLength(message.body)), ...message.headers }
+        : { host: url.host, 'user-agent': 'svc-input-fetch/1', accept: '*/*', 'accept-encoding': 'identity' },
       agent: false,
       lookup,
       signal,
@@ -177,7 +214,7 @@ function send(url: URL, target: ResolvedAddress, signal: AbortSignal): Promise<h
     });
     request.once('response', resolve);
     request.once('error', reject);
-    request.end();
+    request.end(message?.body);
   });
 }
 

@@ -1,5 +1,6 @@
 /**
- * Node-only helpers of the SDK (`@svc/sdk/node`): uploading files from disk. The main entry point
+ * Node-only helpers of the SDK (`@svc/sdk/node`): uploading files from disk, and verifying webhook
+ * deliveries (node:crypto). The main entry point
  * has no Node API, so it also runs in browsers.
  */
 import { createReadStream } from 'node:fs';
@@ -24,3 +25,5 @@ export function uploadStream(client: Client, stream: AsyncIterable<Uint8Array>, 
   return upload(client, body, options);
 }
 
+
+export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookDelivery } from './webhook-verify';

@@ -11,7 +11,7 @@ import type { StepViews } from './step-views';
 
 const startRun = vi.fn();
 const runsCancel = vi.fn();
-const runsEstimate = vi.fn(() => new Promise(() => undefined));
+const runsEstimate = vi.fn((..._args: unknown[]) => new Promise<unknown>(() => undefined));
 vi.mock('../../../sdk/src', async (importOriginal) => {
   const actual = await importOriginal<typeof Sdk>();
   return { ...actual, startRun: (...args: unknown[]) => startRun(...args) };
@@ -179,6 +179,7 @@ describe('RunPanel', () => {
       startedAt: '2026-11-25T01:00:00.000Z',
       finishedAt: '2026-11-25T01:00:01.000Z',
       deadlineAt: null,
+      webhook: null,
       workflowRef: null,
       workflowId: null,
       workflowName: null,
@@ -326,6 +327,7 @@ describe('RunPanel after a reload', () => {
     startedAt: '2026-11-25T01:00:00.000Z',
     finishedAt: null,
     deadlineAt: null,
+    webhook: null,
     workflowRef: null,
     workflowId: null,
     workflowName: null,

@@ -126,6 +126,7 @@ describe('from a run record', () => {
     startedAt: '2026-11-25T01:00:00.500Z',
     finishedAt: '2026-11-25T01:00:02.000Z',
     deadlineAt: null,
+    webhook: null,
     workflowRef: null,
     workflowId: null,
     workflowName: null,

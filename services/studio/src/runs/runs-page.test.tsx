@@ -136,6 +136,7 @@ const record: Run = {
   startedAt: '2026-11-25T01:00:00.000Z',
   finishedAt: '2026-11-25T01:00:00.250Z',
   deadlineAt: null,
+  webhook: null,
   workflowRef: 'acme/voice@2.0.0',
   workflowId: '00000000-0000-4000-8000-0000000000aa',
   workflowName: 'Voice',
