@@ -151,6 +151,7 @@ export const SETTINGS = {
       return delays;
     },
   },
+  webhookLeaseMs: { env: 'WEBHOOK_LEASE_MS', description: "How long a worker holds a run's webhook it is delivering; a worker that dies holding one leaves it to another after this", default: '60000', parse: int(1000, 3_600_000) },
   webhookGiveUpSeconds: { env: 'WEBHOOK_GIVE_UP_SECONDS', description: 'A webhook delivery still failing this long after its first attempt is given up on (and the next event sent)', default: '86400', parse: int(1, 7 * 86_400) },
   deadlineSweepMs: { env: 'DEADLINE_SWEEP_MS', description: "Interval of each worker's sweep for runs past their own deadline (maxDurationSeconds), which it cancels: a deadline is kept to about this", default: '1000', parse: int(100, 60_000) },
   runTimeoutSeconds: { env: 'RUN_TIMEOUT_SECONDS', description: 'A run still unfinished this long after it started is failed with run_timeout', default: '3600', parse: int(10, 7 * 86400) },

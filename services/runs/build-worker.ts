@@ -128,6 +128,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     retryDelaysMs: config.webhookRetryDelaysMs,
     giveUpMs: config.webhookGiveUpSeconds * 1000,
     pollMs: config.webhookPollMs,
+    leaseMs: config.webhookLeaseMs,
     observer: { attempt: (outcome) => metrics.webhookAttempts.inc({ outcome }) },
   });
   const sweeper = createRetentionSweeper({

@@ -4,7 +4,7 @@ import type { PostAnswer } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import type { ClaimedWebhook, RunRecord, WebhookDeliveryRecord } from '../store';
-import { isFinished, terminalEventOf, type RunEventSource } from './run-event-stream';
+import { isFinished, terminalEventOf } from './run-event-stream';
 
 /** What the dispatcher reads and writes (`WebhookRepository`). */
 export interface WebhookStore {
@@ -16,7 +16,8 @@ export interface WebhookStore {
 
 export interface WebhookDispatcherOptions {
   store: WebhookStore;
-  events: RunEventSource;
+  /** The run event log, read without a subscription (a worker process has none): `RunEventBus.read`. */
+  events: { read(runId: string, afterSeq: number): Promise<SequencedEvent[]> };
   runs: { getRun(runId: string): Promise<RunRecord | null> };
   /** POSTs under the address rules (`safePost` with FETCH_ALLOW_PRIVATE); refusals are `validation_failed`. */
   post(url: string, body: string, headers: Record<string, string>): Promise<PostAnswer>;
@@ -105,27 +106,21 @@ export class WebhookDispatcher {
   }
 
   /**
-   * The run's events after `cursor` that are in its log now (waiting for none), and when the run
+   * The run's events after `cursor` that are in its log now (one read, waiting for none; up to its
+   * terminal event), and when the run
    * has finished but its log lacks the terminal event (Redis lost it) for longer than the grace,
    * the one its record implies, next in line.
    */
   private async eventsAfter(runId: string, cursor: number): Promise<SequencedEvent[]> {
-    const { events } = this.options;
-    const last = await events.lastSeq(runId);
-    const found: SequencedEvent[] = [];
-    if (last > cursor) {
-      const controller = new AbortController();
-      for await (const item of events.events(runId, { afterSeq: cursor, signal: controller.signal })) {
-        found.push(item);
-        if (item.seq >= last || TERMINAL_EVENT_TYPES.includes(item.event.type)) break;
-      }
-      controller.abort();
-    }
-    if (found.some((e) => TERMINAL_EVENT_TYPES.includes(e.event.type))) return found;
+    const logged = await this.options.events.read(runId, cursor);
+    const end = logged.findIndex((e) => TERMINAL_EVENT_TYPES.includes(e.event.type));
+    if (end >= 0) return logged.slice(0, end + 1);
+    const found = logged;
+    const last = logged.length > 0 ? logged[logged.length - 1]!.seq : cursor;
     const run = await this.options.runs.getRun(runId);
     if (run && isFinished(run) && run.finishedAt && this.now().getTime() - run.finishedAt.getTime() >= (this.options.finishedGraceMs ?? 5000)) {
       const terminal = terminalEventOf(run);
-      if (terminal) found.push({ seq: Math.max(cursor, last, ...found.map((e) => e.seq)) + 1, event: terminal });
+      if (terminal) found.push({ seq: Math.max(cursor, last) + 1, event: terminal });
     }
     return found;
   }
