@@ -39,7 +39,7 @@ module.exports = {
     {
       name: 'sdk-no-node-modules',
       severity: 'error',
-      from: { path: '^services/(sdk/src/(?!node\\.ts)|engine/(validate-workflow|references|mount-separator|connector-values|start-values|workflow-problems|workflow-ref|semver))' },
+      from: { path: '^services/(sdk/src/(?!node(\\.ts|/))|engine/(validate-workflow|references|mount-separator|connector-values|start-values|workflow-problems|workflow-ref|semver))' },
       to: { dependencyTypes: ['core'] },
     },
     // svc mcp (and the svc-mcp bin) serves the MCP stdio server from the CLI's bundle.

@@ -24,10 +24,10 @@ export {
   type SessionTokenToIssue,
 } from './device-authorization-repository';
 export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting, type NewLedgerEntry } from './ledger-repository';
-export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord } from './run-records';
+export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord, type RunWebhookRecord, type WebhookDeliveryRecord } from './run-records';
 export { InsufficientCreditError, RunRepository, type FailRunResult } from './run-repository';
 export { RunCosts } from './run-costs';
-export { WebhookRepository, type ClaimedWebhook, type RunWebhookRecord, type WebhookDeliveryRecord } from './webhook-repository';
+export { WebhookRepository, type ClaimedWebhook } from './webhook-repository';
 export { type RunListKey, type RunListOptions, type RunListPage, type RunSummaryRecord } from './run-history';
 export { StepRepository } from './step-repository';
 export {

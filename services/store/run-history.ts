@@ -1,8 +1,7 @@
-import type { WebhookDeliveryRecord } from './webhook-repository';
 import type { RunError, RunStatus } from '../contract/schemas/run';
 import { queryRows, type SqlPool } from './hot-sql';
 import type { Db } from './prisma-client';
-import { isUuid, parseRunError, parseRunStatus, parseStepStatus, type RunRecord, type RunStepRecord } from './run-records';
+import { isUuid, parseRunError, parseRunStatus, parseStepStatus, type RunRecord, type RunStepRecord, type WebhookDeliveryRecord } from './run-records';
 import { microsFromDb } from './micros';
 
 /**

@@ -1,4 +1,3 @@
-import type { RunWebhookRecord } from './webhook-repository';
 import { RUN_STATUSES, STEP_STATUSES, type RunError, type RunStatus, type StepStatus } from '../contract/schemas/run';
 
 /**
@@ -137,4 +136,25 @@ export interface RunContextRecord {
   status: RunStatus;
   definition: unknown;
   inputs: unknown;
+}
+
+/** One event's delivery as far as it has got. */
+export interface WebhookDeliveryRecord {
+  seq: number;
+  eventType: string;
+  status: 'pending' | 'delivered' | 'failed';
+  attempts: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  firstAttemptAt: Date;
+  lastAttemptAt: Date | null;
+  nextAttemptAt: Date | null;
+  deliveredAt: Date | null;
+}
+
+/** A run's webhook as its record shows it. */
+export interface RunWebhookRecord {
+  url: string;
+  events: string[];
+  deliveries: WebhookDeliveryRecord[];
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { WEBHOOK_SECRET_PREFIX } from '../contract';
 import type { Database } from './database';
 import { queryRows, type SqlPool } from './hot-sql';
-import { isUuid } from './run-records';
+import { isUuid, type RunWebhookRecord, type WebhookDeliveryRecord } from './run-records';
 
 /** A run's webhook a dispatcher has claimed: where to, which events, from where on, signed with what. */
 export interface ClaimedWebhook {
@@ -12,27 +12,6 @@ export interface ClaimedWebhook {
   events: string[];
   cursorSeq: number;
   secret: string;
-}
-
-/** One event's delivery as far as it has got. */
-export interface WebhookDeliveryRecord {
-  seq: number;
-  eventType: string;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  lastStatusCode: number | null;
-  lastError: string | null;
-  firstAttemptAt: Date;
-  lastAttemptAt: Date | null;
-  nextAttemptAt: Date | null;
-  deliveredAt: Date | null;
-}
-
-/** A run's webhook as its record shows it. */
-export interface RunWebhookRecord {
-  url: string;
-  events: string[];
-  deliveries: WebhookDeliveryRecord[];
 }
 
 const newSecret = (): string => `${WEBHOOK_SECRET_PREFIX}${randomBytes(24).toString('base64')}`;

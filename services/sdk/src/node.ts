@@ -26,4 +26,4 @@ export function uploadStream(client: Client, stream: AsyncIterable<Uint8Array>, 
 }
 
 
-export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookDelivery } from './webhook-verify';
+export { verifyWebhook, WebhookVerificationError, type VerifyWebhookOptions, type WebhookDelivery } from './node/webhook-verify';

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { WEBHOOK_HEADERS, webhookSecretKeyBase64, webhookSignedContent, type RunEvent } from '../../contract';
+import { WEBHOOK_HEADERS, webhookSecretKeyBase64, webhookSignedContent, type RunEvent } from '../../../contract';
 
 /** A webhook delivery as the service sends it (docs/webhooks.md). */
 export interface WebhookDelivery {
