@@ -40,7 +40,7 @@ function header(headers: Headers, name: string): string | undefined {
  * or a fetch `Headers`). A delivery carries one `webhook-id` per event, the same on every retry:
  * keep the ones you handled to drop a repeat.
  */
-export function verifyWebhook(secret: string, headers: Headers, body: string | Buffer, options: VerifyWebhookOptions = {}): WebhookDelivery {
+export function verifyWebhook(secret: string, headers: Headers, body: string | Uint8Array, options: VerifyWebhookOptions = {}): WebhookDelivery {
   const id = header(headers, WEBHOOK_HEADERS.id);
   const timestamp = header(headers, WEBHOOK_HEADERS.timestamp);
   const signatures = header(headers, WEBHOOK_HEADERS.signature);
@@ -50,7 +50,7 @@ export function verifyWebhook(secret: string, headers: Headers, body: string | B
   const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
   const tolerance = options.toleranceSeconds ?? 300;
   if (Math.abs(now - seconds) > tolerance) throw new WebhookVerificationError(`the delivery's timestamp is ${now - seconds} s from now, beyond the ${tolerance} s tolerance`);
-  const text = typeof body === 'string' ? body : body.toString('utf8');
+  const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
   const expected = createHmac('sha256', Buffer.from(webhookSecretKeyBase64(secret), 'base64')).update(webhookSignedContent(id, timestamp, text)).digest();
   // The header may carry several signatures (during a secret's rotation), space-separated.
   const matches = signatures.split(' ').some((entry) => {
