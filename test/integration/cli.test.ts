@@ -331,6 +331,21 @@ describe('svc: nodes, node and run', () => {
       expect(await service.prisma.run.count()).toBe(before);
     });
 
+    it('--webhook and --webhook-events ask for a webhook; a private address or an unknown event is a usage error', async () => {
+      fs.writeFileSync(path.join(home.dir, 'quick.json'), JSON.stringify({ version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } }] }));
+      const ok = await svc(['run', 'quick.json', '--webhook', 'https://hooks.example.com/svc', '--webhook-events', 'run.started,run.completed', '--json']);
+      expect(ok.code).toBe(0);
+      const { runId } = JSON.parse(ok.stdout) as { runId: string };
+      const hook = await service.prisma.runWebhook.findUniqueOrThrow({ where: { runId } });
+      expect(hook).toMatchObject({ url: 'https://hooks.example.com/svc', events: ['run.started', 'run.completed'] });
+      const privateUrl = await svc(['run', 'quick.json', '--webhook', 'http://10.0.0.8/hook']);
+      expect(privateUrl.code).toBe(2);
+      expect(privateUrl.stderr).toContain('the Webhook-Url header names 10.0.0.8, a private address');
+      const unknown = await svc(['run', 'quick.json', '--webhook', 'https://hooks.example.com/svc', '--webhook-events', 'run.exploded']);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain('unknown: run.exploded');
+    });
+
     it('--max-duration sends the run its deadline; a bad value is a usage error', async () => {
       fs.writeFileSync(path.join(home.dir, 'quick.json'), JSON.stringify({ version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } }] }));
       const ok = await svc(['run', 'quick.json', '--max-duration', '120', '--json']);

@@ -1,3 +1,4 @@
+import type { CallOptionValues } from '../../../contract';
 import { getNode } from '../../../sdk/src/index';
 import { connectSignedIn, type ConnectionOptions } from '../connection';
 import { parseAssignments } from '../input-values';
@@ -11,6 +12,19 @@ export interface RunOptions extends ConnectionOptions {
   maxCost?: number;
   /** The run's own deadline, seconds (`--max-duration`, sent as Max-Duration-Seconds). */
   maxDuration?: number;
+  /** Where to POST the run's events (`--webhook`), and which (`--webhook-events`). */
+  webhook?: string;
+  webhookEvents?: string[];
+}
+
+/** The call options a run command's flags ask for (docs/cli.md). */
+export function runCallOptions(options: RunOptions): CallOptionValues | undefined {
+  const values: CallOptionValues = {
+    ...(options.maxDuration === undefined ? {} : { maxDurationSeconds: options.maxDuration }),
+    ...(options.webhook === undefined ? {} : { webhookUrl: options.webhook }),
+    ...(options.webhookEvents === undefined ? {} : { webhookEvents: options.webhookEvents }),
+  };
+  return Object.keys(values).length === 0 ? undefined : values;
 }
 
 /**
@@ -25,7 +39,7 @@ export async function node(nodeId: string, options: RunOptions): Promise<void> {
   if (process.stderr.isTTY) process.stderr.write(`running ${spec.id}…\n`);
   const answer = await client.ops['runs.node'](
     { node: spec.id, inputs, ...(options.maxCost === undefined ? {} : { maxCostUsd: options.maxCost }) },
-    { signal, ...(options.maxDuration === undefined ? {} : { options: { maxDurationSeconds: options.maxDuration } }) },
+    { signal, options: runCallOptions(options) },
   );
   if (options.json) printJson(answer);
   else print(outputsText(answer.outputs));

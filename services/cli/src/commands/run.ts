@@ -10,7 +10,7 @@ import { createProgress } from '../progress';
 import { workflowInputs } from '../typed-inputs';
 import { uploaderOf } from '../uploader';
 import { declaredInputs, resolveSource } from '../workflow-source';
-import type { RunOptions } from './node';
+import { runCallOptions, type RunOptions } from './node';
 import type { InterruptChoice } from '../interrupt-choice';
 
 export interface RunCommandOptions extends RunOptions {
@@ -57,7 +57,7 @@ export async function run(target: string, options: RunCommandOptions): Promise<v
     return;
   }
 
-  const handle = startRun(client, request, { signal, ...(options.maxDuration === undefined ? {} : { options: { maxDurationSeconds: options.maxDuration } }) });
+  const handle = startRun(client, request, { signal, options: runCallOptions(options) });
   const progress = createProgress(process.stderr, cap);
   let runId: string | undefined;
   let outputs: Outputs;
