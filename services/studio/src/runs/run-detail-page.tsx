@@ -178,6 +178,44 @@ export function RunDetailPage() {
           <h2>Outputs</h2>
           {run.outputs ? <OutputsList outputs={run.outputs} /> : <p className="muted">{going ? 'The outputs appear when the run completes.' : 'No outputs: the run did not complete.'}</p>}
         </section>
+
+        {run.webhook && (
+          <section aria-label="Webhook">
+            <h2>Webhook</h2>
+            <p className="muted small">
+              <span className="mono">{run.webhook.url}</span> · {run.webhook.events.join(', ')}
+            </p>
+            {run.webhook.deliveries.length === 0 ? (
+              <p className="muted">Nothing delivered yet.</p>
+            ) : (
+              <table className="table">
+                <thead>
+                  <tr>
+                    <th scope="col">Event</th>
+                    <th scope="col">Status</th>
+                    <th scope="col" className="num">Attempts</th>
+                    <th scope="col" className="hide-narrow">Last answer</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {run.webhook.deliveries.map((d) => (
+                    <tr key={d.seq}>
+                      <td className="mono">
+                        {d.seq}: {d.type}
+                      </td>
+                      <td>
+                        <span className={`badge ${d.status === 'delivered' ? 'completed' : d.status}`}>{d.status}</span>
+                        {d.status === 'pending' && d.nextAttemptAt && <div className="muted small">next try {new Date(d.nextAttemptAt).toLocaleTimeString()}</div>}
+                      </td>
+                      <td className="num mono">{d.attempts}</td>
+                      <td className="hide-narrow">{d.lastError ?? (d.lastStatusCode !== null ? `answered ${d.lastStatusCode}` : '—')}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            )}
+          </section>
+        )}
       </div>
     </main>
   );

@@ -160,6 +160,27 @@ describe('RunDetailPage', () => {
     expect(screen.getByTestId('graph').textContent).toBe('speak:completed wave:failed');
   });
 
+  it("shows the run's webhook and each delivery: its status, attempts and last answer", async () => {
+    runsGet.mockResolvedValue({
+      ...record,
+      webhook: {
+        url: 'https://hooks.example.com/svc',
+        events: ['run.completed', 'run.failed'],
+        deliveries: [
+          { seq: 1, type: 'run.started', status: 'delivered', attempts: 1, lastStatusCode: 200, lastError: null, lastAttemptAt: '2026-11-25T01:00:00.300Z', nextAttemptAt: null, deliveredAt: '2026-11-25T01:00:00.300Z' },
+          { seq: 4, type: 'run.failed', status: 'pending', attempts: 2, lastStatusCode: 503, lastError: 'answered 503: busy', lastAttemptAt: '2026-11-25T01:00:01.000Z', nextAttemptAt: '2026-11-25T01:00:31.000Z', deliveredAt: null },
+        ],
+      },
+    });
+    at(`/runs/${record.id}`);
+    const section = await screen.findByRole('region', { name: 'Webhook' });
+    expect(section.textContent).toContain('https://hooks.example.com/svc · run.completed, run.failed');
+    expect(section.textContent).toContain('4: run.failed');
+    expect(section.textContent).toContain('answered 503: busy');
+    expect(section.textContent).toContain('answered 200');
+    expect(section.querySelectorAll('tbody tr').length).toBe(2);
+  });
+
   it('names an editor draft run by its workflow, linking to the editor', async () => {
     runsGet.mockResolvedValue({ ...record, workflowRef: null, workflowName: 'Speak and draw' });
     at(`/runs/${record.id}`);
