@@ -149,7 +149,7 @@ export function createMetrics(options: { role: string }): Metrics {
       labelNames: ['operation', 'outcome'],
       registers,
     }),
-    runsStarted: new Counter({ name: 'svc_runs_started_total', help: 'Runs accepted and started', registers }),
+    runsStarted: new Counter({ name: 'svc_runs_started_total', help: 'Runs accepted and stored (a request attached to its idempotency key\'s run is not counted)', registers }),
     runsFinished: new Counter({
       name: 'svc_runs_finished_total',
       help: 'Runs that reached a terminal state, by outcome and reason (the error code of failed runs; spend_cap_exceeded counts spend-cap rejections)',
