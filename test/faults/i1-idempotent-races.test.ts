@@ -8,7 +8,8 @@ import { startTopology, type Topology } from './support/topology';
  * I1 (issue 19): duplicate idempotent requests racing each other. For each key, four identical
  * `POST /v1/runs` at once through the load balancer (so both APIs answer some), plus one whose
  * connection the client cuts a few milliseconds after sending and which it then sends again with
- * the same key (a lost answer, retried), plus, for every fifth key, one with another body. Each
+ * the same key (a lost answer, retried), plus, for every fifth key, one with another body once the
+ * key's run exists. Each
  * key must start exactly one run, called at the provider once; every client of a key follows
  * that one run, with the same events under the same ids, to its terminal event and `[DONE]`; the
  * other body is a 422 naming the run; the checker's invariants hold.
@@ -57,13 +58,15 @@ it(`${KEYS} keys, each sent ${DUPLICATES} times at once, once cut short and sent
       const follow = () => followRun(topo.url, topo.account.token, { workflow: workflowOf(i), maxCostUsd: 0.05 }, { deadlineMs: 120_000, idempotencyKey: key });
       const clients = Promise.all(Array.from({ length: DUPLICATES }, follow));
       const retried = cutShort(i, key).then(follow);
+      // Another body, sent once the key's run exists: sent first, it would rightly win the key, and the
+      // identical requests would be the ones answered 422.
       const mismatch =
         i % 5 === 0
-          ? fetch(`${topo.url}/v1/runs`, {
+          ? clients.then(() => fetch(`${topo.url}/v1/runs`, {
               method: 'POST',
               headers: { Authorization: `Bearer ${topo.account.token}`, 'Content-Type': 'application/json', 'Idempotency-Key': key },
               body: JSON.stringify({ workflow: workflowOf(i, 'something else'), maxCostUsd: 0.05 }),
-            }).then(async (res) => ({ status: res.status, body: (await res.json().catch(() => ({}))) as { code?: string; runId?: string } }))
+            }).then(async (res) => ({ status: res.status, body: (await res.json().catch(() => ({}))) as { code?: string; runId?: string } })))
           : Promise.resolve(undefined);
       return { i, clients: [...(await clients), await retried], mismatch: await mismatch };
     }),
