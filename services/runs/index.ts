@@ -5,7 +5,7 @@ export { RunLifecycle, type RunLifecycleDeps } from './run-lifecycle';
 export { RunStarter, type RunRequest, type RunStarterDeps } from './run-starter';
 export { StepExecutor, type RetryPolicy, type StepExecutorDeps, type StepObserver } from './step-executor';
 export { costOfFailure, isTransient, RUN_ERROR_CODES, stepError } from './step-errors';
-export { estimateRun, type CostHistory, type NodeEstimate, type RunEstimate } from './run-estimate';
+export { estimateRun, type CostSources, type NodeEstimate, type RunEstimate } from './run-estimate';
 export { signWebhook, WebhookDispatcher, type WebhookPayload } from './webhook-dispatcher';
 export { RunDeadlines, type RunDeadlinesOptions } from './run-deadlines';
 export { RunReaper, type ReaperReport, type RunReaperOptions, type StepRequeuer } from './run-reaper';

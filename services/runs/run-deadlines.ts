@@ -1,6 +1,7 @@
 import type { Logger } from '../platform/logger';
 import type { RunRecoveryRepository } from '../store';
 import type { RunLifecycle } from './run-lifecycle';
+import { RepeatingSweep } from './repeating-sweep';
 import { RUN_ERROR_CODES } from './step-errors';
 
 export interface RunDeadlinesOptions {
@@ -19,8 +20,19 @@ export interface RunDeadlinesOptions {
  * leave it), so every worker process may sweep; two cancelling the same run cancel it once.
  */
 export class RunDeadlines {
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<unknown> | undefined;
+  private readonly repeating = new RepeatingSweep(() =>
+    this.sweep().then(
+      (cancelled) => {
+        if (cancelled === 0) return;
+        this.options.log.info({ cancelled }, 'runs past their deadline cancelled');
+        this.options.observer?.cancelled(cancelled);
+      },
+      (err: unknown) => {
+        this.options.log.warn({ err }, 'deadline sweep failed');
+        this.options.observer?.failed();
+      },
+    ),
+  );
 
   constructor(private readonly options: RunDeadlinesOptions) {}
 
@@ -37,29 +49,10 @@ export class RunDeadlines {
 
   /** Sweeps every `intervalMs` (unref'd timer) until `stop`. */
   start(intervalMs: number): void {
-    const tick = () => {
-      this.sweeping = this.sweep()
-        .then((cancelled) => {
-          if (cancelled > 0) {
-            this.options.log.info({ cancelled }, 'runs past their deadline cancelled');
-            this.options.observer?.cancelled(cancelled);
-          }
-        })
-        .catch((err: unknown) => {
-          this.options.log.warn({ err }, 'deadline sweep failed');
-          this.options.observer?.failed();
-        })
-        .finally(() => {
-          this.sweeping = undefined;
-          if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, intervalMs).unref();
+    this.repeating.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+  stop(): Promise<void> {
+    return this.repeating.stop();
   }
 }

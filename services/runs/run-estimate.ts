@@ -34,9 +34,12 @@ export interface RunEstimate {
   fitsBalance: boolean;
 }
 
-/** Port: the organization's past costs by node (`uses`): median micro-USD of its recent completed steps, and how many. */
-export interface CostHistory {
+/** Port: what an estimate reads of an organization (`RunCosts`): its past costs by node (`uses`), and what it may still spend. */
+export interface CostSources {
+  /** Median micro-USD of its recent completed steps of each node spec, and how many. */
   medianCosts(orgId: string, uses: readonly string[]): Promise<ReadonlyMap<string, { medianMicros: number; samples: number }>>;
+  /** Its balance less what its unfinished runs hold. */
+  availableMicros(orgId: string): Promise<number>;
 }
 
 /** The node specs (`uses`) of a prepared run's steps. */

@@ -20,7 +20,7 @@ import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import { InsufficientCreditError } from '../store';
 import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
-import { estimateRun, uniqueUses, type CostHistory, type RunEstimate } from './run-estimate';
+import { estimateRun, uniqueUses, type CostSources, type RunEstimate } from './run-estimate';
 import type { RunStarter } from './run-starter';
 
 /** Port: resolves `workflowRef`s (and mounted workflow nodes) to published versions (`WorkflowRepository`). */
@@ -165,11 +165,11 @@ export class RunLauncher {
    * cost, node by node, from the pricing functions (docs/runs.md, Cost estimates). Nothing is
    * stored, held or run.
    */
-  async estimate(input: OpInput<'runs.create'>, orgId: string, history: CostHistory, availableMicros: () => Promise<number>): Promise<RunEstimate> {
+  async estimate(input: OpInput<'runs.create'>, orgId: string, costs: CostSources): Promise<RunEstimate> {
     const { definition } = await this.resolveDefinition(input, orgId);
     const checked = await this.check(definition, input.inputs ?? {}, orgId);
     if (!checked.ok) throw new AppError({ code: 'bad_request', message: `this run would fail as it starts: ${checked.error.message}` });
-    const [medians, available] = await Promise.all([history.medianCosts(orgId, uniqueUses(checked.prepared)), availableMicros()]);
+    const [medians, available] = await Promise.all([costs.medianCosts(orgId, uniqueUses(checked.prepared)), costs.availableMicros(orgId)]);
     return estimateRun(checked.prepared, checked.inputs, { findNode: this.deps.findNode, medians, capMicros: effectiveCapMicros(input.maxCostUsd), availableMicros: available });
   }
 

@@ -3,6 +3,7 @@ import type { RunRecoveryRepository } from '../store';
 import type { RunContextCache } from './run-context-cache';
 import { UnpreparableRunError } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
+import { RepeatingSweep } from './repeating-sweep';
 
 /** Re-enqueues steps whose jobs are gone (the step queue's `requeue`). */
 export interface StepRequeuer {
@@ -49,8 +50,17 @@ export interface ReaperReport {
  * Any number of reapers may run (one per worker process): every action is idempotent.
  */
 export class RunReaper {
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<unknown> | undefined;
+  private readonly repeating = new RepeatingSweep(() =>
+    this.sweep().then(
+      (report) => {
+        if (report.timedOut + report.completed + report.requeued + report.failed + report.keysExpired > 0) this.options.log.info({ report }, 'reaper sweep');
+      },
+      (err: unknown) => {
+        this.options.log.error({ err }, 'reaper sweep failed');
+        this.options.observer?.failed();
+      },
+    ),
+  );
 
   constructor(private readonly options: RunReaperOptions) {}
 
@@ -86,27 +96,11 @@ export class RunReaper {
 
   /** Sweeps every `intervalMs` (unref'd timer) until `stop`. */
   start(intervalMs: number): void {
-    const tick = () => {
-      this.sweeping = this.sweep()
-        .then((report) => {
-          if (report.timedOut + report.completed + report.requeued + report.failed + report.keysExpired > 0) this.options.log.info({ report }, 'reaper sweep');
-        })
-        .catch((err: unknown) => {
-          this.options.log.error({ err }, 'reaper sweep failed');
-          this.options.observer?.failed();
-        })
-        .finally(() => {
-          this.sweeping = undefined;
-          if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, intervalMs).unref();
+    this.repeating.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+  stop(): Promise<void> {
+    return this.repeating.stop();
   }
 
   /** A run's context; a run whose definition no longer prepares cannot continue and fails. */

@@ -4,6 +4,7 @@ import type { PostAnswer } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import type { ClaimedWebhook, RunRecord, WebhookDeliveryRecord } from '../store';
+import { RepeatingSweep } from './repeating-sweep';
 import { isFinished, terminalEventOf } from './run-event-stream';
 
 /** What the dispatcher reads and writes (`WebhookRepository`). */
@@ -63,8 +64,7 @@ export function signWebhook(secret: string, id: string, timestampSeconds: number
  * delivered, given up on, or not asked for.
  */
 export class WebhookDispatcher {
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<unknown> | undefined;
+  private readonly repeating = new RepeatingSweep(() => this.sweep().catch((err: unknown) => this.options.log.warn({ err }, 'webhook sweep failed')));
   private readonly now: () => Date;
 
   constructor(private readonly options: WebhookDispatcherOptions) {
@@ -107,22 +107,21 @@ export class WebhookDispatcher {
 
   /**
    * The run's events after `cursor` that are in its log now (one read, waiting for none; up to its
-   * terminal event), and when the run
-   * has finished but its log lacks the terminal event (Redis lost it) for longer than the grace,
-   * the one its record implies, next in line.
+   * terminal event); when there are none and the run has finished longer than the grace ago (its
+   * log lost the terminal event: Redis restarted empty), the one its record implies, next in line.
    */
   private async eventsAfter(runId: string, cursor: number): Promise<SequencedEvent[]> {
     const logged = await this.options.events.read(runId, cursor);
     const end = logged.findIndex((e) => TERMINAL_EVENT_TYPES.includes(e.event.type));
     if (end >= 0) return logged.slice(0, end + 1);
-    const found = logged;
-    const last = logged.length > 0 ? logged[logged.length - 1]!.seq : cursor;
+    // New events to send: the record is read only when the log has nothing new (it may have lost the end).
+    if (logged.length > 0) return logged;
     const run = await this.options.runs.getRun(runId);
     if (run && isFinished(run) && run.finishedAt && this.now().getTime() - run.finishedAt.getTime() >= (this.options.finishedGraceMs ?? 5000)) {
       const terminal = terminalEventOf(run);
-      if (terminal) found.push({ seq: Math.max(cursor, last) + 1, event: terminal });
+      if (terminal) logged.push({ seq: cursor + 1, event: terminal });
     }
-    return found;
+    return logged;
   }
 
   /** One attempt at event `seq` (unless it was delivered or given up on before): a retry time when it is to be tried again. */
@@ -167,20 +166,10 @@ export class WebhookDispatcher {
 
   /** Sweeps every `intervalMs` (unref'd timer) until `stop`. */
   start(intervalMs: number): void {
-    const tick = () => {
-      this.sweeping = this.sweep()
-        .catch((err: unknown) => this.options.log.warn({ err }, 'webhook sweep failed'))
-        .finally(() => {
-          this.sweeping = undefined;
-          if (this.timer) this.timer = setTimeout(tick, intervalMs).unref();
-        });
-    };
-    this.timer = setTimeout(tick, intervalMs).unref();
+    this.repeating.start(intervalMs);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+  stop(): Promise<void> {
+    return this.repeating.stop();
   }
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { WEBHOOK_SECRET_PREFIX } from '../contract';
 import type { Database } from './database';
 import { queryRows, type SqlPool } from './hot-sql';
-import { isUuid, type RunWebhookRecord, type WebhookDeliveryRecord } from './run-records';
+import type { WebhookDeliveryRecord } from './run-records';
 
 /** A run's webhook a dispatcher has claimed: where to, which events, from where on, signed with what. */
 export interface ClaimedWebhook {
@@ -102,15 +102,6 @@ export class WebhookRepository {
       state.done,
       state.nextAt,
     ]);
-  }
-
-  /** The run's webhook and its deliveries, for its record; null without one. */
-  async forRun(runId: string): Promise<RunWebhookRecord | null> {
-    if (!isUuid(runId)) return null;
-    const [hook] = await queryRows<{ url: string; events: string[] }>(this.pool, `SELECT url, events FROM run_webhooks WHERE run_id = $1::uuid`, [runId]);
-    if (!hook) return null;
-    const rows = await queryRows<DeliveryRow>(this.pool, `SELECT ${DELIVERY_COLUMNS} FROM webhook_deliveries WHERE run_id = $1::uuid ORDER BY seq`, [runId]);
-    return { url: hook.url, events: hook.events, deliveries: rows.map(deliveryOf) };
   }
 }
 

@@ -1,11 +1,11 @@
 import type { NodeCatalog } from '../../nodes';
-import type { RunLauncher } from '../../runs';
+import type { CostSources, RunLauncher } from '../../runs';
 import { accountHandlers, type AccountHandlerDeps } from './account-handlers';
 import { catalogHandlers } from './catalog-handlers';
 import { deviceApprovalHandlers, type DeviceApprovalDeps } from './device-approval-handlers';
 import { editorHandlers, type EditorHandlerDeps } from './editor-handlers';
 import type { Handlers } from './handler-types';
-import { runHandlers, type EstimateDeps } from './run-handlers';
+import { runHandlers } from './run-handlers';
 import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
 import { uploadHandlers, type UploadHandlerDeps } from './upload-handlers';
 import { webhookHandlers, type WebhookHandlerDeps } from './webhook-handlers';
@@ -15,7 +15,7 @@ export interface HandlerDeps {
   catalog: NodeCatalog;
   workflows: WorkflowHandlerDeps;
   runs: RunLauncher;
-  costs: EstimateDeps;
+  costs: CostSources;
   runRecords: RunRecordHandlerDeps;
   account: AccountHandlerDeps;
   editor: EditorHandlerDeps;

@@ -1,6 +1,6 @@
 import { DEFAULT_WEBHOOK_EVENTS } from '../../contract';
 import { AppError } from '../../platform/app-error';
-import type { CostHistory, RunCaller, RunLauncher } from '../../runs';
+import type { CostSources, RunCaller, RunLauncher } from '../../runs';
 import type { EditorWorkflowStore, MemberRoles } from './editor-ports';
 import type { CallContext, Handler } from './handler-types';
 import { requestFingerprint } from './request-fingerprint';
@@ -11,10 +11,6 @@ export interface DraftRunDeps {
   memberships: MemberRoles;
 }
 
-/** What `runs.estimate` reads besides the run's definition: past costs and the balance (`RunCosts`). */
-export interface EstimateDeps extends CostHistory {
-  availableMicros(orgId: string): Promise<number>;
-}
 
 type RunName = 'runs.create' | 'runs.node' | 'editor.workflows.run';
 type RunHandlerName = RunName | 'runs.estimate';
@@ -24,7 +20,7 @@ type RunHandlerName = RunName | 'runs.estimate';
  * guarantees one), with its call options: the deadline, and the idempotency key with the
  * fingerprint of the request it came with.
  */
-function callerWithOptions(ctx: CallContext, call: RunHandlerName, input: unknown, webhookUrlProblem: (url: string) => string | null): RunCaller {
+function callerWithOptions(ctx: CallContext, call: RunName, input: unknown, webhookUrlProblem: (url: string) => string | null): RunCaller {
   if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
   const { maxDurationSeconds, idempotencyKey, webhookUrl, webhookEvents } = ctx.options ?? {};
   if (webhookEvents !== undefined && webhookUrl === undefined) {
@@ -48,15 +44,13 @@ function callerWithOptions(ctx: CallContext, call: RunHandlerName, input: unknow
  * `runs.create` (a stream of events), `runs.node` (one node, one JSON answer) and
  * `editor.workflows.run` (the workflow's saved draft run inline, recorded under the workflow).
  */
-export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps, costs: EstimateDeps, webhookUrlProblem: (url: string) => string | null = () => null): { [K in RunHandlerName]: Handler<K> } {
-  const callerOf = (ctx: CallContext, call: RunHandlerName, input: unknown): RunCaller => callerWithOptions(ctx, call, input, webhookUrlProblem);
+export function runHandlers(launcher: RunLauncher, drafts: DraftRunDeps, costs: CostSources, webhookUrlProblem: (url: string) => string | null): { [K in RunHandlerName]: Handler<K> } {
+  const callerOf = (ctx: CallContext, call: RunName, input: unknown): RunCaller => callerWithOptions(ctx, call, input, webhookUrlProblem);
   return {
     'runs.create': async (input, ctx) => (await launcher.create(input, callerOf(ctx, 'runs.create', input))).events,
     'runs.node': (input, ctx) => launcher.runNode(input, callerOf(ctx, 'runs.node', input)),
-    'runs.estimate': async (input, ctx) => {
-      const { orgId } = callerOf(ctx, 'runs.estimate', input);
-      return launcher.estimate(input, orgId, costs, () => costs.availableMicros(orgId));
-    },
+    // The contract marks it `auth: 'required'`: invoke guarantees a caller.
+    'runs.estimate': (input, ctx) => launcher.estimate(input, ctx.auth!.orgId, costs),
     'editor.workflows.run': async (request, ctx) => {
       const { id, inputs, maxCostUsd } = request;
       const caller = callerOf(ctx, 'editor.workflows.run', request);

@@ -61,28 +61,28 @@ export async function safeFetch(url: string, options: SafeFetchOptions): Promise
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
   const maxRedirects = options.maxRedirects ?? 3;
-  let current = checkUrl(url, 0);
+  let current = checkUrl(url, 0, INPUT_URL);
   try {
     for (let hop = 0; ; hop += 1) {
-      const target = await vet(current, hop, options, signal);
+      const target = await vet(current, hop, INPUT_URL, options, signal);
       const response = await send(current, target, signal);
       const status = response.statusCode ?? 0;
       if (REDIRECTS.has(status)) {
         response.destroy();
-        if (hop >= maxRedirects) throw refused(current, hop, `redirects more than ${maxRedirects} times`);
+        if (hop >= maxRedirects) throw refused(current, hop, INPUT_URL, `redirects more than ${maxRedirects} times`);
         const location = response.headers.location;
-        if (!location) throw refused(current, hop, `answered ${status} without a Location`);
+        if (!location) throw refused(current, hop, INPUT_URL, `answered ${status} without a Location`);
         // A Location that does not parse is refused as such (validation_failed), not taken for an unreachable host.
-        current = checkUrl(URL.canParse(location, current.href) ? new URL(location, current).href : location, hop + 1);
+        current = checkUrl(URL.canParse(location, current.href) ? new URL(location, current).href : location, hop + 1, INPUT_URL);
         continue;
       }
       if (status >= 500) {
         response.destroy();
-        throw new AppError({ code: 'unavailable', message: `${where(current, hop)} answered ${status}; try again later` });
+        throw new AppError({ code: 'unavailable', message: `${where(current, hop, INPUT_URL)} answered ${status}; try again later` });
       }
       if (status < 200 || status > 299) {
         response.destroy();
-        throw refused(current, hop, `answered ${status}`);
+        throw refused(current, hop, INPUT_URL, `answered ${status}`);
       }
       const bytes = await readCapped(response, current, hop, options.maxBytes);
       const mimeType = sniffMimeType(bytes) ?? mimeOfContentType(response.headers['content-type']) ?? 'application/octet-stream';
@@ -95,23 +95,27 @@ export async function safeFetch(url: string, options: SafeFetchOptions): Promise
       throw new AppError({ code: 'unavailable', message: `fetching the input URL on ${current.host} took longer than ${options.timeoutMs} ms`, cause: err });
     }
     const code = (err as { code?: string }).code;
-    throw new AppError({ code: 'unavailable', message: `${where(current, -1)} could not be reached${code ? ` (${code})` : ''}`, cause: err });
+    throw new AppError({ code: 'unavailable', message: `${where(current, -1, INPUT_URL)} could not be reached${code ? ` (${code})` : ''}`, cause: err });
   }
 }
 
-/** How messages name the URL being fetched: the input URL, or the nth redirect, by host. */
-function where(url: URL, hop: number): string {
-  return hop > 0 ? `the input URL's redirect ${hop} (host "${url.hostname}")` : `the input URL's host "${url.hostname}"`;
+/** What the messages call the URL: a run's input URL (safeFetch), or a webhook's (safePost). */
+const INPUT_URL = 'the input URL';
+const WEBHOOK_URL = 'the webhook URL';
+
+/** How messages name the URL being fetched: the URL (`label`), or its nth redirect, by host. */
+function where(url: URL, hop: number, label: string): string {
+  return hop > 0 ? `${label}'s redirect ${hop} (host "${url.hostname}")` : `${label}'s host "${url.hostname}"`;
 }
 
-function refused(url: URL, hop: number, reason: string): AppError {
-  return new AppError({ code: 'validation_failed', message: `${where(url, hop)} ${reason}`, details: { host: url.hostname } });
+function refused(url: URL, hop: number, label: string, reason: string): AppError {
+  return new AppError({ code: 'validation_failed', message: `${where(url, hop, label)} ${reason}`, details: { host: url.hostname } });
 }
 
-function checkUrl(raw: string, hop: number): URL {
+function checkUrl(raw: string, hop: number, label: string): URL {
   const problem = fetchableUrlProblem(raw);
   if (problem) {
-    const what = hop > 0 ? `the input URL's redirect ${hop}` : 'the input URL';
+    const what = hop > 0 ? `${label}'s redirect ${hop}` : label;
     throw new AppError({ code: 'validation_failed', message: `${what} ${problem}` });
   }
   return new URL(raw);
@@ -127,7 +131,7 @@ function bareHost(url: URL): string {
 }
 
 /** Resolves the URL's host once and returns the address to connect to, after checking all of them. */
-async function vet(url: URL, hop: number, options: Pick<SafeFetchOptions, 'resolve' | 'allow'>, signal: AbortSignal): Promise<ResolvedAddress> {
+async function vet(url: URL, hop: number, label: string, options: Pick<SafeFetchOptions, 'resolve' | 'allow'>, signal: AbortSignal): Promise<ResolvedAddress> {
   const host = bareHost(url);
   let addresses: ResolvedAddress[];
   const literal = net.isIP(host);
@@ -138,17 +142,17 @@ async function vet(url: URL, hop: number, options: Pick<SafeFetchOptions, 'resol
       addresses = await raceAbort((options.resolve ?? systemResolve)(host), signal);
     } catch (err) {
       const code = (err as { code?: string }).code;
-      if (code === 'ENOTFOUND' || code === 'ENODATA') throw refused(url, hop, 'does not resolve to any address');
+      if (code === 'ENOTFOUND' || code === 'ENODATA') throw refused(url, hop, label, 'does not resolve to any address');
       throw err;
     }
-    if (addresses.length === 0) throw refused(url, hop, 'does not resolve to any address');
+    if (addresses.length === 0) throw refused(url, hop, label, 'does not resolve to any address');
   }
   const port = portOf(url);
   for (const { address } of addresses) {
     const reason = blockedReason(address);
     if (reason && !options.allow?.allows(host, address, port)) {
       const verb = literal ? 'is' : 'resolves to';
-      throw refused(url, hop, `${verb} ${address}, ${reason}; the service fetches only public addresses`);
+      throw refused(url, hop, label, `${verb} ${address}, ${reason}; the service fetches only public addresses`);
     }
   }
   return addresses[0]!;
@@ -170,9 +174,9 @@ export interface PostAnswer {
 export async function safePost(url: string, options: Omit<SafeFetchOptions, 'maxBytes' | 'maxRedirects'> & { body: string; headers: Record<string, string> }): Promise<PostAnswer> {
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
-  const target = checkUrl(url, 0);
+  const target = checkUrl(url, 0, WEBHOOK_URL);
   try {
-    const address = await vet(target, 0, options, signal);
+    const address = await vet(target, 0, WEBHOOK_URL, options, signal);
     const response = await send(target, address, signal, { method: 'POST', headers: { 'content-type': 'application/json', ...options.headers }, body: options.body });
     let body = '';
     for await (const chunk of response) {
@@ -180,8 +184,7 @@ export async function safePost(url: string, options: Omit<SafeFetchOptions, 'max
     }
     return { status: response.statusCode ?? 0, body: body.slice(0, 1024) };
   } catch (err) {
-    // The address rules' messages name "the input URL": here it is the webhook's.
-    if (err instanceof AppError) throw new AppError({ code: err.code, message: err.message.replace(/the input URL/g, 'the webhook URL'), ...(err.details ? { details: err.details } : {}) });
+    if (err instanceof AppError) throw err;
     if (options.signal?.aborted) throw options.signal.reason;
     if (timeout.aborted) throw new AppError({ code: 'unavailable', message: `${target.host} did not answer within ${options.timeoutMs} ms`, cause: err });
     const code = (err as { code?: string }).code;
@@ -222,7 +225,7 @@ async function readCapped(response: http.IncomingMessage, url: URL, hop: number,
   const declared = Number(response.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) {
     response.destroy();
-    throw refused(url, hop, `sends ${declared} bytes; the limit is ${maxBytes} bytes`);
+    throw refused(url, hop, INPUT_URL, `sends ${declared} bytes; the limit is ${maxBytes} bytes`);
   }
   const chunks: Buffer[] = [];
   let size = 0;
@@ -230,7 +233,7 @@ async function readCapped(response: http.IncomingMessage, url: URL, hop: number,
     size += (chunk as Buffer).length;
     if (size > maxBytes) {
       response.destroy();
-      throw refused(url, hop, `sends more than ${maxBytes} bytes, the limit`);
+      throw refused(url, hop, INPUT_URL, `sends more than ${maxBytes} bytes, the limit`);
     }
     chunks.push(chunk as Buffer);
   }

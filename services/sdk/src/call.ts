@@ -1,5 +1,5 @@
 import { CALL_OPTIONS, validate, type CallOptionValues, type Operation } from '../../contract';
-import { ConnectionError, InvalidInputError, ServiceError } from './errors';
+import { ConnectionError, InvalidInputError } from './errors';
 import type { HttpRequest, RequestBody, Transport } from './transport';
 
 /** Per-call options of every SDK method. */
@@ -122,7 +122,7 @@ export async function callJson(transport: Transport, op: Operation, input: unkno
   }
 }
 
-/** A body whose connection broke while it was read (fetch's "terminated"), not an answer the service gave. */
+/** A body whose connection broke while it was read (fetch's TypeError "terminated"), not an answer the service gave. */
 function isBrokenBody(err: unknown): boolean {
-  return err instanceof TypeError && !(err instanceof ServiceError);
+  return err instanceof TypeError;
 }
