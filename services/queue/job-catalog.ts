@@ -10,9 +10,10 @@ export interface JobCatalog {
    * token), so the first delivery runs it without reserving; a redelivery reserves as usual.
    * `trace`: the W3C trace context of whoever enqueued it (`traceparent`), when tracing is on.
    * `group`: ready sibling steps (local nodes, no job of their own) the job runs after its own,
-   * inside its reservation (services/runs/ARCHITECTURE.md, "Groups").
+   * inside its reservation (services/runs/ARCHITECTURE.md, "Groups"). `orgId`: the run's
+   * organization, under fair scheduling (its slot is freed when the job ends; docs/scheduling.md).
    */
-  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; group?: string[]; trace?: Record<string, string> } };
+  'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; group?: string[]; trace?: Record<string, string>; orgId?: string } };
 }
 
 export type JobName = keyof JobCatalog;

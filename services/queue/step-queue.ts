@@ -1,5 +1,6 @@
 import { isNotConnectionError, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { FairDispatch, type FairJob } from './fair-dispatch';
 import { stepJobId, type JobPayload } from './job-catalog';
 import { carriedContext } from '../platform/tracing';
 import { QUEUE_NAMES } from './queue-names';
@@ -38,6 +39,19 @@ export interface StepQueueOptions {
   prefix: string;
   /** The queue's connection errors (BullMQ writes them to the console when nobody listens). */
   onError?: (err: Error) => void;
+  /** Fair scheduling across organizations (docs/scheduling.md); without it, jobs go straight into BullMQ's list. */
+  fair?: FairQueueOptions;
+}
+
+export interface FairQueueOptions {
+  /** The organization a run belongs to. */
+  orgOf(runId: string): Promise<string>;
+  /** Jobs waiting in BullMQ's list at most (FAIR_DISPATCH_WINDOW). */
+  window: number;
+  /** Jobs of one organization dispatched at once (ORG_STEP_CONCURRENCY); 0: no limit. */
+  orgLimit: number;
+  /** How long a just-dispatched job counts as running before BullMQ has it (tests shorten it). */
+  graceMs?: number;
 }
 
 /**
@@ -51,12 +65,29 @@ export class StepQueue {
   private readonly redis: Redis;
   private readonly prefix: string;
   private readonly onError: (err: Error) => void;
+  private readonly fair: { dispatch: FairDispatch; orgOf: (runId: string) => Promise<string> } | undefined;
+  /** The pump under way, and whether another was asked for meanwhile (`pump` coalesces). */
+  private pumping: Promise<void> | undefined;
+  private pumpAgain = false;
 
   constructor(options: StepQueueOptions) {
     this.redis = options.connection;
     this.prefix = options.prefix;
     this.onError = options.onError ?? (() => undefined);
     this.current = this.createQueue();
+    const { fair } = options;
+    if (fair) {
+      const dispatch = new FairDispatch({
+        redis: this.redis,
+        prefix: this.prefix,
+        bullWaitKey: this.current.keys.wait!,
+        bullJobPrefix: this.current.toKey(''),
+        window: fair.window,
+        orgLimit: fair.orgLimit,
+        ...(fair.graceMs === undefined ? {} : { graceMs: fair.graceMs }),
+      });
+      this.fair = { dispatch, orgOf: fair.orgOf };
+    }
   }
 
   /** The BullMQ queue (for tests and tools; the methods below replace one that Redis refused). */
@@ -112,13 +143,63 @@ export class StepQueue {
       const group = groups?.get(nodeId);
       return { runId, nodeId, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group?.length ? { group: [...group] } : {}), ...(trace ? { trace } : {}) };
     };
-    if (nodeIds.length === 1) {
-      // One job: a plain add, without addBulk's MULTI.
-      const nodeId = nodeIds[0]!;
-      await this.call((queue) => queue.add('step.execute', payload(nodeId), { jobId: stepJobId(runId, nodeId) }));
+    const jobs = nodeIds.map((nodeId): FairJob => ({ id: stepJobId(runId, nodeId), name: 'step.execute', data: payload(nodeId) }));
+    if (!this.fair) return this.add(jobs);
+    // The organization travels with the job, so that the worker that ends it frees its slot.
+    const orgId = await this.fair.orgOf(runId);
+    for (const job of jobs) job.data.orgId = orgId;
+    await this.addDispatched(await this.fair.dispatch.offer(orgId, jobs));
+  }
+
+  /** Adds jobs the fair dispatch chose, then tells it they are in BullMQ's list. */
+  private async addDispatched(jobs: readonly FairJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.add(jobs);
+    await this.fair?.dispatch.added(jobs.map((job) => job.id));
+  }
+
+  /** Adds jobs to BullMQ's list: one a plain add, without addBulk's MULTI. */
+  private async add(jobs: readonly FairJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    if (jobs.length === 1) {
+      const [job] = jobs as [FairJob];
+      await this.call((queue) => queue.add(job.name, job.data, { jobId: job.id }));
       return;
     }
-    await this.call((queue) => queue.addBulk(nodeIds.map((nodeId) => ({ name: 'step.execute', data: payload(nodeId), opts: { jobId: stepJobId(runId, nodeId) } }))));
+    await this.call((queue) => queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: { jobId: job.id } }))));
+  }
+
+  /**
+   * Moves jobs waiting their organization's turn into BullMQ's list while it has room (a worker
+   * took one). Calls while one is under way make one more after it, not one each.
+   */
+  pump(): Promise<void> {
+    const { fair } = this;
+    if (!fair) return Promise.resolve();
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return this.pumping;
+    }
+    const pumping = (async () => {
+      do {
+        this.pumpAgain = false;
+        await this.addDispatched(await fair.dispatch.pump(false));
+      } while (this.pumpAgain);
+    })().finally(() => {
+      this.pumping = undefined;
+    });
+    this.pumping = pumping;
+    return pumping;
+  }
+
+  /** As `pump`, after looking again at organizations parked at their limit (on a timer: releases lost with a worker). */
+  async reconcile(): Promise<void> {
+    if (this.fair) await this.addDispatched(await this.fair.dispatch.pump(true));
+  }
+
+  /** A job of organization `orgId` ended (completed, or failed for good): its slot goes to the next job waiting. */
+  async release(orgId: string | undefined, jobId: string): Promise<void> {
+    if (this.fair && orgId !== undefined) await this.addDispatched(await this.fair.dispatch.release(orgId, jobId));
   }
 
   /**
@@ -142,6 +223,8 @@ export class StepQueue {
 
   /** Whether the step's own job is waiting, active or delayed; with `removeDead`, a failed or finished one is removed. */
   private async alive(runId: string, nodeId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
+    // Waiting for its organization's turn: alive, with no BullMQ job yet.
+    if (this.fair && (await this.fair.dispatch.isWaiting(stepJobId(runId, nodeId)))) return true;
     const job = await this.call((queue) => queue.getJob(stepJobId(runId, nodeId)));
     if (!job) return false;
     const state = await job.getState();
@@ -187,10 +270,10 @@ export class StepQueue {
     return left;
   }
 
-  /** Jobs waiting, delayed, active and failed (kept a day; for metrics and the reaper). */
-  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number }> {
-    const counts = await this.call((queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed'));
-    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0 };
+  /** Jobs waiting, delayed, active and failed (kept a day), and `held`: waiting for their organization's turn (for metrics). */
+  async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; held: number }> {
+    const [counts, held] = await Promise.all([this.call((queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')), this.fair?.dispatch.waiting()]);
+    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0, held: held?.jobs ?? 0 };
   }
 
   async close(): Promise<void> {

@@ -19,6 +19,10 @@ export interface StepWorkerOptions {
   lockMs: number;
   handlers: StepJobHandlers;
   log: Logger;
+  /** A job was taken from the queue (its list has room again: fair scheduling moves the next in). */
+  onTaken?: () => void;
+  /** A job ended: completed, or failed with no attempt left (fair scheduling frees its organization's slot). */
+  onEnded?: (job: Job) => void;
 }
 
 /** The pause after a job fetch Redis refused (BUSY, OOM, READONLY...), doubled from the first to the last while refusals go on. */
@@ -113,7 +117,12 @@ function createWorker(options: StepWorkerOptions): Worker {
       autorun: false,
     },
   );
-  worker.on('failed', (job, err) => options.log.warn({ jobId: job?.id, job: job?.name, err }, 'step job failed'));
+  worker.on('failed', (job, err) => {
+    options.log.warn({ jobId: job?.id, job: job?.name, err }, 'step job failed');
+    if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) options.onEnded?.(job);
+  });
+  worker.on('completed', (job) => options.onEnded?.(job));
+  worker.on('active', () => options.onTaken?.());
   worker.on('error', (err) => options.log.error({ err }, 'step worker error'));
   return worker;
 }

@@ -9,6 +9,7 @@ import { InFlightSteps } from './in-flight-steps';
 import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
 import { RunReaper } from './run-reaper';
 import { RunDeadlines } from './run-deadlines';
+import { RepeatingSweep } from './repeating-sweep';
 import { WebhookDispatcher } from './webhook-dispatcher';
 import type { ServiceResources } from './service-resources';
 import { StepExecutor } from './step-executor';
@@ -79,6 +80,9 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     concurrency: config.workerConcurrency,
     lockMs: config.stepLockMs,
     log,
+    // Fair scheduling: room in the queue's list lets the next organization's job in; an ended job frees its organization's slot.
+    onTaken: () => void resources.queue.pump().catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not move waiting jobs into the queue')),
+    onEnded: (job) => void resources.queue.release((job.data as { orgId?: string }).orgId, job.id!).catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not release a job\'s slot')),
     handlers: {
       'step.execute': async ({ runId, nodeId, attemptToken, group, trace }, job) => {
         busy++;
@@ -146,6 +150,9 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     },
   });
   metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy }));
+  // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
+  const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));
+  if (config.fairScheduling) fairReconcile.start(config.fairReconcileMs);
   if (options.background) {
     reaper.start(config.reaperIntervalSeconds * 1000);
     deadlines.start(config.deadlineSweepMs);
@@ -168,6 +175,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     sweeper,
     stop,
     async close() {
+      await fairReconcile.stop();
       if (options.background) {
         await reaper.stop();
         await deadlines.stop();

@@ -12,7 +12,7 @@ import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
 import { presentingMountEvents } from './mount-events';
 import type { RunEventAppender } from './ports';
-import { RunContextCache } from './run-context-cache';
+import { RunContextCache, UnpreparableRunError } from './run-context-cache';
 import { RunLifecycle } from './run-lifecycle';
 
 /**
@@ -75,7 +75,12 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
   const bus = new RunEventBus({ redis, subscriber, prefix: config.redisPrefix });
   // A second fan-out on the one connection: its channels are not the bus's, so neither unsubscribes the other's.
   const channels = subscriber ? new ChannelFanout(subscriber) : undefined;
-  const queue = new StepQueue({ connection: redis, prefix: config.redisPrefix, onError: (err) => log.warn({ err }, 'step queue: Redis error') });
+  const queue = new StepQueue({
+    connection: redis,
+    prefix: config.redisPrefix,
+    onError: (err) => log.warn({ err }, 'step queue: Redis error'),
+    ...(config.fairScheduling ? { fair: { orgOf: (runId: string) => orgOfRun(contexts, runId), window: config.fairDispatchWindow, orgLimit: config.orgStepConcurrency } } : {}),
+  });
   const { pool } = database;
   metrics.observePool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.database.poolSize }));
   metrics.observeQueue(async () => ({ ...(await queue.counts()) }));
@@ -151,3 +156,18 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     close,
   };
 }
+
+/**
+ * The organization whose turn a run's steps wait for (fair scheduling). A run that does not
+ * exist, or no longer prepares, has steps that only fail: they wait under no organization's name.
+ */
+async function orgOfRun(contexts: RunContextCache, runId: string): Promise<string> {
+  try {
+    return (await contexts.get(runId))?.orgId ?? NO_ORGANIZATION;
+  } catch (err) {
+    if (err instanceof UnpreparableRunError) return NO_ORGANIZATION;
+    throw err;
+  }
+}
+
+const NO_ORGANIZATION = '-';

@@ -1,0 +1,184 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import pino from 'pino';
+import { createRedisConnection, StepQueue, type StepQueueOptions } from '../../services/queue';
+import { FairDispatch } from '../../services/queue/fair-dispatch';
+import { startStepWorker } from '../../services/queue/step-worker';
+import { eventually } from '../support/eventually';
+import { stack } from '../support/stack';
+
+/**
+ * Fair scheduling across organizations (docs/scheduling.md) on a real Redis and real BullMQ
+ * workers: jobs wait in a list per organization and enter BullMQ's list round robin, within a
+ * window, each organization under its concurrency limit. Orders are asserted, never times.
+ */
+
+/** Run ids: one per organization, so that `orgOf` can tell them apart. */
+const runOf = (org: string) => `00000000-0000-4000-8000-${org.padStart(12, '0')}`;
+const orgOf = async (runId: string) => runId.slice(-1);
+
+let prefixes = 0;
+
+interface Started {
+  org: string;
+  nodeId: string;
+}
+
+/** A queue (fair unless `fair` is null) and a worker of `concurrency` whose jobs each take `jobMs`; records the order jobs start in and the most running at once per organization. */
+async function harness(options: { fair: Omit<NonNullable<StepQueueOptions['fair']>, 'orgOf'> | null; concurrency: number; jobMs: number }) {
+  const prefix = `fair${process.pid}x${prefixes++}`;
+  const redis = createRedisConnection(stack().redisUrl);
+  const workerRedis = createRedisConnection(stack().redisUrl);
+  const queue = new StepQueue({ connection: redis, prefix, ...(options.fair ? { fair: { ...options.fair, orgOf } } : {}) });
+  const started: Started[] = [];
+  const running = new Map<string, number>();
+  const mostRunning = new Map<string, number>();
+  let paused = true;
+  const worker = startStepWorker({
+    connection: workerRedis,
+    prefix,
+    concurrency: options.concurrency,
+    lockMs: 30_000,
+    log: pino({ level: 'silent' }),
+    // Failures here are those of a closing test (its connections closed under a pump).
+    onTaken: () => void queue.pump().catch(() => undefined),
+    onEnded: (job) => void queue.release((job.data as { orgId?: string }).orgId, job.id!).catch(() => undefined),
+    handlers: {
+      'step.execute': async ({ runId, nodeId }) => {
+        const org = runId.slice(-1);
+        started.push({ org, nodeId });
+        running.set(org, (running.get(org) ?? 0) + 1);
+        mostRunning.set(org, Math.max(mostRunning.get(org) ?? 0, running.get(org)!));
+        await sleep(options.jobMs);
+        running.set(org, running.get(org)! - 1);
+      },
+    },
+  });
+  const bull = await worker.started;
+  // Held until the test has enqueued what it races: every job is in a list before the first is taken.
+  await bull.pause();
+  return {
+    queue,
+    started,
+    mostRunning,
+    async go() {
+      if (paused) bull.resume();
+      paused = false;
+    },
+    async close() {
+      await worker.close(true);
+      await queue.close();
+      redis.disconnect();
+      workerRedis.disconnect();
+    },
+  };
+}
+
+const nodes = (org: string, n: number) => Array.from({ length: n }, (_, i) => `${org}${i}`);
+
+describe('fair dispatch of step jobs', () => {
+  it('starts another organization\'s step behind at most the window, not behind the flood (FIFO: behind all of it)', async () => {
+    const window = 4;
+    const concurrency = 2;
+    const positions: Record<string, number> = {};
+    for (const mode of ['fair', 'fifo'] as const) {
+      const h = await harness({ fair: mode === 'fair' ? { window, orgLimit: 0 } : null, concurrency, jobMs: 20 });
+      try {
+        await h.queue.enqueue(runOf('a'), nodes('a', 40));
+        await h.go();
+        // The flood is under way before the other organization's one step arrives.
+        await eventually(() => h.started.length >= 3, { what: 'the flood started' });
+        const before = h.started.length;
+        await h.queue.enqueue(runOf('b'), ['b0']);
+        await eventually(() => h.started.some((s) => s.org === 'b'), { what: "organization b's step started", timeoutMs: 20_000 });
+        positions[mode] = h.started.findIndex((s) => s.org === 'b') - before;
+      } finally {
+        await h.close();
+      }
+    }
+    console.log(`fair dispatch: b's step started after ${positions.fair} of a's (fair, window ${window}, concurrency ${concurrency}), after ${positions.fifo} (one FIFO)`);
+    // Behind it: what was in BullMQ's list (the window), what the workers had taken and not
+    // started yet (up to their concurrency), a's turn of the ring before b's, and one the workers
+    // may take while the enqueue is on its way (jobs of 20 ms).
+    expect(positions.fair).toBeLessThanOrEqual(window + concurrency + 2);
+    // The same flood in one FIFO list: the step waits for nearly all of it.
+    expect(positions.fifo).toBeGreaterThan(30);
+  });
+
+  it('takes organizations with work waiting in turn', async () => {
+    const h = await harness({ fair: { window: 3, orgLimit: 0 }, concurrency: 3, jobMs: 2 });
+    try {
+      for (const org of ['a', 'b', 'c']) await h.queue.enqueue(runOf(org), nodes(org, 30));
+      await h.go();
+      await eventually(() => h.started.length === 90, { what: 'every job started', timeoutMs: 30_000 });
+      // After the first window (a's three, offered before b and c arrived), strict turns: a, b, c, a, b, c...
+      const after = h.started.slice(3, 63).map((s) => s.org);
+      const counts = { a: 0, b: 0, c: 0 } as Record<string, number>;
+      for (const org of after) counts[org]!++;
+      expect(counts).toEqual({ a: 20, b: 20, c: 20 });
+      for (let i = 0; i + 2 < after.length; i++) expect(new Set(after.slice(i, i + 3)).size).toBe(3);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("holds an organization to its concurrency limit while others use the rest", async () => {
+    const h = await harness({ fair: { window: 8, orgLimit: 2 }, concurrency: 6, jobMs: 20 });
+    try {
+      await h.queue.enqueue(runOf('a'), nodes('a', 20));
+      await h.queue.enqueue(runOf('b'), nodes('b', 20));
+      await h.queue.enqueue(runOf('c'), nodes('c', 4));
+      await h.go();
+      await eventually(() => h.started.length === 44, { what: 'every job started', timeoutMs: 30_000 });
+      // Six worker slots, two per organization: each reaches its limit, none passes it.
+      expect(Object.fromEntries(h.mostRunning)).toEqual({ a: 2, b: 2, c: 2 });
+      expect((await h.queue.counts()).held).toBe(0);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('does not enqueue again a step that waits for its turn (the reaper sees it alive)', async () => {
+    const h = await harness({ fair: { window: 1, orgLimit: 0 }, concurrency: 1, jobMs: 1 });
+    try {
+      await h.queue.enqueue(runOf('a'), ['a0', 'a1', 'a2']);
+      // a0 is in BullMQ's list (the window is one), a1 and a2 wait their turn.
+      expect((await h.queue.counts()).held).toBe(2);
+      await expect(h.queue.requeue(runOf('a'), ['a1', 'a2'])).resolves.toEqual([]);
+      // An enqueue of a waiting step is a no-op, as BullMQ's own add of a waiting job is.
+      await h.queue.enqueue(runOf('a'), ['a1']);
+      expect((await h.queue.counts()).held).toBe(2);
+      await h.go();
+      await eventually(() => h.started.length === 3, { what: 'every job started' });
+      await sleep(50);
+      expect(h.started.map((s) => s.nodeId)).toEqual(['a0', 'a1', 'a2']);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('fair dispatch when a release is lost', () => {
+  it('frees the slots of jobs that ended without their release once the reconciling pump looks', async () => {
+    const redis = createRedisConnection(stack().redisUrl);
+    const prefix = `fairlost${process.pid}`;
+    const bullJobPrefix = `${prefix}:steps:`;
+    const fair = new FairDispatch({ redis, prefix, bullWaitKey: `${prefix}:steps:wait`, bullJobPrefix, window: 10, orgLimit: 1, graceMs: 50 });
+    const job = (id: string) => ({ id, name: 'step.execute', data: { runId: runOf('a'), nodeId: id } });
+    try {
+      // j1 is dispatched; its worker is killed before the release (no BullMQ hash left for it either).
+      expect((await fair.offer('a', [job('j1'), job('j2')])).map((j) => j.id)).toEqual(['j1']);
+      expect(await fair.pump(false)).toEqual([]);
+      // A job BullMQ still has, unfinished, keeps its slot however old.
+      await redis.hset(`${bullJobPrefix}j1`, 'name', 'step.execute');
+      await sleep(100);
+      expect(await fair.pump(true)).toEqual([]);
+      // Finished (BullMQ kept the failed job's hash): the slot is free, and j2 goes.
+      await redis.hset(`${bullJobPrefix}j1`, 'finishedOn', String(Date.now()));
+      expect((await fair.pump(false)).map((j) => j.id)).toEqual([]);
+      expect((await fair.pump(true)).map((j) => j.id)).toEqual(['j2']);
+      expect(await fair.waiting()).toEqual({ jobs: 0, organizations: 0 });
+    } finally {
+      redis.disconnect();
+    }
+  });
+});
