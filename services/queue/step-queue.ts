@@ -270,10 +270,15 @@ export class StepQueue {
     return left;
   }
 
-  /** Jobs waiting, delayed, active and failed (kept a day), and `held`: waiting for their organization's turn (for metrics). */
+  /**
+   * Jobs waiting, delayed, active and failed (kept a day), for metrics. `waiting` counts every job
+   * not started yet, those waiting for their organization's turn included (the backlog autoscaling
+   * reads); `held` is that part of it.
+   */
   async counts(): Promise<{ waiting: number; active: number; delayed: number; failed: number; held: number }> {
-    const [counts, held] = await Promise.all([this.call((queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')), this.fair?.dispatch.waiting()]);
-    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0), active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0, held: held?.jobs ?? 0 };
+    const [counts, fair] = await Promise.all([this.call((queue) => queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')), this.fair?.dispatch.waiting()]);
+    const held = fair?.jobs ?? 0;
+    return { waiting: (counts.waiting ?? 0) + (counts.prioritized ?? 0) + held, active: counts.active ?? 0, delayed: counts.delayed ?? 0, failed: counts.failed ?? 0, held };
   }
 
   async close(): Promise<void> {
