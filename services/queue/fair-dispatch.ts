@@ -132,28 +132,31 @@ return dispatch()
 
 const RELEASE = new RedisScript(`
 --[[
-  A dispatched job ended (completed, or failed for good): its organization's slot is free; a
-  parked organization with jobs waiting goes back into the ring. Then dispatches (see SHARED).
+  Dispatched jobs ended (completed, or failed for good): their organizations' slots are free; a
+  parked organization with jobs waiting and room again goes back into the ring. Then dispatches
+  (see SHARED).
 
   Input (besides SHARED's):
-    ARGV[6]  the organization
-    ARGV[7]  the job id
+    ARGV[6..]  organization, job id, organization, job id, ...
 
   Output: the jobs dispatched, as dispatch() returns them
 ]]
 ${SHARED}
-local org = ARGV[6]
-redis.call('ZREM', runningKey(org), ARGV[7])
-if redis.call('SISMEMBER', parked, org) == 1 and not full(org) then
-  if redis.call('LLEN', waitingKey(org)) > 0 then ringIn(org) else redis.call('SREM', parked, org) end
+for i = 6, #ARGV, 2 do
+  redis.call('ZREM', runningKey(ARGV[i]), ARGV[i + 1])
+end
+for i = 6, #ARGV, 2 do
+  local org = ARGV[i]
+  if redis.call('SISMEMBER', parked, org) == 1 and not full(org) then
+    if redis.call('LLEN', waitingKey(org)) > 0 then ringIn(org) else redis.call('SREM', parked, org) end
+  end
 end
 return dispatch()
 `);
 
 const PUMP = new RedisScript(`
 --[[
-  Dispatches (see SHARED): after a worker took a job from BullMQ's list (room in the window), and
-  on a timer. With reconcile, first prunes every parked organization and brings back into the
+  Dispatches (see SHARED), on a timer. With reconcile, first prunes every parked organization and brings back into the
   ring those with room again: releases lost with a crashed worker never park one for good.
 
   Input (besides SHARED's):
@@ -226,9 +229,9 @@ export class FairDispatch {
     return this.run(OFFER, [org, ...pairs]);
   }
 
-  /** Job `id` of organization `org` ended; answers the jobs to add to BullMQ now. */
-  release(org: string, id: string): Promise<FairJob[]> {
-    return this.run(RELEASE, [org, id]);
+  /** These jobs ended; answers the jobs to add to BullMQ now. */
+  release(ended: readonly { org: string; id: string }[]): Promise<FairJob[]> {
+    return this.run(RELEASE, ended.flatMap(({ org, id }) => [org, id]));
   }
 
   /** Answers the jobs to add to BullMQ now; `reconcile`: parked organizations are looked at again first. */

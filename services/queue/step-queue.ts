@@ -66,9 +66,9 @@ export class StepQueue {
   private readonly prefix: string;
   private readonly onError: (err: Error) => void;
   private readonly fair: { dispatch: FairDispatch; orgOf: (runId: string) => Promise<string> } | undefined;
-  /** The pump under way, and whether another was asked for meanwhile (`pump` coalesces). */
-  private pumping: Promise<void> | undefined;
-  private pumpAgain = false;
+  /** Ended jobs whose release is not sent yet, and the releases under way (`release` batches them). */
+  private readonly releases: { org: string; id: string }[] = [];
+  private releasing: Promise<void> | undefined;
 
   constructor(options: StepQueueOptions) {
     this.redis = options.connection;
@@ -151,11 +151,11 @@ export class StepQueue {
     await this.addDispatched(await this.fair.dispatch.offer(orgId, jobs));
   }
 
-  /** Adds jobs the fair dispatch chose, then tells it they are in BullMQ's list. */
+  /** Adds jobs the fair dispatch chose, then tells it they are in BullMQ's list (not waited for: until it lands, the window counts them twice, erring short). */
   private async addDispatched(jobs: readonly FairJob[]): Promise<void> {
     if (jobs.length === 0) return;
     await this.add(jobs);
-    await this.fair?.dispatch.added(jobs.map((job) => job.id));
+    this.fair?.dispatch.added(jobs.map((job) => job.id)).catch(() => undefined);
   }
 
   /** Adds jobs to BullMQ's list: one a plain add, without addBulk's MULTI. */
@@ -170,36 +170,31 @@ export class StepQueue {
   }
 
   /**
-   * Moves jobs waiting their organization's turn into BullMQ's list while it has room (a worker
-   * took one). Calls while one is under way make one more after it, not one each.
+   * Moves jobs waiting their organization's turn into BullMQ's list while it has room, after
+   * looking again at organizations parked at their limit (on a timer: releases lost with a worker,
+   * and a window emptied by workers while no job ended).
    */
-  pump(): Promise<void> {
-    const { fair } = this;
-    if (!fair) return Promise.resolve();
-    if (this.pumping) {
-      this.pumpAgain = true;
-      return this.pumping;
-    }
-    const pumping = (async () => {
-      do {
-        this.pumpAgain = false;
-        await this.addDispatched(await fair.dispatch.pump(false));
-      } while (this.pumpAgain);
-    })().finally(() => {
-      this.pumping = undefined;
-    });
-    this.pumping = pumping;
-    return pumping;
-  }
-
-  /** As `pump`, after looking again at organizations parked at their limit (on a timer: releases lost with a worker). */
   async reconcile(): Promise<void> {
     if (this.fair) await this.addDispatched(await this.fair.dispatch.pump(true));
   }
 
-  /** A job of organization `orgId` ended (completed, or failed for good): its slot goes to the next job waiting. */
-  async release(orgId: string | undefined, jobId: string): Promise<void> {
-    if (this.fair && orgId !== undefined) await this.addDispatched(await this.fair.dispatch.release(orgId, jobId));
+  /**
+   * A job of organization `orgId` ended (completed, or failed for good): its slot goes to the next
+   * job waiting. Releases while one is under way go together in the next (one script for many
+   * when jobs end faster than Redis answers).
+   */
+  release(orgId: string | undefined, jobId: string): Promise<void> {
+    const { fair } = this;
+    if (!fair || orgId === undefined) return Promise.resolve();
+    this.releases.push({ org: orgId, id: jobId });
+    this.releasing ??= (async () => {
+      try {
+        while (this.releases.length > 0) await this.addDispatched(await fair.dispatch.release(this.releases.splice(0)));
+      } finally {
+        this.releasing = undefined;
+      }
+    })();
+    return this.releasing;
   }
 
   /**

@@ -19,8 +19,6 @@ export interface StepWorkerOptions {
   lockMs: number;
   handlers: StepJobHandlers;
   log: Logger;
-  /** A job was taken from the queue (its list has room again: fair scheduling moves the next in). */
-  onTaken?: () => void;
   /** A job ended: completed, or failed with no attempt left (fair scheduling frees its organization's slot). */
   onEnded?: (job: Job) => void;
 }
@@ -122,7 +120,6 @@ function createWorker(options: StepWorkerOptions): Worker {
     if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) options.onEnded?.(job);
   });
   worker.on('completed', (job) => options.onEnded?.(job));
-  worker.on('active', () => options.onTaken?.());
   worker.on('error', (err) => options.log.error({ err }, 'step worker error'));
   return worker;
 }

@@ -80,8 +80,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     concurrency: config.workerConcurrency,
     lockMs: config.stepLockMs,
     log,
-    // Fair scheduling: room in the queue's list lets the next organization's job in; an ended job frees its organization's slot.
-    onTaken: () => void resources.queue.pump().catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not move waiting jobs into the queue')),
+    // Fair scheduling: an ended job frees its organization's slot and its room in the window for the next organization's job.
     onEnded: (job) => void resources.queue.release((job.data as { orgId?: string }).orgId, job.id!).catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not release a job\'s slot')),
     handlers: {
       'step.execute': async ({ runId, nodeId, attemptToken, group, trace }, job) => {

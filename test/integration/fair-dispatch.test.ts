@@ -39,8 +39,7 @@ async function harness(options: { fair: Omit<NonNullable<StepQueueOptions['fair'
     concurrency: options.concurrency,
     lockMs: 30_000,
     log: pino({ level: 'silent' }),
-    // Failures here are those of a closing test (its connections closed under a pump).
-    onTaken: () => void queue.pump().catch(() => undefined),
+    // Failures here are those of a closing test (its connections closed under a release).
     onEnded: (job) => void queue.release((job.data as { orgId?: string }).orgId, job.id!).catch(() => undefined),
     handlers: {
       'step.execute': async ({ runId, nodeId }) => {
