@@ -10,6 +10,14 @@ export const DEFAULT_WEBHOOK_EVENTS: readonly RunEventType[] = TERMINAL_EVENT_TY
 /** Longest webhook URL. */
 export const WEBHOOK_URL_MAX = 2048;
 
+/**
+ * What a run's steps do with the output cache (docs/runs.md, Output caching): `auto` (the default)
+ * reads and writes it for the deterministic utility nodes; `llm` also for LLM calls at
+ * temperature 0; `off` neither reads nor writes it.
+ */
+export const OUTPUT_CACHE_MODES = ['auto', 'llm', 'off'] as const;
+export type OutputCacheMode = (typeof OUTPUT_CACHE_MODES)[number];
+
 /** Longest Idempotency-Key: room for a UUID, a hash, or a caller's own composite key. */
 export const IDEMPOTENCY_KEY_MAX = 255;
 
@@ -50,6 +58,14 @@ export const CALL_OPTIONS = {
     min: 1,
     max: 7,
     schema: Type.Array(Type.String(), { minItems: 1, maxItems: 7 }),
+  },
+  outputCache: {
+    header: 'Output-Cache',
+    description:
+      "How the run's steps use the output cache (docs/runs.md, Output caching): auto (default: the deterministic image utilities answer from it when the same node ran on the same inputs in your organization), llm (also LLM calls at temperature 0), off (neither read nor written). A step answered from the cache costs nothing; its step.completed says usage.cached: true",
+    min: 1,
+    max: OUTPUT_CACHE_MODES.length,
+    schema: Type.Union(OUTPUT_CACHE_MODES.map((mode) => Type.Literal(mode))),
   },
 } as const;
 
@@ -95,6 +111,13 @@ export function parseCallOption<K extends CallOptionName>(name: K, raw: string):
       return { ok: false, message: `the ${header} header must list event types separated by commas, of ${WEBHOOK_EVENT_TYPES.join(', ')}; ${unknown.length > 0 ? `unknown: ${unknown.slice(0, 3).join(', ')}` : 'it lists none'}` };
     }
     return { ok: true, value: [...new Set(types)] } as Parsed<K>;
+  }
+  if (name === 'outputCache') {
+    const mode = text.toLowerCase();
+    if (!(OUTPUT_CACHE_MODES as readonly string[]).includes(mode)) {
+      return { ok: false, message: `the ${CALL_OPTIONS.outputCache.header} header must be one of ${OUTPUT_CACHE_MODES.join(', ')}, got ${shown}` };
+    }
+    return { ok: true, value: mode } as Parsed<K>;
   }
   const { header, min, max } = CALL_OPTIONS.maxDurationSeconds;
   const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;

@@ -1,4 +1,4 @@
-export { CALL_OPTIONS, DEFAULT_WEBHOOK_EVENTS, parseCallOption, WEBHOOK_EVENT_TYPES, type CallOptionName, type CallOptionValues } from './call-options';
+export { CALL_OPTIONS, DEFAULT_WEBHOOK_EVENTS, OUTPUT_CACHE_MODES, parseCallOption, WEBHOOK_EVENT_TYPES, type CallOptionName, type CallOptionValues, type OutputCacheMode } from './call-options';
 export { WEBHOOK_HEADERS, WEBHOOK_SECRET_PREFIX, webhookSecretKeyBase64, webhookSignedContent } from './webhook-signature';
 export { ERROR_CODES, isErrorCode, isRetryable, statusOf, type ErrorCode } from './error-codes';
 export { defineOperation, type AgentGuide, type InputOf, type Operation, type OutputOf, type Scope, type TokenKind } from './operation';

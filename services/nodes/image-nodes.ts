@@ -60,6 +60,8 @@ const imageResize = defineNode({
     return IMAGE_MAX_MICROS;
   },
   price: priceByOutput,
+  // Pure image processing of the input bytes: the same bytes and options give the same output.
+  cache: { kind: 'deterministic' },
   async execute(inputs, ctx) {
     const width = inputs.width as number | undefined;
     const height = inputs.height as number | undefined;
@@ -94,6 +96,8 @@ const imageCrop = defineNode({
   },
   estimate: (inputs) => imagePriceMicros(Number(inputs.width) * Number(inputs.height)),
   price: priceByOutput,
+  // Pure image processing of the input bytes: the same bytes and options give the same output.
+  cache: { kind: 'deterministic' },
   async execute(inputs, ctx) {
     const left = inputs.left as number;
     const top = inputs.top as number;
@@ -131,6 +135,8 @@ const imageConvert = defineNode({
   // The output has the input's size, unknown until the image is read: reserve the ceiling.
   estimate: () => IMAGE_MAX_MICROS,
   price: priceByOutput,
+  // Pure image processing of the input bytes: the same bytes and options give the same output.
+  cache: { kind: 'deterministic' },
   async execute(inputs, ctx) {
     const format = inputs.format as ImageOutputFormat;
     const image = await readImage('image-convert', 'image', inputs.image as Artifact, ctx);
@@ -162,6 +168,8 @@ const imageComposite = defineNode({
   },
   estimate: () => IMAGE_MAX_MICROS,
   price: priceByOutput,
+  // Pure image processing of the input bytes: the same bytes and options give the same output.
+  cache: { kind: 'deterministic' },
   async execute(inputs, ctx) {
     const base = await readImage('image-composite', 'base', inputs.base as Artifact, ctx);
     const overlay = await readImage('image-composite', 'overlay', inputs.overlay as Artifact, ctx);
@@ -196,6 +204,8 @@ const imageMetadata = defineNode({
     }),
   },
   ...flatPricing(IMAGE_BASE_MICROS),
+  // Pure image processing of the input bytes: the same bytes and options give the same output.
+  cache: { kind: 'deterministic' },
   async execute(inputs, ctx) {
     // Only the header is read, so images above the pixel limit can still be described.
     const image = await readImage('image-metadata', 'image', inputs.image as Artifact, ctx, false);

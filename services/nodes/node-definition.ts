@@ -16,6 +16,17 @@ export interface NodeContext {
 }
 
 /**
+ * Whether a node's outputs may be answered from the output cache (docs/runs.md, Output caching):
+ * - `deterministic`: its outputs are a pure function of its inputs (no clock, randomness, network
+ *   or provider): cached unless the run says `Output-Cache: off`;
+ * - `whenAsked`: the same outputs are likely but not promised (an LLM at temperature 0), and they
+ *   cost money: cached only when the run says `Output-Cache: llm` and `eligible(inputs)` (after
+ *   defaults) holds.
+ * Nodes without one are never cached.
+ */
+export type NodeCachePolicy = { kind: 'deterministic' } | { kind: 'whenAsked'; eligible(inputs: NodeInputs): boolean };
+
+/**
  * A platform node: its published interface, its pricing pair and its behaviour.
  *
  * Inputs are resolved before any of the three functions is called: references replaced by
@@ -39,6 +50,8 @@ export interface NodeDefinition {
    * nodes. For nodes a deployment adds; default false.
    */
   readonly inline?: boolean;
+  /** Whether its outputs may come from the output cache; absent: never. */
+  readonly cache?: NodeCachePolicy;
 }
 
 function checkedMicros(spec: NodeSpec, what: string, amount: Micros): Micros {
@@ -60,6 +73,7 @@ export function defineNode(node: NodeDefinition): NodeDefinition {
   return {
     spec,
     ...(node.inline ? { inline: true } : {}),
+    ...(node.cache ? { cache: cachePolicyWithDefaults(spec, node.cache) } : {}),
     estimate,
     price(inputs, outputs) {
       const actual = checkedMicros(spec, 'price', node.price(applyDefaults(spec, inputs), outputs));
@@ -74,4 +88,10 @@ export function defineNode(node: NodeDefinition): NodeDefinition {
       return outputs;
     },
   };
+}
+
+/** The policy as callers use it: `eligible` sees the inputs with their defaults, as `execute` does. */
+function cachePolicyWithDefaults(spec: NodeSpec, policy: NodeCachePolicy): NodeCachePolicy {
+  if (policy.kind === 'deterministic') return policy;
+  return { kind: 'whenAsked', eligible: (inputs) => policy.eligible(applyDefaults(spec, inputs)) };
 }

@@ -38,6 +38,8 @@ export interface Metrics {
   reaperActions: Counter<'action'>;
   webhookAttempts: Counter<'outcome'>;
   retentionArtifacts: Counter<'result'>;
+  /** Output cache lookups and writes of eligible steps, by node id and result: hit, miss, store, eviction, error. */
+  outputCache: Counter<'node' | 'result'>;
   /** Where `queueJobs` reads its counts (the step queue, in processes that have one). */
   observeQueue(source: () => Promise<Record<string, number>>): void;
   /** Where the worker gauges read their values (in processes that run a step worker). */
@@ -212,6 +214,12 @@ export function createMetrics(options: { role: string }): Metrics {
       name: 'svc_retention_artifacts_total',
       help: "The retention sweeper's work: expired artifacts deleted, or failed (left for the next sweep); and sweeps that failed (sweep_error)",
       labelNames: ['result'],
+      registers,
+    }),
+    outputCache: new Counter({
+      name: 'svc_output_cache_total',
+      help: 'Output cache use by steps that may use it, by node id and result: hit (answered from the cache, nothing charged), miss, store (outputs kept), eviction (entries evicted for the per-organization bound), error (a failed lookup, run as a miss, or a failed store)',
+      labelNames: ['node', 'result'],
       registers,
     }),
     observeQueue(source) {

@@ -4,7 +4,8 @@ import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/trac
 import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeRunAborts, type StepWorker } from '../queue';
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
-import { RunRecoveryRepository, WebhookRepository } from '../store';
+import { OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
+import { OutputCache } from './output-cache';
 import { InFlightSteps } from './in-flight-steps';
 import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
 import { RunReaper } from './run-reaper';
@@ -68,6 +69,15 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
         if (costMicros > 0) metrics.costSettled.inc({ node }, costMicros / 1_000_000);
       },
     },
+    outputCache: new OutputCache({
+      store: new OutputCacheRepository(resources.database),
+      isOwnRef: (ref) => resources.lifecycle.isOwnRef(ref),
+      maxEntries: config.outputCacheMaxEntries,
+      ttlSeconds: config.outputCacheTtlSeconds,
+      maxEntryBytes: config.outputCacheMaxEntryBytes,
+      log,
+      observe: (result, node, n = 1) => metrics.outputCache.inc({ node, result }, n),
+    }),
   });
   const workerConnection = createRedisConnection(redisTargetOf(config));
   // Jobs this process is running now, of its WORKER_CONCURRENCY (svc_worker_jobs_active).

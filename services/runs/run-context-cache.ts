@@ -1,4 +1,4 @@
-import type { ArtifactInput, Workflow } from '../contract';
+import type { ArtifactInput, OutputCacheMode, Workflow } from '../contract';
 import { outputSources, prepareWorkflow, type PreparedWorkflow, type SpecLookup } from '../engine';
 import type { RunRepository } from '../store';
 
@@ -10,11 +10,13 @@ export interface RunContext {
   inputs: Record<string, ArtifactInput>;
   /** The steps whose outputs the run's outputs read. */
   outputSources: string[];
+  /** How its steps use the output cache (the run's `Output-Cache` option; docs/runs.md, Output caching). */
+  outputCache: OutputCacheMode;
 }
 
 /** A run's context from its prepared workflow and checked inputs. */
-export function createRunContext(runId: string, orgId: string, prepared: PreparedWorkflow, inputs: Record<string, ArtifactInput>): RunContext {
-  return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow) };
+export function createRunContext(runId: string, orgId: string, prepared: PreparedWorkflow, inputs: Record<string, ArtifactInput>, outputCache: OutputCacheMode): RunContext {
+  return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow), outputCache };
 }
 
 /** Why a stored run cannot be prepared again (the catalog changed under it, or the row is corrupt). */
@@ -73,6 +75,6 @@ export class RunContextCache {
     if (!row) return null;
     const prepared = prepareWorkflow(row.definition as Workflow, this.specs, (row.inputs ?? {}) as Record<string, ArtifactInput>, { spliced: true });
     if (!prepared.ok) throw new UnpreparableRunError(runId, `the stored workflow no longer validates: ${prepared.message}`);
-    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs);
+    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs, row.outputCache);
   }
 }

@@ -1,4 +1,4 @@
-import type { ArtifactInput, OpInput, Outputs, RunError, SequencedEvent, Workflow } from '../contract';
+import type { ArtifactInput, OpInput, OutputCacheMode, Outputs, RunError, SequencedEvent, Workflow } from '../contract';
 import {
   effectiveCapMicros,
   expandMounts,
@@ -38,6 +38,8 @@ export interface RunCaller {
   log: Logger;
   /** The run's own deadline, seconds after it is stored (the `Max-Duration-Seconds` option). */
   maxDurationSeconds?: number;
+  /** How the run's steps use the output cache (the `Output-Cache` option); absent: auto. */
+  outputCache?: OutputCacheMode;
   /** The request's `Idempotency-Key` and the fingerprint of its request: an unexpired one attaches to its run. */
   idempotency?: { key: string; requestHash: string };
   /** Where the run's events are POSTed (`Webhook-Url`), and which (`Webhook-Events`). */
@@ -150,6 +152,7 @@ export class RunLauncher {
       workflowVersionId: resolved?.versionId ?? null,
       requireCredit: true,
       ...(caller.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: caller.maxDurationSeconds }),
+      ...(caller.outputCache === undefined ? {} : { outputCache: caller.outputCache }),
       ...(caller.idempotency === undefined ? {} : { idempotency: caller.idempotency }),
       ...(caller.webhook === undefined ? {} : { webhook: caller.webhook }),
     };

@@ -63,6 +63,11 @@ export class RunLifecycle {
     return true;
   }
 
+  /** Whether `ref` is one of the service's own signed blob URLs. */
+  isOwnRef(ref: string): boolean {
+    return this.deps.isOwnRef(ref);
+  }
+
   /** Whether some output artifact points somewhere else than the service's own storage. */
   hasForeignRefs(outputs: Record<string, unknown>): boolean {
     const isOwn = this.deps.isOwnRef;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ArtifactInput, RunError, Workflow } from '../contract';
+import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../contract';
 import { resolveStepInputs, type PreparedWorkflow } from '../engine';
 import type { NodeDefinition } from '../nodes';
 import { annotateSpan, SPAN_ATTRIBUTES } from '../platform/tracing';
@@ -29,6 +29,8 @@ export interface RunRequest {
   requireCredit?: boolean;
   /** The run is cancelled if still unfinished this long after it is stored. */
   maxDurationSeconds?: number;
+  /** How the run's steps use the output cache; absent: auto. */
+  outputCache?: OutputCacheMode;
   /** An idempotency key: when unexpired, its run is answered and nothing is stored or started. */
   idempotency?: { key: string; requestHash: string };
   /** Where the run's events are POSTed, and which. */
@@ -96,7 +98,7 @@ export class RunStarter {
     if (existing) return runId;
     this.deps.onStored?.();
     annotateSpan({ [SPAN_ATTRIBUTES.runId]: runId });
-    const context = createRunContext(runId, request.orgId, request.prepared, request.inputs);
+    const context = createRunContext(runId, request.orgId, request.prepared, request.inputs, request.outputCache ?? 'auto');
     this.deps.contexts.put(context);
     await this.announce(runId);
     if (plan.order.length === 0) {
@@ -176,6 +178,7 @@ export class RunStarter {
       start: true,
       requireCredit: request.requireCredit ?? false,
       ...(request.maxDurationSeconds === undefined ? {} : { maxDurationSeconds: request.maxDurationSeconds }),
+      ...(request.outputCache === undefined ? {} : { outputCache: request.outputCache }),
       ...(request.idempotency === undefined ? {} : { idempotency: request.idempotency }),
       ...(request.webhook === undefined ? {} : { webhook: request.webhook }),
       steps,

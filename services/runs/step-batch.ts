@@ -7,6 +7,8 @@ import type { PreparedStep } from './prepared-step';
 export interface FinishedStep extends FollowerStep {
   /** Its node's id in the catalog (for metrics). */
   specId: string;
+  /** Answered from the output cache: its `step.completed` says `usage.cached: true`. */
+  cached?: boolean;
 }
 
 /**
@@ -75,7 +77,9 @@ export class StepCommit {
     const skipped = this.skipped(result);
     const completedEvent = (nodeId: string): RunEvent | undefined => {
       const entry = charged.get(nodeId);
-      return entry && { type: 'step.completed', nodeId, usage: { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms) } };
+      if (!entry) return undefined;
+      const usage = { costUsd: microsToUsd(entry.micros), ms: Math.round(entry.step.ms), ...(entry.step.cached ? { cached: true } : {}) };
+      return { type: 'step.completed', nodeId, usage };
     };
     const events: RunEvent[] = [];
     for (const item of this.held) {

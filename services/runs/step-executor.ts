@@ -13,7 +13,8 @@ import { RunOutbox, STALE_RESULT_DROPPED, type RunEffect } from './run-outbox';
 import type { RunEventAppender, StepQueuePort } from './ports';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
-import { checkResult } from './step-result';
+import type { CacheLookup, OutputCache } from './output-cache';
+import { cachedResult, checkResult } from './step-result';
 import { StepAdmission, startOfJob } from './step-admission';
 import { planJobs, type JobPlan } from './step-groups';
 import type { PreparedStep } from './prepared-step';
@@ -57,6 +58,8 @@ export interface StepExecutorDeps {
   /** Fault injection for the fault suite (`step.afterReserve`, `step.beforeSettle`, `run.beforeAnnounce`). */
   failpoints: Failpoints;
   observer: StepObserver;
+  /** Answers eligible steps from earlier identical calls, and keeps what they return (docs/runs.md, Output caching). */
+  outputCache: OutputCache;
 }
 
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
@@ -130,6 +133,12 @@ export class StepExecutor {
   /** Calls the node until an attempt succeeds (then settles it) or the step fails. */
   private async runAttempts(step: ReservedStep): Promise<NextStep | null> {
     const started = performance.now();
+    const cached = await this.lookUpCache(step);
+    if (cached?.outputs) {
+      // A hit: no call, no charge; committed as any result, so reservations, events and batches go their usual way.
+      const { costMicros, runOutputs } = cachedResult(step.context, step.nodeId, cached.outputs, (o) => this.deps.lifecycle.hasForeignRefs(o));
+      return this.settle(step, { ...finishedStep(step, cached.outputs, costMicros, performance.now() - started), cached: true }, runOutputs);
+    }
     for (let attempt = 1; ; attempt++) {
       let outcome = await this.attempt(step);
       const ms = performance.now() - started;
@@ -137,7 +146,10 @@ export class StepExecutor {
         // The call's fields written out: a property after an object spread is slow to define (see withAttempt in step-admission.ts).
         const call = { nodeId: step.nodeId, definition: step.definition, inputs: step.inputs, estimate: step.estimate, outputs: outcome.outputs };
         const checked = checkResult(step.context, call, (o) => this.deps.lifecycle.hasForeignRefs(o));
-        if (checked.ok) return this.settle(step, finishedStep(step, outcome.outputs, checked.costMicros, ms), checked.runOutputs);
+        if (checked.ok) {
+          if (cached) await this.deps.outputCache.store(step, cached.key, outcome.outputs);
+          return this.settle(step, finishedStep(step, outcome.outputs, checked.costMicros, ms), checked.runOutputs);
+        }
         outcome = checked;
       }
       // Out before whatever the failure releases (the outbox keeps the order).
@@ -146,6 +158,18 @@ export class StepExecutor {
       if (!retrying) return null;
       step = retrying;
       await sleep(this.deps.retry.baseDelayMs * 2 ** (attempt - 1) * (0.75 + Math.random() * 0.5));
+    }
+  }
+
+  /** The step's place in the output cache (its outputs on a hit); undefined when it does not use the cache. */
+  private async lookUpCache(step: ReservedStep): Promise<CacheLookup | undefined> {
+    if (!this.deps.outputCache.applies(step)) return undefined;
+    const { runId } = step.context;
+    const signal = this.deps.inFlight.hold(runId);
+    try {
+      return await this.deps.outputCache.lookup(step, this.deps.artifactsFor(runId, signal));
+    } finally {
+      this.deps.inFlight.release(runId);
     }
   }
 

@@ -48,3 +48,17 @@ export function checkResult(
 export function lostChargeOf(definition: NodeDefinition, estimate: number, isLocal: (uses: string) => boolean): number {
   return isLocal(definition.spec.id) ? 0 : estimate;
 }
+
+/**
+ * The result of a step answered from the output cache: it costs nothing (no node was called), and
+ * its run's outputs are in hand as for a returned call.
+ */
+export function cachedResult(
+  context: RunContext,
+  nodeId: string,
+  outputs: Record<string, unknown>,
+  hasForeignRefs: (outputs: Record<string, unknown>) => boolean,
+): { costMicros: 0; runOutputs: Record<string, unknown> | undefined } {
+  const inHand = outputsFrom(context, new Map([[nodeId, outputs]]));
+  return { costMicros: 0, runOutputs: inHand && !hasForeignRefs(inHand) ? inHand : undefined };
+}

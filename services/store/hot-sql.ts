@@ -161,6 +161,8 @@ export interface CreateRunArgs {
   run_id: string | null;
   /** The run's deadline, this long after it is stored; null: none of its own. */
   max_duration_seconds?: number | null;
+  /** How the run's steps use the output cache; null: auto. */
+  output_cache?: string | null;
   /** The request's Idempotency-Key, and the hash of the request it came with (both or neither). */
   idempotency_key?: string | null;
   request_hash?: string | null;

@@ -27,6 +27,7 @@ export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting
 export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord, type RunWebhookRecord, type WebhookDeliveryRecord } from './run-records';
 export { InsufficientCreditError, RunRepository, type FailRunResult } from './run-repository';
 export { RunCosts } from './run-costs';
+export { OutputCacheRepository, type NewOutputCacheEntry } from './output-cache-repository';
 export { WebhookRepository, type ClaimedWebhook } from './webhook-repository';
 export { type RunListKey, type RunListOptions, type RunListPage, type RunSummaryRecord } from './run-history';
 export { StepRepository } from './step-repository';

@@ -1,3 +1,4 @@
+import { OUTPUT_CACHE_MODES, type OutputCacheMode } from '../contract/call-options';
 import { RUN_STATUSES, STEP_STATUSES, type RunError, type RunStatus, type StepStatus } from '../contract/schemas/run';
 
 /**
@@ -79,6 +80,8 @@ export interface NewRun {
   webhook?: { url: string; events: readonly string[] };
   /** The run is cancelled if still unfinished this long after it is stored (docs/runs.md, Cancellation). */
   maxDurationSeconds?: number;
+  /** How the run's steps use the output cache (the Output-Cache option); absent: auto. */
+  outputCache?: OutputCacheMode;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */
   start?: boolean;
   /** Refuse (InsufficientCreditError) unless the organization's balance is positive, checked in the same statement. */
@@ -136,6 +139,8 @@ export interface RunContextRecord {
   status: RunStatus;
   definition: unknown;
   inputs: unknown;
+  /** How the run's steps use the output cache; `auto` unless the run asked otherwise. */
+  outputCache: OutputCacheMode;
 }
 
 /** One event's delivery as far as it has got. */
@@ -157,4 +162,9 @@ export interface RunWebhookRecord {
   url: string;
   events: string[];
   deliveries: WebhookDeliveryRecord[];
+}
+
+/** A stored `output_cache` column as a mode: null (runs stored before the option, or without it) is `auto`. */
+export function outputCacheModeOf(stored: string | null): OutputCacheMode {
+  return (OUTPUT_CACHE_MODES as readonly string[]).includes(stored ?? '') ? (stored as OutputCacheMode) : 'auto';
 }

@@ -346,6 +346,17 @@ describe('svc: nodes, node and run', () => {
       expect(unknown.stderr).toContain('unknown: run.exploded');
     });
 
+    it('--output-cache sends the run its output cache mode; an unknown mode is a usage error', async () => {
+      fs.writeFileSync(path.join(home.dir, 'quick.json'), JSON.stringify({ version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } }] }));
+      const ok = await svc(['run', 'quick.json', '--output-cache', 'off', '--json']);
+      expect(ok.code).toBe(0);
+      const { runId } = JSON.parse(ok.stdout) as { runId: string };
+      expect(await service.prisma.run.findUniqueOrThrow({ where: { id: runId } })).toMatchObject({ outputCache: 'off' });
+      const bad = await svc(['run', 'quick.json', '--output-cache', 'sometimes']);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('must be one of auto, llm, off');
+    });
+
     it('--max-duration sends the run its deadline; a bad value is a usage error', async () => {
       fs.writeFileSync(path.join(home.dir, 'quick.json'), JSON.stringify({ version: 2, nodes: [{ id: 'wait', uses: 'test-pause', inputs: { ms: 1 } }, { id: 'out', uses: 'output', inputs: { value: '${wait.done}' } }] }));
       const ok = await svc(['run', 'quick.json', '--max-duration', '120', '--json']);

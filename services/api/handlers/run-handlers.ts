@@ -22,7 +22,7 @@ type RunHandlerName = RunName | 'runs.estimate';
  */
 function callerWithOptions(ctx: CallContext, call: RunName, input: unknown, webhookUrlProblem: (url: string) => string | null): RunCaller {
   if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
-  const { maxDurationSeconds, idempotencyKey, webhookUrl, webhookEvents } = ctx.options ?? {};
+  const { maxDurationSeconds, idempotencyKey, webhookUrl, webhookEvents, outputCache } = ctx.options ?? {};
   if (webhookEvents !== undefined && webhookUrl === undefined) {
     throw new AppError({ code: 'validation_failed', message: 'the Webhook-Events header needs a Webhook-Url header: where to send those events' });
   }
@@ -35,6 +35,7 @@ function callerWithOptions(ctx: CallContext, call: RunName, input: unknown, webh
     signal: ctx.signal,
     log: ctx.log,
     ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }),
+    ...(outputCache === undefined ? {} : { outputCache }),
     ...(idempotencyKey === undefined ? {} : { idempotency: { key: idempotencyKey, requestHash: requestFingerprint(call, input, ctx.options) } }),
     ...(webhookUrl === undefined ? {} : { webhook: { url: webhookUrl, events: webhookEvents ?? DEFAULT_WEBHOOK_EVENTS } }),
   };

@@ -42,18 +42,19 @@ function wholeSeconds(text: string): number {
   return parsed.value;
 }
 
-/** `-i`, `--max-cost` and `--max-duration`, on the commands that run something. */
+/** `-i`, `--max-cost`, `--max-duration`, `--webhook*` and `--output-cache`, on the commands that run something. */
 function withRunOptions(command: Command): Command {
   return withConnection(command)
     .option('-i, --input <name=value>', 'an input, repeatable: a plain value, @https://… (a URL) or @./file (uploaded first)', collect, [])
     .addOption(new Option('--max-cost <usd>', 'spend cap in USD').argParser(positiveNumber))
     .addOption(new Option('--max-duration <seconds>', 'cancel the run if it has not finished this many seconds after it started').argParser(wholeSeconds))
     .addOption(new Option('--webhook <url>', "POST the run's events to this URL, signed (docs/webhooks.md)").argParser(callOption('webhookUrl')))
-    .addOption(new Option('--webhook-events <types>', 'the events the webhook receives, comma-separated (default run.completed,run.failed)').argParser(callOption('webhookEvents')));
+    .addOption(new Option('--webhook-events <types>', 'the events the webhook receives, comma-separated (default run.completed,run.failed)').argParser(callOption('webhookEvents')))
+    .addOption(new Option('--output-cache <mode>', 'the output cache: auto (default), llm (also LLM calls at temperature 0) or off').argParser(callOption('outputCache')));
 }
 
 /** A flag read as the contract reads its header: the same checks, the same message. */
-function callOption<K extends 'webhookUrl' | 'webhookEvents'>(name: K) {
+function callOption<K extends 'webhookUrl' | 'webhookEvents' | 'outputCache'>(name: K) {
   return (text: string) => {
     const parsed = parseCallOption(name, text);
     if (!parsed.ok) throw new InvalidArgumentError(parsed.message.replace(/^the [A-Za-z-]+ header/, 'it'));

@@ -10,7 +10,7 @@ import { strictObject } from '../schemas/strict-object';
 export const runsCreate = defineOperation({
   name: 'runs.create',
   summary: 'Run a workflow; the response is a stream of run events',
-  http: { method: 'POST', path: '/v1/runs', pathParams: [], options: ['maxDurationSeconds', 'idempotencyKey', 'webhookUrl', 'webhookEvents'] },
+  http: { method: 'POST', path: '/v1/runs', pathParams: [], options: ['maxDurationSeconds', 'idempotencyKey', 'webhookUrl', 'webhookEvents', 'outputCache'] },
   mcpTool: 'runs_create',
   scope: 'run',
   auth: 'required',

@@ -9,7 +9,7 @@ import { strictObject } from '../schemas/strict-object';
 export const runsNode = defineOperation({
   name: 'runs.node',
   summary: 'Run a single model or llm node',
-  http: { method: 'POST', path: '/v1/runs/node', pathParams: [], options: ['maxDurationSeconds', 'idempotencyKey', 'webhookUrl', 'webhookEvents'] },
+  http: { method: 'POST', path: '/v1/runs/node', pathParams: [], options: ['maxDurationSeconds', 'idempotencyKey', 'webhookUrl', 'webhookEvents', 'outputCache'] },
   mcpTool: 'runs_node',
   scope: 'run',
   auth: 'required',

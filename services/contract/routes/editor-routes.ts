@@ -190,7 +190,7 @@ export const editorWorkflowsRun = defineOperation({
   name: 'editor.workflows.run',
   mcpTool: 'editor_workflows_run',
   summary: "Run the workflow's saved draft; the response is a stream of run events",
-  http: { method: 'POST', path: '/editor/workflows/:id/runs', pathParams: ['id'], options: ['maxDurationSeconds', 'idempotencyKey', 'webhookUrl', 'webhookEvents'] },
+  http: { method: 'POST', path: '/editor/workflows/:id/runs', pathParams: ['id'], options: ['maxDurationSeconds', 'idempotencyKey', 'webhookUrl', 'webhookEvents', 'outputCache'] },
   auth: 'required',
   scope: 'run',
   input: strictObject(

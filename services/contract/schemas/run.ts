@@ -16,7 +16,11 @@ export const RunErrorSchema = Type.Object({ code: Type.String(), message: Type.S
 export type RunError = Static<typeof RunErrorSchema>;
 
 /** Step usage: cost in USD and duration in milliseconds. */
-export const UsageSchema = Type.Object({ costUsd: Type.Number({ minimum: 0 }), ms: Type.Number({ minimum: 0 }) });
+export const UsageSchema = Type.Object({
+  costUsd: Type.Number({ minimum: 0 }),
+  ms: Type.Number({ minimum: 0 }),
+  cached: Type.Optional(Type.Boolean({ description: 'Present (true) only when the step was answered from the output cache: no node was called, nothing charged (docs/runs.md, Output caching)' })),
+});
 export type Usage = Static<typeof UsageSchema>;
 
 export const StepRecordSchema = Type.Object({

@@ -122,6 +122,8 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
       }),
     },
     estimate,
+    // Temperature 0 makes the answer (nearly) repeatable, not certain: cached only when the caller asks.
+    cache: { kind: 'whenAsked', eligible: (inputs) => inputs.temperature === 0 },
     price(inputs, outputs: NodeOutputs) {
       const usage = outputs.usage as Partial<TokenUsage> | undefined;
       if (!usage || !Number.isSafeInteger(usage.inputTokens) || !Number.isSafeInteger(usage.outputTokens)) return estimate(inputs);

@@ -1,4 +1,4 @@
-import type { CallOptionValues } from '../../../contract';
+import type { CallOptionValues, OutputCacheMode } from '../../../contract';
 import { getNode } from '../../../sdk/src/index';
 import { connectSignedIn, type ConnectionOptions } from '../connection';
 import { parseAssignments } from '../input-values';
@@ -15,6 +15,8 @@ export interface RunOptions extends ConnectionOptions {
   /** Where to POST the run's events (`--webhook`), and which (`--webhook-events`). */
   webhook?: string;
   webhookEvents?: string[];
+  /** The run's use of the output cache (`--output-cache`, sent as Output-Cache). */
+  outputCache?: OutputCacheMode;
 }
 
 /** The call options a run command's flags ask for (docs/cli.md). */
@@ -23,6 +25,7 @@ export function runCallOptions(options: RunOptions): CallOptionValues | undefine
     ...(options.maxDuration === undefined ? {} : { maxDurationSeconds: options.maxDuration }),
     ...(options.webhook === undefined ? {} : { webhookUrl: options.webhook }),
     ...(options.webhookEvents === undefined ? {} : { webhookEvents: options.webhookEvents }),
+    ...(options.outputCache === undefined ? {} : { outputCache: options.outputCache }),
   };
   return Object.keys(values).length === 0 ? undefined : values;
 }

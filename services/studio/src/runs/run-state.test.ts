@@ -73,6 +73,16 @@ describe('applyEvent', () => {
     expect(s.outputs).toBeNull();
   });
 
+  it('marks a step answered from the output cache', () => {
+    const s = fold([
+      { seq: 1, type: 'run.started', runId: RUN_ID },
+      { seq: 2, type: 'step.completed', nodeId: 'meta', usage: { costUsd: 0, ms: 3, cached: true } },
+      { seq: 3, type: 'step.completed', nodeId: 'resize', usage: { costUsd: 0.0001, ms: 40 } },
+    ]);
+    expect(s.steps.meta).toEqual({ status: 'completed', progress: 1, costUsd: 0, ms: 3, cached: true });
+    expect(s.steps.resize!.cached).toBeUndefined();
+  });
+
   it('ignores duplicate and out-of-order seqs (returns the same state)', () => {
     const a = fold([
       { seq: 1, type: 'run.started', runId: RUN_ID },

@@ -90,7 +90,7 @@ export function applyEvent(state: RunState, event: SeqEvent, now = Date.now()): 
       return {
         ...base,
         costMicros: state.costMicros + toMicros(event.usage.costUsd),
-        ...withStep(state, event.nodeId, { status: 'completed', progress: 1, costUsd: event.usage.costUsd, ms: event.usage.ms }),
+        ...withStep(state, event.nodeId, { status: 'completed', progress: 1, costUsd: event.usage.costUsd, ms: event.usage.ms, ...(event.usage.cached ? { cached: true } : {}) }),
       };
     case 'step.failed':
       return { ...base, ...withStep(state, event.nodeId, { status: 'failed', error: event.error }) };

@@ -64,10 +64,11 @@ export function StepList({
                 <div className="meter-fill" style={progress === undefined ? undefined : { width: `${Math.round(progress * 100)}%` }} />
               </div>
             )}
-            {(step.message && step.status === 'running') || step.costUsd !== undefined || step.ms !== undefined ? (
+            {(step.message && step.status === 'running') || step.costUsd !== undefined || step.ms !== undefined || step.cached ? (
               <div className="row small muted step-meta">
                 {step.status === 'running' && step.message && <span className="step-message">{step.message}</span>}
                 {step.costUsd !== undefined && <span className="mono">{formatUsd(step.costUsd)}</span>}
+                {step.cached && <span className="badge" title="Answered from the output cache: nothing ran, nothing was charged">cached</span>}
                 {step.ms !== undefined && <span className="mono">{formatMs(step.ms)}</span>}
               </div>
             ) : null}

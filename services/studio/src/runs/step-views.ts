@@ -13,6 +13,8 @@ export interface StepView {
   message?: string;
   costUsd?: number;
   ms?: number;
+  /** Answered from the output cache (its `step.completed` said `usage.cached`): nothing ran, nothing was charged. */
+  cached?: boolean;
   error?: RunError;
 }
 
