@@ -3,6 +3,7 @@
  * credit, and issues personal access tokens (for CI), against DATABASE_URL. See docs/auth.md.
  *
  *   org create <slug> --name <name>            org list
+ *   org limit <slug> --step-concurrency <n|default>
  *   user create <email> --name <name> [--password-stdin]    user list
  *   member add <org-slug> <email> [--role owner|admin|member]
  *   credit add <org-slug> <usd> --note <text>
@@ -53,10 +54,18 @@ function buildProgram(run: (work: (admin: AccountAdmin, print: Print) => Promise
       print({ organization: created }, [`created organization ${created.slug} (${created.name}), id ${created.id}`]);
     }, json(cmd)));
   org.command('list')
-    .description('list organizations with their balances')
+    .description('list organizations with their balances and own step concurrency limits')
     .action((_opts: unknown, cmd: Command) => run(async (admin, print) => {
       const orgs = await admin.listOrganizations();
-      print({ organizations: orgs.map((o) => ({ ...o, balanceUsd: microsToUsd(o.balanceMicros) })) }, orgs.map((o) => `${o.slug}\t${o.name}\t${usd(o.balanceMicros)}\t${o.id}`));
+      print({ organizations: orgs.map((o) => ({ ...o, balanceUsd: microsToUsd(o.balanceMicros) })) }, orgs.map((o) => `${o.slug}\t${o.name}\t${usd(o.balanceMicros)}\t${o.id}${o.stepConcurrency === null ? '' : `\tsteps at once: ${o.stepConcurrency || 'no limit'}`}`));
+    }, json(cmd)));
+  org.command('limit <slug>')
+    .description("set the organization's own limit of step jobs queued or running at once (fair scheduling, docs/scheduling.md)")
+    .requiredOption('--step-concurrency <n>', 'a whole number (0: no limit), or "default" for ORG_STEP_CONCURRENCY')
+    .action((slug: string, opts: { stepConcurrency: string }, cmd: Command) => run(async (admin, print) => {
+      const organization = await admin.setStepConcurrency(slug, opts.stepConcurrency);
+      const limit = organization.stepConcurrency;
+      print({ organization: organization.slug, stepConcurrency: limit }, [`${organization.slug}: ${limit === null ? 'the default ORG_STEP_CONCURRENCY' : limit === 0 ? 'no limit' : `${limit} step jobs at once`}; workers apply it within ORG_LIMITS_SYNC_SECONDS`]);
     }, json(cmd)));
 
   const user = program.command('user').description('users');

@@ -14,6 +14,8 @@ import { RedisScript } from './redis-script';
  *   KEYS[5]  BullMQ's wait list of the steps queue (list; read only)
  *   KEYS[6]  adding: jobs dispatched and not yet in BullMQ's list, job id -> when, ms (sorted
  *            set; the caller removes each once added, the grace forgets one whose add was lost)
+ *   KEYS[7]  limits: organizations' own concurrency limits, org -> limit (hash; copied from
+ *            Postgres by the workers; an organization without one has ARGV[4])
  *   <ARGV[1]>:waiting:<org>  the organization's waiting job ids, oldest first (list)
  *   <ARGV[1]>:running:<org>  its dispatched jobs: job id -> when dispatched, ms (sorted set)
  *
@@ -22,12 +24,12 @@ import { RedisScript } from './redis-script';
  *   ARGV[2]  BullMQ's key prefix of a job of the steps queue (the job's hash is this + its id)
  *   ARGV[3]  window: at most this many jobs waiting in BullMQ's list after a dispatch
  *   ARGV[4]  jobs one organization may have dispatched at once (waiting in BullMQ, active or
- *            retrying); 0: no limit
+ *            retrying), unless KEYS[7] has its own; 0: no limit
  *   ARGV[5]  grace, ms: a job dispatched this recently counts as running even if BullMQ has no
  *            hash for it yet (the caller adds it after the script returns)
  */
 const SHARED = `
-local ring, ringed, parked, jobs, bullWait, adding = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local ring, ringed, parked, jobs, bullWait, adding, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local fairPrefix, jobPrefix = ARGV[1], ARGV[2]
 local window, limit, grace = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local t = redis.call('TIME')
@@ -49,12 +51,15 @@ local function prune(org)
   end
 end
 
--- Whether the organization is at its limit (its stale entries pruned first: only then).
+-- Whether the organization is at its limit, its own or the default (its stale entries pruned
+-- first: only then).
 local function full(org)
-  if limit <= 0 then return false end
-  if redis.call('ZCARD', runningKey(org)) < limit then return false end
+  local own = redis.call('HGET', limits, org)
+  local max = own and tonumber(own) or limit
+  if max <= 0 then return false end
+  if redis.call('ZCARD', runningKey(org)) < max then return false end
   prune(org)
-  return redis.call('ZCARD', runningKey(org)) >= limit
+  return redis.call('ZCARD', runningKey(org)) >= max
 end
 
 -- Puts an organization at the ring's tail unless it is in the ring already.
@@ -220,7 +225,7 @@ export class FairDispatch {
   constructor(private readonly options: FairDispatchOptions) {
     this.fairPrefix = `${options.prefix}:fair`;
     const p = this.fairPrefix;
-    this.keys = [`${p}:ring`, `${p}:ringed`, `${p}:parked`, `${p}:jobs`, options.bullWaitKey, `${p}:adding`];
+    this.keys = [`${p}:ring`, `${p}:ringed`, `${p}:parked`, `${p}:jobs`, options.bullWaitKey, `${p}:adding`, `${p}:limits`];
   }
 
   /** Queues `jobs` of organization `org`; answers the jobs (of any organization) to add to BullMQ now. */
@@ -242,6 +247,18 @@ export class FairDispatch {
   /** Jobs the caller added to BullMQ after a dispatch: no longer on their way (the window counts them in BullMQ's list now). */
   async added(ids: readonly string[]): Promise<void> {
     if (ids.length > 0) await this.options.redis.zrem(this.keys[5]!, ...ids);
+  }
+
+  /**
+   * Replaces the organizations' own limits (ORG_STEP_CONCURRENCY for the others) in one
+   * transaction. An organization whose limit went up waits for the next reconciling pump to leave
+   * the parked set.
+   */
+  async setLimits(limits: ReadonlyMap<string, number>): Promise<void> {
+    const key = this.keys[6]!;
+    const multi = this.options.redis.multi().del(key);
+    if (limits.size > 0) multi.hset(key, Object.fromEntries(limits));
+    await multi.exec();
   }
 
   /** Whether job `id` waits here (not dispatched yet). */

@@ -178,6 +178,11 @@ export class StepQueue {
     if (this.fair) await this.addDispatched(await this.fair.dispatch.pump(true));
   }
 
+  /** Organizations' own concurrency limits (from Postgres), replacing those set before. */
+  async setOrgLimits(limits: ReadonlyMap<string, number>): Promise<void> {
+    await this.fair?.dispatch.setLimits(limits);
+  }
+
   /**
    * A job of organization `orgId` ended (completed, or failed for good): its slot goes to the next
    * job waiting. Releases while one is under way go together in the next (one script for many

@@ -4,7 +4,7 @@ import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/trac
 import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeRunAborts, type StepWorker } from '../queue';
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
-import { OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
+import { OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
 import { OutputCache } from './output-cache';
 import { InFlightSteps } from './in-flight-steps';
 import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
@@ -161,7 +161,15 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy }));
   // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
   const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));
-  if (config.fairScheduling) fairReconcile.start(config.fairReconcileMs);
+  // Organizations' own limits, from Postgres (`admin org limit`) into Redis, where the dispatch reads them; again after a Redis that lost them.
+  const organizations = new OrganizationRepository(resources.database.prisma);
+  const syncLimits = () => organizations.stepConcurrencyLimits().then((limits) => resources.queue.setOrgLimits(limits)).catch((err: unknown) => log.warn({ err }, "fair dispatch: could not copy organizations' limits"));
+  const limitsSync = new RepeatingSweep(syncLimits);
+  if (config.fairScheduling) {
+    await syncLimits();
+    fairReconcile.start(config.fairReconcileMs);
+    limitsSync.start(config.orgLimitsSyncSeconds * 1000);
+  }
   if (options.background) {
     reaper.start(config.reaperIntervalSeconds * 1000);
     deadlines.start(config.deadlineSweepMs);
@@ -185,6 +193,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     stop,
     async close() {
       await fairReconcile.stop();
+      await limitsSync.stop();
       if (options.background) {
         await reaper.stop();
         await deadlines.stop();

@@ -130,6 +130,21 @@ export class AccountAdmin {
     return { organization, micros, posting };
   }
 
+  /**
+   * Sets the organization's own step concurrency limit (fair scheduling, docs/scheduling.md):
+   * `default` clears it (ORG_STEP_CONCURRENCY applies), `0` is no limit. Workers pick it up within
+   * ORG_LIMITS_SYNC_SECONDS.
+   */
+  async setStepConcurrency(orgSlug: string, text: string): Promise<Organization> {
+    const limit = text === 'default' ? null : Number(text);
+    if (limit !== null && (!/^\d+$/.test(text) || !Number.isSafeInteger(limit) || limit > 1_000_000)) {
+      throw invalid(`the limit must be a whole number from 0 (no limit) to 1000000, or "default", got "${text}"`);
+    }
+    const organization = await this.organization(orgSlug);
+    await this.orgs.setStepConcurrency(organization.id, limit);
+    return { ...organization, stepConcurrency: limit };
+  }
+
   /** A personal access token of a member, e.g. for CI; the value is returned this once. */
   async createToken(email: string, input: { org: string; name: string; scopes: string; expiresDays?: string }): Promise<{ token: TokenSummary; value: string }> {
     const scopes = parseScopes(input.scopes);

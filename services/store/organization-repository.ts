@@ -14,11 +14,13 @@ export interface Organization {
   slugFrozen: boolean;
   /** Running total of the ledger, micro-USD (unfinished runs' charges included: `svc_org_balance`). */
   balanceMicros: number;
+  /** Its own step concurrency limit (fair scheduling); null: the deployment's ORG_STEP_CONCURRENCY. */
+  stepConcurrency: number | null;
   createdAt: Date;
 }
 
 function toOrganization(row: OrganizationRow, balanceMicros: bigint | string): Organization {
-  return { id: row.id, slug: row.slug, name: row.name, slugFrozen: row.slugFrozen, balanceMicros: microsFromDb(balanceMicros), createdAt: row.createdAt };
+  return { id: row.id, slug: row.slug, name: row.name, slugFrozen: row.slugFrozen, balanceMicros: microsFromDb(balanceMicros), stepConcurrency: row.stepConcurrency, createdAt: row.createdAt };
 }
 
 /** The slug and name checked (kebab-case, not a platform namespace; a name of text): a 400 names what is wrong. */
@@ -82,6 +84,17 @@ export class OrganizationRepository {
     const balances = await this.db.$queryRaw<{ id: string; balance: string }[]>`SELECT id::text, svc_org_balance(id)::text AS balance FROM unnest(${ids}::uuid[]) AS id`;
     const byId = new Map(balances.map((b) => [b.id, b.balance]));
     return rows.map((row) => toOrganization(row, byId.get(row.id) ?? row.balanceMicros));
+  }
+
+  /** Organizations with a concurrency limit of their own (fair scheduling), by id. */
+  async stepConcurrencyLimits(): Promise<Map<string, number>> {
+    const rows = await this.db.organization.findMany({ where: { stepConcurrency: { not: null } }, select: { id: true, stepConcurrency: true } });
+    return new Map(rows.map((row) => [row.id, row.stepConcurrency!]));
+  }
+
+  /** Sets (null: clears) the organization's own concurrency limit. */
+  async setStepConcurrency(id: string, limit: number | null): Promise<void> {
+    await this.db.organization.update({ where: { id }, data: { stepConcurrency: limit } });
   }
 
   /** Freezes the slug (idempotent); called when the organization's first workflow is published. */

@@ -174,6 +174,21 @@ describe('the admin command (npm run admin)', () => {
     expect(text.stdout).toContain('listed@example.test\tListed\tlisted-org:owner\n');
   });
 
+  it("sets an organization's own step concurrency limit, lists it, clears it, and refuses what is not a limit", async () => {
+    const org = await new OrganizationRepository(prisma).create({ slug: 'limited-org', name: 'Limited' });
+    await expect(json(['org', 'limit', 'limited-org', '--step-concurrency', '8'])).resolves.toEqual({ organization: 'limited-org', stepConcurrency: 8 });
+    await expect(new OrganizationRepository(prisma).stepConcurrencyLimits()).resolves.toEqual(new Map([[org.id, 8]]));
+    expect((await admin(['org', 'list'])).stdout).toContain(`limited-org\tLimited\t0.00 USD\t${org.id}\tsteps at once: 8\n`);
+    expect((await admin(['org', 'limit', 'limited-org', '--step-concurrency', '0'])).stdout).toContain('limited-org: no limit');
+    await json(['org', 'limit', 'limited-org', '--step-concurrency', 'default']);
+    await expect(new OrganizationRepository(prisma).stepConcurrencyLimits()).resolves.toEqual(new Map());
+    await Promise.all([
+      fails(['org', 'limit', 'limited-org', '--step-concurrency', '-1'], 'the limit must be a whole number from 0 (no limit) to 1000000, or "default", got "-1"'),
+      fails(['org', 'limit', 'limited-org', '--step-concurrency', '2.5'], 'got "2.5"'),
+      fails(['org', 'limit', 'nobody', '--step-concurrency', '3'], 'no organization with the slug "nobody"'),
+    ]);
+  });
+
   it('stops with one line and status 2 when DATABASE_URL is missing or malformed', async () => {
     const missing = await admin(['org', 'list'], { env: { DATABASE_URL: '' } });
     expect(missing).toEqual({
