@@ -219,6 +219,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       maxBytes: config.uploadMaxBytes,
     },
     webhooks: { secrets: new WebhookRepository(resources.database), memberships },
+    queue: { statusOf: (orgId) => resources.queue.orgStatus(orgId), defaultLimit: config.orgStepConcurrency },
     webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });

@@ -15,13 +15,14 @@ import {
   editorWorkflowsVersion,
   editorWorkflowsVersions,
 } from './routes/editor-routes';
+import { queueGet } from './routes/queue-routes';
 import { runsCancel, runsEstimate, runsEvents, runsGet, runsList } from './routes/run-routes';
 import { uploadsCreate } from './routes/upload-routes';
 import { webhooksRotate, webhooksSecret } from './routes/webhook-routes';
 
 /**
  * Every JSON route beside the five operations, in the same shape: run records, history, event
- * streams, cancellation and cost estimates, the webhook secret, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
+ * streams, cancellation and cost estimates, the organization's place in the queue, the webhook secret, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
  * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
  * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
  */
@@ -31,6 +32,7 @@ export const ROUTES = {
   'runs.events': runsEvents,
   'runs.cancel': runsCancel,
   'runs.estimate': runsEstimate,
+  'queue.get': queueGet,
   'uploads.create': uploadsCreate,
   'webhooks.secret': webhooksSecret,
   'webhooks.rotate': webhooksRotate,

@@ -182,6 +182,35 @@ end
 return dispatch()
 `);
 
+const STATUS = new RedisScript(`
+--[[
+  One organization's place in the queue, its dispatched jobs that are gone pruned first (as
+  prune() does, whatever its limit). Dispatches nothing.
+
+  Input (besides SHARED's):
+    ARGV[6]  the organization
+
+  Output: {waiting, dispatched, own limit or -1, organizations with jobs waiting}
+]]
+${SHARED}
+local org = ARGV[6]
+prune(org)
+local own = redis.call('HGET', limits, org)
+return {redis.call('LLEN', waitingKey(org)), redis.call('ZCARD', runningKey(org)), own and tonumber(own) or -1, redis.call('SCARD', ringed) + redis.call('SCARD', parked)}
+`);
+
+/** One organization's place in the queue. */
+export interface FairStatus {
+  /** Jobs waiting for its turn. */
+  waiting: number;
+  /** Jobs dispatched: in BullMQ's list, running, or waiting for a retry. */
+  dispatched: number;
+  /** Its own limit (0: none), or null when the default applies. */
+  ownLimit: number | null;
+  /** Organizations with jobs waiting, in the ring or parked. */
+  organizationsWaiting: number;
+}
+
 /** A job as the fair dispatch holds it: BullMQ's name and data, under the job's id. */
 export interface FairJob {
   id: string;
@@ -272,9 +301,19 @@ export class FairDispatch {
     return { jobs, organizations: ringed + parked };
   }
 
-  private async run(script: RedisScript, args: readonly (string | number)[]): Promise<FairJob[]> {
+  /** Organization `org`'s place in the queue. */
+  async status(org: string): Promise<FairStatus> {
+    const [waiting, dispatched, own, organizationsWaiting] = (await this.call(STATUS, [org])) as number[];
+    return { waiting: waiting!, dispatched: dispatched!, ownLimit: own! < 0 ? null : own!, organizationsWaiting: organizationsWaiting! };
+  }
+
+  private call(script: RedisScript, args: readonly (string | number)[]): Promise<unknown> {
     const { window, orgLimit, graceMs = 10_000, bullJobPrefix, redis } = this.options;
-    const reply = (await script.run(redis, this.keys, [this.fairPrefix, bullJobPrefix, window, orgLimit, graceMs, ...args])) as string[];
+    return script.run(redis, this.keys, [this.fairPrefix, bullJobPrefix, window, orgLimit, graceMs, ...args]);
+  }
+
+  private async run(script: RedisScript, args: readonly (string | number)[]): Promise<FairJob[]> {
+    const reply = (await this.call(script, args)) as string[];
     const out: FairJob[] = [];
     for (let i = 0; i + 1 < reply.length; i += 2) {
       const { name, data } = JSON.parse(reply[i + 1]!) as { name: string; data: Record<string, unknown> };

@@ -8,6 +8,7 @@ export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
 export { APPEND_RUN_EVENT_LUA } from './append-run-event-script';
 export { GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';
+export type { FairStatus } from './fair-dispatch';
 export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
 export { claimSize, RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';

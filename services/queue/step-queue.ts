@@ -1,6 +1,6 @@
 import { isNotConnectionError, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { FairDispatch, type FairJob } from './fair-dispatch';
+import { FairDispatch, type FairJob, type FairStatus } from './fair-dispatch';
 import { stepJobId, type JobPayload } from './job-catalog';
 import { carriedContext } from '../platform/tracing';
 import { QUEUE_NAMES } from './queue-names';
@@ -176,6 +176,11 @@ export class StepQueue {
    */
   async reconcile(): Promise<void> {
     if (this.fair) await this.addDispatched(await this.fair.dispatch.pump(true));
+  }
+
+  /** Organization `orgId`'s place in the queue; null without fair scheduling (one FIFO queue knows no organizations). */
+  async orgStatus(orgId: string): Promise<FairStatus | null> {
+    return this.fair ? this.fair.dispatch.status(orgId) : null;
   }
 
   /** Organizations' own concurrency limits (from Postgres), replacing those set before. */

@@ -21,7 +21,7 @@ let other: SeededAccount;
 beforeAll(async () => {
   service = await startTestService({
     nodes: [pauseNode],
-    env: { WORKER_CONCURRENCY: String(CONCURRENCY), FAIR_DISPATCH_WINDOW: String(WINDOW), ORG_STEP_CONCURRENCY: '0' },
+    env: { WORKER_CONCURRENCY: String(CONCURRENCY), FAIR_DISPATCH_WINDOW: String(WINDOW), ORG_STEP_CONCURRENCY: '0', ORG_LIMITS_SYNC_SECONDS: '1' },
   });
   other = await seedAccount(service.prisma, { slug: 'other-org', scopes: ['read', 'run'], balanceMicros: 100_000_000 });
 }, 120_000);
@@ -42,9 +42,32 @@ async function post(token: string, follow = false): Promise<string> {
   return runId;
 }
 
+interface QueueStatus {
+  fairScheduling: boolean;
+  waitingSteps: number | null;
+  dispatchedSteps: number | null;
+  limit: number | null;
+  limitIsOwn: boolean;
+  organizationsWaiting: number | null;
+}
+
+async function queueOf(token: string): Promise<QueueStatus> {
+  const res = await fetch(`${service.url}/v1/queue`, { headers: bearer(token) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as QueueStatus;
+}
+
 it("starts another organization's run behind at most the window, not behind a flood of runs", async () => {
   const flood: string[] = [];
   for (let i = 0; i < FLOOD; i++) flood.push(await post(service.account.token));
+  // What each organization is told of its place (GET /v1/queue) while the flood waits.
+  const flooding = await queueOf(service.account.token);
+  expect(flooding).toMatchObject({ fairScheduling: true, limit: null, limitIsOwn: false });
+  expect(flooding.waitingSteps).toBeGreaterThan(FLOOD / 2);
+  expect(flooding.dispatchedSteps).toBeGreaterThanOrEqual(1);
+  expect(flooding.dispatchedSteps).toBeLessThanOrEqual(WINDOW + CONCURRENCY);
+  expect(flooding.organizationsWaiting).toBe(1);
+  expect(await queueOf(other.token)).toEqual({ fairScheduling: true, waitingSteps: 0, dispatchedSteps: 0, limit: null, limitIsOwn: false, organizationsWaiting: 1 });
   const late = await post(other.token, true);
   const { rows } = await service.database.pool.query<{ started_at: Date | null; run_id: string }>('SELECT run_id, started_at FROM steps WHERE run_id = ANY($1::uuid[])', [[...flood, late]]);
   const [{ created_at: lateCreated }] = (await service.database.pool.query<{ created_at: Date }>('SELECT created_at FROM runs WHERE id = $1', [late])).rows as [{ created_at: Date }];
@@ -61,3 +84,12 @@ it("starts another organization's run behind at most the window, not behind a fl
   await eventually(async () => (await service.database.pool.query(`SELECT 1 FROM runs WHERE id = ANY($1::uuid[]) AND status = 'completed'`, [flood])).rowCount === FLOOD, { what: 'every run of the flood completed', timeoutMs: 60_000 });
   expect(await service.runtime.queue.counts()).toMatchObject({ waiting: 0, held: 0 });
 }, 120_000);
+
+it("applies an organization's own limit set in Postgres (admin org limit), and says so", async () => {
+  await service.prisma.organization.update({ where: { id: other.orgId }, data: { stepConcurrency: 3 } });
+  await eventually(async () => (await queueOf(other.token)).limitIsOwn, { what: 'the limit copied into Redis by the worker', timeoutMs: 20_000 });
+  expect(await queueOf(other.token)).toMatchObject({ limit: 3, limitIsOwn: true });
+  expect(await queueOf(service.account.token)).toMatchObject({ limit: null, limitIsOwn: false });
+  await service.prisma.organization.update({ where: { id: other.orgId }, data: { stepConcurrency: null } });
+  await eventually(async () => !(await queueOf(other.token)).limitIsOwn, { what: 'the limit cleared in Redis', timeoutMs: 20_000 });
+}, 60_000);

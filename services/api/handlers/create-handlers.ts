@@ -5,6 +5,7 @@ import { catalogHandlers } from './catalog-handlers';
 import { deviceApprovalHandlers, type DeviceApprovalDeps } from './device-approval-handlers';
 import { editorHandlers, type EditorHandlerDeps } from './editor-handlers';
 import type { Handlers } from './handler-types';
+import { queueHandlers, type QueueHandlerDeps } from './queue-handlers';
 import { runHandlers } from './run-handlers';
 import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
 import { uploadHandlers, type UploadHandlerDeps } from './upload-handlers';
@@ -22,6 +23,7 @@ export interface HandlerDeps {
   deviceApproval: DeviceApprovalDeps;
   uploads: UploadHandlerDeps;
   webhooks: WebhookHandlerDeps;
+  queue: QueueHandlerDeps;
   /** What is wrong with a Webhook-Url by the address rules, before any run starts; null when nothing. */
   webhookUrlProblem(url: string): string | null;
 }
@@ -38,5 +40,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...deviceApprovalHandlers(deps.deviceApproval),
     ...uploadHandlers(deps.uploads),
     ...webhookHandlers(deps.webhooks),
+    ...queueHandlers(deps.queue),
   };
 }
