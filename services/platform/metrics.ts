@@ -189,7 +189,7 @@ export function createMetrics(options: { role: string }): Metrics {
     }),
     queueJobs: new Gauge({
       name: 'svc_step_jobs',
-      help: 'Step jobs in the queue by state (waiting, active, delayed, failed)',
+      help: "Step jobs in the queue by state (waiting, active, delayed, failed; held: the part of waiting that waits for its organization's turn under fair scheduling)",
       labelNames: ['state'],
       registers,
       async collect() {
