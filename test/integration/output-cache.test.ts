@@ -156,6 +156,25 @@ describe('output caching', () => {
     expect(calls()).toBe(before + 4);
   });
 
+  it('runs the step as a miss when the cache cannot be read or written, and fails nothing', async () => {
+    const red = await png('#0ff');
+    const errors = async () => (await service.metrics.registry.getSingleMetric('svc_output_cache_total')!.get()).values.filter((v) => v.labels.result === 'error').reduce((n, v) => n + v.value, 0);
+    const before = await errors();
+    // The cache's table gone from under the service (a failed migration, a lost grant): every lookup and store fails.
+    await service.database.pool.query('ALTER TABLE output_cache_entries RENAME TO output_cache_entries_away');
+    try {
+      const broken = await run(metadataWorkflow, { img: await upload(red) });
+      expect(broken.completed.get('meta')!.usage.cached).toBeUndefined();
+      expect(broken.completed.get('meta')!.usage.costUsd).toBeGreaterThan(0);
+      expect(await errors()).toBeGreaterThanOrEqual(before + 2);
+    } finally {
+      await service.database.pool.query('ALTER TABLE output_cache_entries_away RENAME TO output_cache_entries');
+    }
+    // Back: the same input is a miss (nothing was stored meanwhile), then a hit.
+    expect((await run(metadataWorkflow, { img: await upload(red) })).completed.get('meta')!.usage.cached).toBeUndefined();
+    expect((await run(metadataWorkflow, { img: await upload(red) })).completed.get('meta')!.usage.cached).toBe(true);
+  });
+
   it('evicts the least recently used entry beyond the per-organization bound', async () => {
     const [a, b, c] = await Promise.all([png('#100'), png('#200'), png('#300')]);
     await run(metadataWorkflow, { img: await upload(a) });
