@@ -105,6 +105,31 @@ describe('output caching', () => {
     expect(Number(run2.spentMicros)).toBe(0);
   });
 
+  it('answers a step whose output is a file with the first run\'s file, whose link works', async () => {
+    const resize = {
+      version: 2,
+      nodes: [
+        { id: 'img', uses: 'input', outputType: 'IMAGE' },
+        { id: 'small', uses: 'image-resize', inputs: { image: '${img.value}', width: 2 } },
+        { id: 'out', uses: 'output', inputs: { value: '${small.image}' } },
+      ],
+    };
+    const photo = await png('#abc');
+    const first = await run(resize, { img: await upload(photo) });
+    expect(first.completed.get('small')!.usage.cached).toBeUndefined();
+    const second = await run(resize, { img: await upload(photo) });
+    expect(second.completed.get('small')!.usage).toMatchObject({ costUsd: 0, cached: true });
+    const [a, b] = [first.outputs.out as Artifact, second.outputs.out as Artifact];
+    expect(b.ref).toBe(a.ref);
+    const file = await fetch(b.ref as string);
+    expect(file.status).toBe(200);
+    expect((await sharp(Buffer.from(await file.arrayBuffer())).metadata()).width).toBe(2);
+    // The entry lives no longer than the file's retention less one TTL (docs/runs.md).
+    const [entry] = await entries();
+    const linkExpires = Number(new URL(a.ref as string).searchParams.get('expires')) * 1000;
+    expect(entry!.expiresAt.getTime()).toBeLessThanOrEqual(linkExpires - service.config.outputCacheTtlSeconds * 1000);
+  });
+
   it('misses after an input changes, and in another organization', async () => {
     await run(metadataWorkflow, { img: await upload(await png('#f00')) });
     const changed = await run(metadataWorkflow, { img: await upload(await png('#00f')) });
