@@ -88,7 +88,8 @@ export class OrganizationRepository {
 
   /** Organizations with a concurrency limit of their own (fair scheduling), by id. */
   async stepConcurrencyLimits(): Promise<Map<string, number>> {
-    const rows = await this.db.organization.findMany({ where: { stepConcurrency: { not: null } }, select: { id: true, stepConcurrency: true } });
+    // A negative value (only SQL by hand could write one) is no limit of its own.
+    const rows = await this.db.organization.findMany({ where: { stepConcurrency: { gte: 0 } }, select: { id: true, stepConcurrency: true } });
     return new Map(rows.map((row) => [row.id, row.stepConcurrency!]));
   }
 
