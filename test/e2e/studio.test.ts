@@ -287,43 +287,6 @@ describe('the studio, end to end in Chromium', () => {
     expect(runs.runs[0]).toMatchObject({ status: 'cancelled', error: { code: 'cancelled' } });
   });
 
-  it('marks a step answered from the output cache: the same image run again costs nothing', async () => {
-    const created = await api('/editor/workflows', {
-      method: 'POST',
-      body: JSON.stringify({
-        name: 'Image facts',
-        definition: {
-          version: 2,
-          nodes: [
-            { id: 'photo', uses: 'input', outputType: 'IMAGE' },
-            { id: 'facts', uses: 'image-metadata', inputs: { image: '${photo.value}' } },
-            { id: 'result', uses: 'output', inputs: { value: '${facts.metadata}' } },
-          ],
-        },
-      }),
-    });
-    const { id } = (await created.json()) as { id: string };
-    const png = await sharp({ create: { width: 4, height: 3, channels: 3, background: '#3a6' } }).png().toBuffer();
-    await page.goto(`/workflows/${id}`);
-    await page.getByTestId('node-facts').waitFor();
-    const panel = page.locator('.run-panel');
-    for (const pass of ['computed', 'cached']) {
-      await page.getByRole('button', { name: 'Run', exact: true }).click();
-      await panel.locator('input[type="file"]').setInputFiles({ name: 'green.png', mimeType: 'image/png', buffer: png });
-      await panel.locator('.run-panel-foot button[type="submit"]').click();
-      await expectText(panel.locator('.badge').first(), 'completed', 20_000);
-      const cachedBadges = panel.locator('.step-meta .badge', { hasText: 'cached' });
-      if (pass === 'computed') {
-        expect(await cachedBadges.count()).toBe(0);
-        await panel.getByRole('button', { name: 'Close the run panel' }).click();
-      } else {
-        await cachedBadges.first().waitFor();
-        await screenshot(page, 'studio-13d-run-cached-step');
-        await panel.getByRole('button', { name: 'Close the run panel' }).click();
-      }
-    }
-  });
-
   it('lists the runs and shows one run with its graph, steps and outputs, on a desktop and on a phone', async () => {
     await page.goto('/runs');
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
@@ -393,6 +356,43 @@ describe('the studio, end to end in Chromium', () => {
     await screenshot(page, 'studio-18-switched-organization');
     await switcher.selectOption(service.account.orgSlug);
     await expectText(page.locator('main'), 'Speak and draw');
+  });
+
+  it('marks a step answered from the output cache: the same image run again costs nothing', async () => {
+    const created = await api('/editor/workflows', {
+      method: 'POST',
+      body: JSON.stringify({
+        name: 'Image facts',
+        definition: {
+          version: 2,
+          nodes: [
+            { id: 'photo', uses: 'input', outputType: 'IMAGE' },
+            { id: 'facts', uses: 'image-metadata', inputs: { image: '${photo.value}' } },
+            { id: 'result', uses: 'output', inputs: { value: '${facts.metadata}' } },
+          ],
+        },
+      }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const png = await sharp({ create: { width: 4, height: 3, channels: 3, background: '#3a6' } }).png().toBuffer();
+    await page.goto(`/workflows/${id}`);
+    await page.getByTestId('node-facts').waitFor();
+    const panel = page.locator('.run-panel');
+    for (const pass of ['computed', 'cached']) {
+      await page.getByRole('button', { name: 'Run', exact: true }).click();
+      await panel.locator('input[type="file"]').setInputFiles({ name: 'green.png', mimeType: 'image/png', buffer: png });
+      await panel.locator('.run-panel-foot button[type="submit"]').click();
+      await expectText(panel.locator('.badge').first(), 'completed', 20_000);
+      const cachedBadges = panel.locator('.step-meta .badge', { hasText: 'cached' });
+      if (pass === 'computed') {
+        expect(await cachedBadges.count()).toBe(0);
+        await panel.getByRole('button', { name: 'Close the run panel' }).click();
+      } else {
+        await cachedBadges.first().waitFor();
+        await screenshot(page, 'studio-19-run-cached-step');
+        await panel.getByRole('button', { name: 'Close the run panel' }).click();
+      }
+    }
   });
 
   it('said nothing wrong in the console along the way', () => {
