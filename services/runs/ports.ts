@@ -1,4 +1,5 @@
 import type { RunEvent } from '../contract';
+import type { OutputCacheRepository } from '../store';
 
 /** Where run events go: the run event bus (`RunEventBus` satisfies it). */
 export interface RunEventAppender {
@@ -21,23 +22,5 @@ export interface StepQueuePort extends StepEnqueuer {
 /** Tells every worker process that a run stopped, so its in-flight steps abort. */
 export type RunAbortPublisher = (runId: string) => Promise<void>;
 
-/** One output cache entry as it is stored (docs/runs.md, Output caching). */
-export interface OutputCacheEntryInput {
-  orgId: string;
-  key: string;
-  node: string;
-  outputs: Record<string, unknown>;
-  /** The run whose step computed the outputs (the entry goes with it). */
-  runId: string;
-  expiresAt: Date;
-  /** Most entries the organization keeps: beyond it, its least recently used ones are evicted. */
-  maxEntries: number;
-}
-
-/** Where the output cache's entries live (`OutputCacheRepository` satisfies it). */
-export interface OutputCacheStore {
-  /** The unexpired entry's outputs (its last use now), or null. */
-  get(orgId: string, key: string): Promise<Record<string, unknown> | null>;
-  /** Stores (or replaces) an entry; answers how many entries of the organization it evicted. */
-  put(entry: OutputCacheEntryInput): Promise<{ evicted: number }>;
-}
+/** Where the output cache's entries live (docs/runs.md, Output caching). */
+export type OutputCacheStore = Pick<OutputCacheRepository, 'get' | 'put'>;

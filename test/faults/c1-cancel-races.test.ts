@@ -29,7 +29,7 @@ const LATEST_CANCEL_MS = scale(3000, 10_000);
 
 let topo: Topology;
 beforeAll(async () => {
-  topo = await startTopology().catch(() => startTopology());
+  topo = await startTopology();
   // Each call streams 4 chunks 40 ms apart: long enough for a cancel to land mid-call.
   topo.provider.behave({ chunkDelayMs: 40, chunks: 4 });
 }, 300_000);

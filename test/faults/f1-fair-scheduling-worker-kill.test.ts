@@ -28,7 +28,7 @@ let other: { orgId: string; token: string };
 
 beforeAll(async () => {
   const env = { ORG_STEP_CONCURRENCY: String(LIMIT), FAIR_DISPATCH_WINDOW: String(WINDOW), FAIR_RECONCILE_MS: '500' };
-  topo = await startTopology({ env }).catch(() => startTopology({ env }));
+  topo = await startTopology({ env });
   topo.provider.behave({ delayMs: 300, chunkDelayMs: 0 });
   const seeded = await seedAccount(topo.database.prisma, { slug: 'faults-other', scopes: ['read', 'run'] });
   await new AccountAdmin(topo.database.prisma).addCredit(seeded.orgSlug, '100', 'fault suite');

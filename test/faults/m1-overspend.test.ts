@@ -24,7 +24,7 @@ beforeAll(async () => {
   // Every run holds its cap at admission: enough credit that no run is refused for the balance (that is M3's).
   // A start that times out on a loaded machine (four processes loading at once) is the
   // harness's, not the scenario's: one more try before giving up.
-  topo = await startTopology({ creditUsd: String(RUNS + 10) }).catch(() => startTopology({ creditUsd: String(RUNS + 10) }));
+  topo = await startTopology({ creditUsd: String(RUNS + 10) });
 }, 300_000);
 afterAll(async () => topo?.close(), 60_000);
 

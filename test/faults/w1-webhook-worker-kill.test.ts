@@ -47,7 +47,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   port = (server.address() as AddressInfo).port;
   const env = { FETCH_ALLOW_PRIVATE: `127.0.0.1:${port}`, WEBHOOK_POLL_MS: '100', WEBHOOK_RETRY_DELAYS_MS: '200,400', WEBHOOK_LEASE_MS: '2000', WEBHOOK_GIVE_UP_SECONDS: '600' };
-  topo = await startTopology({ env }).catch(() => startTopology({ env }));
+  topo = await startTopology({ env });
 }, 300_000);
 afterAll(async () => {
   await topo?.close();

@@ -19,7 +19,7 @@ export function queueHandlers(deps: QueueHandlerDeps): { 'queue.get': Handler<'q
         waitingSteps: status?.waiting ?? null,
         dispatchedSteps: status?.dispatched ?? null,
         limit: status === null || limit === 0 ? null : limit,
-        limitIsOwn: status?.ownLimit !== null && status?.ownLimit !== undefined,
+        limitIsOwn: (status?.ownLimit ?? null) !== null,
         organizationsWaiting: status?.organizationsWaiting ?? null,
       };
     },

@@ -1,6 +1,7 @@
 import { buildService } from '../../../services/api';
 import { createLogger } from '../../../services/platform/logger';
 import { createMetrics } from '../../../services/platform/metrics';
+import { eventually } from '../../support/eventually';
 import { seedAccount } from '../../support/fixtures';
 import type { BenchContext, Workload } from '../support/context';
 import { closedLoop } from '../support/load';
@@ -48,7 +49,7 @@ async function phase(ctx: BenchContext, fair: boolean, flood: number): Promise<P
     let workerStarted = 0;
     const late = runOnce(api, body, ONE_NODE_OUTPUTS, other.token).then(() => performance.now() - workerStarted);
     // The other organization's run is stored and its step enqueued before the worker starts.
-    await waitFor(async () => (await api.prisma.run.count({ where: { orgId: other.orgId } })) === 1);
+    await eventually(async () => (await api.prisma.run.count({ where: { orgId: other.orgId } })) === 1, { timeoutMs: 60_000, what: "the other organization's run stored" });
     workerStarted = performance.now();
     worker = await buildService({ config: { ...api.config, role: 'worker' }, log: createLogger({ level: api.config.logLevel }), metrics: createMetrics({ role: 'bench' }) });
     const delayMs = await late;
@@ -58,21 +59,13 @@ async function phase(ctx: BenchContext, fair: boolean, flood: number): Promise<P
       SELECT count(*)::int AS n FROM steps s JOIN runs r ON r.id = s.run_id
       WHERE r.org_id = ${api.account.orgId}::uuid AND s.finished_at < (SELECT s2.finished_at FROM steps s2 JOIN runs r2 ON r2.id = s2.run_id WHERE r2.org_id = ${other.orgId}::uuid)`;
     const floodDoneBefore = n;
-    await waitFor(async () => (await api.prisma.run.count({ where: { orgId: api.account.orgId, status: 'completed' } })) === flood, 600_000);
+    await eventually(async () => (await api.prisma.run.count({ where: { orgId: api.account.orgId, status: 'completed' } })) === flood, { timeoutMs: 600_000, what: 'the flood completed' });
     const drainPerSecond = flood / ((performance.now() - workerStarted) / 1000);
     ctx.say(`${mode}: the other organization's run completed ${delayMs.toFixed(0)} ms after the worker started, its step finished after ${floodDoneBefore} of the flood's; the flood drained at ${drainPerSecond.toFixed(0)} runs/s`);
     return { delayMs, floodDoneBefore, drainPerSecond };
   } finally {
     await worker?.close();
     await api.close();
-  }
-}
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const until = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > until) throw new Error(`not done within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 

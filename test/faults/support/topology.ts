@@ -78,7 +78,15 @@ const FAULT_SUITE_DEFAULTS: Record<string, string> = {
   BLOB_SIGNING_SECRET: 'fault-suite-signing-secret-0123456789',
 };
 
+/**
+ * Starts the topology, once more if the first start fails: on a machine loaded by the rest of
+ * `make test`, a process can outlast its start-up wait (the failed start cleans up after itself).
+ */
 export async function startTopology(options: TopologyOptions = {}): Promise<Topology> {
+  return startTopologyOnce(options).catch(() => startTopologyOnce(options));
+}
+
+async function startTopologyOnce(options: TopologyOptions): Promise<Topology> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-faults-'));
   const cleanups: (() => Promise<unknown>)[] = [];
   try {
