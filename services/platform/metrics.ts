@@ -200,7 +200,7 @@ export function createMetrics(options: { role: string }): Metrics {
     }),
     reaperActions: new Counter({
       name: 'svc_reaper_actions_total',
-      help: "The stuck-run reaper's work: runs timed_out, runs completed, steps requeued, runs failed, runs deadline_cancelled (past their maxDurationSeconds), idempotency keys_expired; and sweeps that failed (sweep_error, deadline_sweep_error)",
+      help: "The stuck-run reaper's work: runs timed_out, runs completed, steps requeued, runs failed, attempts lost_settled (lost with their workers after their run stopped), runs deadline_cancelled (past their maxDurationSeconds), idempotency keys_expired; and sweeps that failed (sweep_error, deadline_sweep_error)",
       labelNames: ['action'],
       registers,
     }),

@@ -216,14 +216,23 @@ export class StepQueue {
    * earlier run held. Returns the steps enqueued.
    */
   async requeue(runId: string, nodeIds: readonly string[], options: { gone?: string } = {}): Promise<string[]> {
-    const jobless: string[] = [];
-    for (const nodeId of nodeIds) {
-      if (await this.alive(runId, nodeId, { removeDead: true })) continue;
-      jobless.push(nodeId);
-    }
-    const requeued = await this.notInLiveGroups(runId, jobless, options.gone);
+    const requeued = await this.withoutLiveJob(runId, nodeIds, { ...options, removeDead: true });
     await this.enqueue(runId, requeued);
     return requeued;
+  }
+
+  /**
+   * Of `nodeIds`, the steps no job may still run: neither their own job (waiting, active,
+   * delayed) nor, for a group's sibling, its group job while alive or recent (see `requeue`).
+   * With `removeDead`, a failed or finished own job is removed on the way.
+   */
+  async withoutLiveJob(runId: string, nodeIds: readonly string[], options: { gone?: string; removeDead?: boolean } = {}): Promise<string[]> {
+    const jobless: string[] = [];
+    for (const nodeId of nodeIds) {
+      if (await this.alive(runId, nodeId, { removeDead: options.removeDead })) continue;
+      jobless.push(nodeId);
+    }
+    return this.notInLiveGroups(runId, jobless, options.gone);
   }
 
   /** Whether the step's own job is waiting, active or delayed; with `removeDead`, a failed or finished one is removed. */

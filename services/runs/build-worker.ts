@@ -117,8 +117,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     stepStuckMs: config.stepStuckSeconds * 1000,
     runTimeoutMs: config.runTimeoutSeconds * 1000,
     observer: {
-      swept: ({ timedOut, completed, requeued, failed, keysExpired }) => {
-        for (const [action, n] of Object.entries({ timed_out: timedOut, completed, requeued, failed, keys_expired: keysExpired })) if (n > 0) metrics.reaperActions.inc({ action }, n);
+      swept: ({ timedOut, completed, requeued, failed, settled, keysExpired }) => {
+        for (const [action, n] of Object.entries({ timed_out: timedOut, completed, requeued, failed, lost_settled: settled, keys_expired: keysExpired })) if (n > 0) metrics.reaperActions.inc({ action }, n);
       },
       failed: () => metrics.reaperActions.inc({ action: 'sweep_error' }),
     },

@@ -6,6 +6,12 @@ import type { RunRepository } from '../store';
 import type { RunContext } from './run-context-cache';
 import type { RunAbortPublisher, RunEventAppender } from './ports';
 
+/**
+ * The error `settleLostAttempts` hands svc_fail_run, which writes it only on an unfinished run:
+ * that caller asks about stopped runs alone (a run never restarts), so no run ends with it.
+ */
+const LOST_AFTER_STOP: RunError = { code: 'step_attempts_exhausted', message: 'the run stopped while attempts of its steps were lost with their workers' };
+
 export interface RunLifecycleDeps {
   runs: RunRepository;
   events: RunEventAppender;
@@ -96,6 +102,19 @@ export class RunLifecycle {
     if (!result.failed) return false;
     await this.announceFailure(runId, error, nodeId);
     return true;
+  }
+
+  /**
+   * Settles the attempts still open in a run that has already stopped, lost with their workers
+   * (docs/runs.md, Crashes and lost work): each is charged its lost charge, as a taken-over
+   * attempt is, and becomes `cancelled`; the reservations are released and the run's hold on its
+   * organization falls to what it was charged. The run's status, error and events stay as they
+   * are (the fail is a no-op on a stopped run but for its steps). Answers how many attempts were
+   * settled. The caller has made sure no job may still run them.
+   */
+  async settleLostAttempts(runId: string): Promise<number> {
+    const result = await this.deps.runs.failRun(runId, LOST_AFTER_STOP);
+    return result.cancelled.length;
   }
 
   /**

@@ -5,9 +5,10 @@ import { UnpreparableRunError } from './run-context-cache';
 import type { RunLifecycle } from './run-lifecycle';
 import { RepeatingSweep } from './repeating-sweep';
 
-/** Re-enqueues steps whose jobs are gone (the step queue's `requeue`). */
+/** Re-enqueues steps whose jobs are gone (the step queue's `requeue`), and tells which steps no job may still run. */
 export interface StepRequeuer {
   requeue(runId: string, nodeIds: readonly string[]): Promise<string[]>;
+  withoutLiveJob(runId: string, nodeIds: readonly string[]): Promise<string[]>;
 }
 
 export interface RunReaperOptions {
@@ -33,6 +34,8 @@ export interface ReaperReport {
   completed: number;
   requeued: number;
   failed: number;
+  /** Attempts lost with their workers in runs that had stopped, settled (charged their lost charge, reservations released). */
+  settled: number;
   /** Idempotency keys past their 24 hours, deleted. */
   keysExpired: number;
 }
@@ -46,14 +49,18 @@ export interface ReaperReport {
  * 4. re-enqueues steps stuck `running` past `stepStuckMs` without a live job (their worker died
  *    and the job is gone); the executor's `reserve` takes the step over and releases the dead
  *    attempt's reservation;
- * 5. deletes idempotency keys past their 24 hours.
+ * 5. settles attempts left `running` in runs that stopped meanwhile (a sibling failed the run
+ *    while their workers were dead; their redeliveries found the run stopped), once every such
+ *    attempt of the run started before `stepStuckMs` ago and no job may still run it: each is
+ *    charged its lost charge, as a taken-over attempt is, and its reservation is released;
+ * 6. deletes idempotency keys past their 24 hours.
  * Any number of reapers may run (one per worker process): every action is idempotent.
  */
 export class RunReaper {
   private readonly repeating = new RepeatingSweep(() =>
     this.sweep().then(
       (report) => {
-        if (report.timedOut + report.completed + report.requeued + report.failed + report.keysExpired > 0) this.options.log.info({ report }, 'reaper sweep');
+        if (report.timedOut + report.completed + report.requeued + report.failed + report.settled + report.keysExpired > 0) this.options.log.info({ report }, 'reaper sweep');
       },
       (err: unknown) => {
         this.options.log.error({ err }, 'reaper sweep failed');
@@ -67,7 +74,7 @@ export class RunReaper {
   async sweep(now: Date = new Date()): Promise<ReaperReport> {
     const { recovery, lifecycle, queue, log } = this.options;
     const limit = this.options.batchSize ?? 200;
-    const report: ReaperReport = { timedOut: 0, completed: 0, requeued: 0, failed: 0, keysExpired: 0 };
+    const report: ReaperReport = { timedOut: 0, completed: 0, requeued: 0, failed: 0, settled: 0, keysExpired: 0 };
 
     for (const runId of await recovery.findTimedOut({ startedBefore: new Date(now.getTime() - this.options.runTimeoutMs), limit })) {
       const message = `the run did not finish within ${Math.round(this.options.runTimeoutMs / 1000)} s`;
@@ -89,6 +96,7 @@ export class RunReaper {
       if (requeued.length > 0) log.warn({ runId, nodeIds: requeued }, 'reaper re-enqueued steps without a live job');
       report.requeued += requeued.length;
     }
+    report.settled = await this.settleLostInStopped(now, limit);
     report.keysExpired = await recovery.deleteExpiredIdempotencyKeys({ limit: 1000 });
     this.options.observer?.swept(report);
     return report;
@@ -101,6 +109,23 @@ export class RunReaper {
 
   stop(): Promise<void> {
     return this.repeating.stop();
+  }
+
+  /** Step 5 of a sweep: how many lost attempts of stopped runs it settled. */
+  private async settleLostInStopped(now: Date, limit: number): Promise<number> {
+    const { recovery, lifecycle, queue, log } = this.options;
+    const stuckBefore = now.getTime() - this.options.stepStuckMs;
+    let settled = 0;
+    for (const run of await recovery.findOpenInStopped({ limit })) {
+      // An attempt of a live worker settles itself (its run's abort reaches it): wait while any may be one.
+      if (run.steps.some((step) => step.startedAt.getTime() >= stuckBefore)) continue;
+      const nodeIds = run.steps.map((step) => step.nodeId);
+      if ((await queue.withoutLiveJob(run.runId, nodeIds)).length < nodeIds.length) continue;
+      const n = await lifecycle.settleLostAttempts(run.runId);
+      if (n > 0) log.warn({ runId: run.runId, nodeIds }, 'reaper settled attempts lost after their run stopped');
+      settled += n;
+    }
+    return settled;
   }
 
   /** A run's context; a run whose definition no longer prepares cannot continue and fails. */

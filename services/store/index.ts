@@ -45,7 +45,7 @@ export {
   type RetryAttemptResult,
   type StepAttempt,
 } from './step-transitions';
-export { RunRecoveryRepository, type RunnableStep, type StuckStep } from './run-recovery-repository';
+export { RunRecoveryRepository, type OpenStepsOfStoppedRun, type RunnableStep, type StuckStep } from './run-recovery-repository';
 export {
   ArtifactRepository,
   type ExpiredArtifact,

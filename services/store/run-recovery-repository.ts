@@ -15,6 +15,12 @@ export interface RunnableStep {
   nodeId: string;
 }
 
+/** A stopped run's steps that are still `running`, with when each attempt started. */
+export interface OpenStepsOfStoppedRun {
+  runId: string;
+  steps: { nodeId: string; startedAt: Date }[];
+}
+
 interface StepKeyRow {
   run_id: string;
   node_id: string;
@@ -42,6 +48,31 @@ export class RunRecoveryRepository {
       ORDER BY s.started_at
       LIMIT ${options.limit ?? 100}`;
     return rows.map((row) => ({ runId: row.run_id, nodeId: row.node_id, attempt: row.attempt, startedAt: row.started_at }));
+  }
+
+  /**
+   * Attempts still `running` in runs that have stopped (failed, cancelled or completed) while
+   * holding a reservation: a step failed its run while its siblings' attempts were lost with their
+   * workers, whose redeliveries then found the run stopped and left them. By run, oldest stop
+   * first: every running step of the run, with when its attempt started (a step reserved with its
+   * run and never taken counts from the run's stop). Read through the partial index
+   * `runs_stopped_reserving_idx`, which holds only such runs.
+   */
+  async findOpenInStopped(options: { limit?: number } = {}): Promise<OpenStepsOfStoppedRun[]> {
+    const rows = await this.db.$queryRaw<(StepKeyRow & { started_at: Date })[]>`
+      SELECT s.run_id, s.node_id, COALESCE(s.started_at, r.finished_at, r.created_at) AS started_at
+      FROM (SELECT id, finished_at, created_at FROM runs
+            WHERE status <> ALL (ARRAY['pending'::text, 'running'::text]) AND reserved_micros > 0
+            ORDER BY finished_at LIMIT ${options.limit ?? 100}) r
+      JOIN steps s ON s.run_id = r.id
+      WHERE s.status = 'running'
+      ORDER BY r.finished_at, s.node_id`;
+    const byRun = new Map<string, OpenStepsOfStoppedRun>();
+    for (const row of rows) {
+      const run = byRun.get(row.run_id) ?? byRun.set(row.run_id, { runId: row.run_id, steps: [] }).get(row.run_id)!;
+      run.steps.push({ nodeId: row.node_id, startedAt: row.started_at });
+    }
+    return [...byRun.values()];
   }
 
   /**

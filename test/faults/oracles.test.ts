@@ -108,6 +108,37 @@ describe('fault suite oracles: provider fake, run client and checker', () => {
     expect((await check()).violations).toEqual([]);
   });
 
+  it('reports a step left running with its reservation in a stopped run, and the money its organization still holds for it', async () => {
+    // What a lost attempt of a failed run looked like before the reaper settled them (issue 45): step, run and organization all holding.
+    const open = [
+      "UPDATE steps SET status = 'running', reserved_micros = 7 WHERE run_id = $1 AND node_id = 'a'",
+      'UPDATE runs SET reserved_micros = 7, held_micros = 7 WHERE id = $1',
+      'UPDATE organizations SET held_micros = held_micros + 7 WHERE id = (SELECT org_id FROM runs WHERE id = $1)',
+    ];
+    const settle = [
+      "UPDATE steps SET status = 'completed', reserved_micros = 0 WHERE run_id = $1 AND node_id = 'a'",
+      'UPDATE runs SET reserved_micros = 0, held_micros = 0 WHERE id = $1',
+      'UPDATE organizations SET held_micros = held_micros - 7 WHERE id = (SELECT org_id FROM runs WHERE id = $1)',
+    ];
+    let violations: string[];
+    try {
+      for (const sql of open) await pool.query(sql, [clean.runId]);
+      violations = (await check()).violations;
+    } finally {
+      for (const sql of settle) await pool.query(sql, [clean.runId]);
+    }
+    expect(violations).toEqual(
+      expect.arrayContaining([
+        `run ${clean.runId} step a is still running in a completed run`,
+        `run ${clean.runId} step a: still reserves 7 micro-USD in a completed run`,
+        `run ${clean.runId} is completed but still holds 7 micro-USD`,
+        expect.stringMatching(/organization \S+: holds \d+ but its unfinished runs hold \d+ micro-USD/),
+        expect.stringMatching(/organization \S+: 1 finished run\(s\) still hold or reserve money/),
+      ]),
+    );
+    expect((await check()).violations).toEqual([]);
+  });
+
   it('reports a run charged less than the provider billed, even when the books agree with themselves', async () => {
     // One micro-USD less everywhere the service keeps it: only the provider's record tells.
     const steps = "UPDATE steps SET cost_micros = cost_micros + $2 WHERE run_id = $1 AND node_id = 'a'";

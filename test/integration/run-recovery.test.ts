@@ -1,5 +1,5 @@
 import type { RunEvent } from '../../services/contract';
-import { Prisma, RunRepository } from '../../services/store';
+import { Prisma, RunRepository, StepRepository } from '../../services/store';
 import { eventually } from '../support/eventually';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
@@ -148,7 +148,7 @@ describe('recovery: killed workers and lost jobs', () => {
       expect(events.at(-1)).toEqual({ type: 'run.completed', outputs: { out: { kind: 'float', value: 20 } } });
       expect((await new RunRepository(service.database).getRun(runId))!.status).toBe('completed');
       // A second sweep finds nothing left to do.
-      expect(await worker.reaper!.sweep()).toEqual({ timedOut: 0, completed: 0, requeued: 0, failed: 0, keysExpired: 0 });
+      expect(await worker.reaper!.sweep()).toEqual({ timedOut: 0, completed: 0, requeued: 0, failed: 0, settled: 0, keysExpired: 0 });
     } finally {
       await worker.close();
     }
@@ -167,6 +167,63 @@ describe('recovery: killed workers and lost jobs', () => {
       expect(report.completed).toBe(1);
       expect(await runs.getRun(runId)).toMatchObject({ status: 'completed', outputs: { out: { kind: 'float', value: 20 } } });
     } finally {
+      await worker.close();
+    }
+  });
+
+  it('settles an attempt lost with its worker after a sibling step failed the run: charged its lost charge, nothing held, once no job may run it', async () => {
+    const runs = new RunRepository(service.database);
+    const steps = new StepRepository(service.database);
+    const side = { version: 2, nodes: [{ id: 'a', uses: 'math-add', inputs: { a: 1, b: 1 } }, { id: 'b', uses: 'math-add', inputs: { a: 2, b: 2 } }, { id: 'out', uses: 'output', inputs: { value: '${a.result}' } }] };
+    const { runId, stream } = await startRun(service, side);
+    // No worker runs: the first steps wait in Redis (in one job, or two). Two attempts start, as two workers' would,
+    // holding 5,000 micro-USD each and to be charged that much if lost (as a node that calls out is).
+    await eventually(async () => (await service.runtime.queue.counts()).waiting > 0, { ...slowly, what: 'the first job' });
+    const a = await steps.reserve({ runId, nodeId: 'a', estimateMicros: 5000, lostChargeMicros: 5000 });
+    const b = await steps.reserve({ runId, nodeId: 'b', estimateMicros: 5000, lostChargeMicros: 5000 });
+    if (!a.ok || !b.ok) throw new Error('both attempts should start');
+    // b's attempt fails the run (as a takeover refused by the cap does); a's worker is dead, so a stays running.
+    expect(await steps.failStep({ runId, nodeId: 'b', attemptToken: b.attemptToken, costMicros: 1000, ms: 5, error: { code: 'spend_cap_exceeded', message: 'no room' } })).toMatchObject({ committed: true, runFailed: true });
+    expect(await runs.getRun(runId)).toMatchObject({ status: 'failed', reservedMicros: 5000 });
+    // The organization's holds are its runs' holds plus its unfinished runs' deferred charges (docs/money.md).
+    const orgHoldsBalance = async () =>
+      (
+        await service.database.pool.query<{ ok: boolean }>(
+          `SELECT o.held_micros = (SELECT COALESCE(sum(held_micros + charged_micros - settled_micros), 0) FROM runs WHERE org_id = o.id) AS ok FROM organizations o WHERE o.id = $1`,
+          [service.account.orgId],
+        )
+      ).rows[0]!.ok;
+
+    const worker = await service.extra({ ROLE: 'worker', STEP_STUCK_SECONDS: '5' });
+    try {
+      // Not yet past STEP_STUCK_SECONDS: its worker may be alive and about to settle it.
+      expect((await worker.reaper!.sweep()).settled).toBe(0);
+      const later = new Date(Date.now() + 6000);
+      // a's job may still run it (here it waits in Redis, or the worker just took it): left alone.
+      await service.runtime.queue.queue.pause();
+      const live = await service.runtime.queue.queue.getJobs(['wait', 'active', 'prioritized', 'delayed']);
+      if (live.length > 0) expect((await worker.reaper!.sweep(later)).settled).toBe(0);
+      // The job is gone (delivered and dropped, or Redis lost it): the attempt is settled like any lost one.
+      await service.runtime.queue.queue.obliterate({ force: true });
+      expect((await worker.reaper!.sweep(later)).settled).toBe(1);
+      const run = (await runs.getRun(runId))!;
+      expect(run).toMatchObject({ status: 'failed', error: { code: 'spend_cap_exceeded' }, reservedMicros: 0 });
+      expect(run.steps.find((s) => s.nodeId === 'a')).toMatchObject({ status: 'cancelled' });
+      const { rows } = await service.database.pool.query<{ spent: string; charged: string; held: string; cost_a: string; ledger: string }>(
+        `SELECT r.spent_micros::text AS spent, r.charged_micros::text AS charged, r.held_micros::text AS held,
+                (SELECT cost_micros::text FROM steps WHERE run_id = r.id AND node_id = 'a') AS cost_a,
+                (SELECT (-COALESCE(sum(amount_micros), 0))::text FROM ledger_entries WHERE run_id = r.id AND kind = 'run_charge') AS ledger
+           FROM runs r WHERE r.id = $1`,
+        [runId],
+      );
+      // a is charged its lost charge (5,000), b what it reported (1,000): the run's cost is what the ledger charged.
+      expect(rows[0]).toEqual({ spent: '6000', charged: '6000', held: '0', cost_a: '5000', ledger: '6000' });
+      expect(await orgHoldsBalance()).toBe(true);
+      expect((await worker.reaper!.sweep(later)).settled).toBe(0);
+      // The client's stream had ended with the run's failure; nothing more is announced.
+      expect((await stream).at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'spend_cap_exceeded' } });
+    } finally {
+      await service.runtime.queue.queue.resume();
       await worker.close();
     }
   });

@@ -51,7 +51,10 @@ export interface OrgRow {
   /** The row's holds less its runs' deferred charges. */
   heldMicros: number;
   ledgerSumMicros: number;
+  /** What the organization's unfinished runs hold. */
   runsHeldMicros: number;
+  /** Finished runs of the organization that still hold or reserve anything (there must be none). */
+  finishedHolding: number;
   /** Finished runs of the organization whose charges are not all on its row (there must be none). */
   finishedUnsettled: number;
 }
@@ -134,7 +137,8 @@ export async function loadOrgs(pool: Pool): Promise<OrgRow[]> {
   const { rows } = await pool.query<Record<string, string>>(
     `SELECT o.id, (o.balance_micros - d.deferred)::text AS balance_micros, (o.held_micros - d.deferred)::text AS held_micros,
             COALESCE((SELECT SUM(amount_micros) FROM ledger_entries l WHERE l.org_id = o.id), 0)::text AS ledger_sum,
-            COALESCE((SELECT SUM(held_micros) FROM runs r WHERE r.org_id = o.id), 0)::text AS runs_held,
+            COALESCE((SELECT SUM(held_micros) FROM runs r WHERE r.org_id = o.id AND r.status IN ('pending', 'running')), 0)::text AS runs_held,
+            (SELECT count(*) FROM runs r WHERE r.org_id = o.id AND r.status NOT IN ('pending', 'running') AND (r.held_micros <> 0 OR r.reserved_micros <> 0))::text AS finished_holding,
             (SELECT count(*) FROM runs r WHERE r.org_id = o.id AND r.status NOT IN ('pending', 'running') AND r.charged_micros <> r.settled_micros)::text AS finished_unsettled
        FROM organizations o
       CROSS JOIN LATERAL (SELECT COALESCE(SUM(charged_micros - settled_micros), 0) AS deferred FROM runs r WHERE r.org_id = o.id) d
@@ -146,6 +150,7 @@ export async function loadOrgs(pool: Pool): Promise<OrgRow[]> {
     heldMicros: n(r.held_micros),
     ledgerSumMicros: n(r.ledger_sum),
     runsHeldMicros: n(r.runs_held),
+    finishedHolding: n(r.finished_holding),
     finishedUnsettled: n(r.finished_unsettled),
   }));
 }

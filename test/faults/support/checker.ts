@@ -120,6 +120,7 @@ function moneyOfRun(run: RunRow, steps: readonly StepRow[], ledgerCharged: numbe
   for (const s of steps) {
     const st = `${r} step ${s.nodeId}`;
     if (s.ledgerRows > 1) v.push(`${st}: charged ${s.ledgerRows} times in the ledger (committed twice)`);
+    // A stopped run's lost attempts are settled within STEP_STUCK_SECONDS plus a reaper interval (docs/runs.md, Crashes and lost work).
     if (TERMINAL.includes(run.status) && ['pending', 'queued', 'running'].includes(s.status)) v.push(`${st} is still ${s.status} in a ${run.status} run`);
     if (TERMINAL.includes(run.status) && s.reservedMicros !== 0) v.push(`${st}: still reserves ${s.reservedMicros} micro-USD in a ${run.status} run`);
     if (['completed', 'failed', 'cancelled'].includes(s.status) && s.ledgerMicros !== s.costMicros) v.push(`${st} (${s.status}): cost ${s.costMicros} but the ledger charged ${s.ledgerMicros} micro-USD`);
@@ -293,7 +294,8 @@ export async function checkInvariants(options: CheckOptions): Promise<CheckResul
       const o = `organization ${org.id}`;
       if (org.balanceMicros < 0) violations.push(`${o}: balance ${org.balanceMicros} micro-USD is negative`);
       if (org.balanceMicros !== opening + org.ledgerSumMicros) violations.push(`${o}: balance ${org.balanceMicros} ≠ opening ${opening} + ledger ${org.ledgerSumMicros} micro-USD`);
-      if (org.heldMicros !== org.runsHeldMicros) violations.push(`${o}: holds ${org.heldMicros} but its runs hold ${org.runsHeldMicros} micro-USD`);
+      if (org.heldMicros !== org.runsHeldMicros) violations.push(`${o}: holds ${org.heldMicros} but its unfinished runs hold ${org.runsHeldMicros} micro-USD`);
+      if (org.finishedHolding > 0) violations.push(`${o}: ${org.finishedHolding} finished run(s) still hold or reserve money`);
       if (org.heldMicros < 0 || org.heldMicros > org.balanceMicros) violations.push(`${o}: holds ${org.heldMicros} of a balance of ${org.balanceMicros} micro-USD`);
       if (org.finishedUnsettled > 0) violations.push(`${o}: ${org.finishedUnsettled} finished run(s) with charges not settled on the organization row`);
     }
