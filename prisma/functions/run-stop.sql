@@ -30,13 +30,18 @@ END $$;
 -- svc_fail_step(args jsonb) RETURNS jsonb
 -- Commits a failed attempt if attempt_token still owns the step: its cost charged (clamped to
 -- what it held), step failed with error, the run failed with the same error (only from
--- pending/running), the run's unstarted steps skipped.
+-- pending/running), the run's unstarted steps skipped. The run's other running attempts keep
+-- their reservations and settle themselves when the run's abort reaches them (or the reaper
+-- settles them when their workers died: RunRecoveryRepository.findOpenInStopped), except those
+-- that hold nothing: no commit of theirs could charge anything, and a run that holds nothing is
+-- not among the reaper's, so they are cancelled here, their cost so far charged once.
 -- Input:  run_id uuid, node_id text, attempt_token text, cost_micros, error ({code, message}),
 --         ms (int or null).
 -- Output: committed boolean, total_micros (the step's cost over all its attempts, charged),
 --         held_micros (what the attempt held), run_failed boolean, skipped (text array or null).
--- Locks:  the run row, then the step row (FOR UPDATE), then the run's pending steps (UPDATE),
---         then the organization row (svc_store_run: the run row written once, settled).
+-- Locks:  the run row, then the step row (FOR UPDATE), then the run's pending steps and its
+--         running steps that hold nothing (UPDATE), then the organization row (svc_store_run:
+--         the run row written once, settled).
 CREATE FUNCTION svc_fail_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -53,6 +58,7 @@ DECLARE
   added bigint;
   fails_run boolean;
   skipped text[];
+  idle_ids uuid[];
 BEGIN
   SELECT * INTO r FROM runs WHERE id = p_run FOR UPDATE;
   IF FOUND THEN
@@ -74,11 +80,17 @@ BEGIN
     RETURNING o.node_id
   )
   SELECT array_agg(node_id ORDER BY node_id) INTO skipped FROM stopped;
+  WITH idle AS (
+    UPDATE steps o SET status = 'cancelled', lost_charge_micros = 0, finished_at = now()
+    WHERE o.run_id = p_run AND o.status = 'running' AND o.reserved_micros = 0 AND o.id <> s.id
+    RETURNING o.id
+  )
+  SELECT array_agg(id) INTO idle_ids FROM idle;
   -- One write of the run row (svc_store_run): the release, the spending, the failure, the charge and the settlement.
   nr := r;
   nr.reserved_micros := r.reserved_micros - s.reserved_micros;
   nr.spent_micros := r.spent_micros + added;
-  nr.charged_micros := r.charged_micros + svc_charge_ledger(p_run, r.org_id, ARRAY[done.id]);
+  nr.charged_micros := r.charged_micros + svc_charge_ledger(p_run, r.org_id, ARRAY[done.id] || COALESCE(idle_ids, '{}'));
   PERFORM svc_store_run(r, svc_failed_run(nr, p_error));
   RETURN jsonb_build_object('committed', true, 'total_micros', done.cost_micros, 'held_micros', s.reserved_micros, 'run_failed', fails_run,
                             'skipped', to_jsonb(skipped));

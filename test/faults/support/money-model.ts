@@ -401,7 +401,11 @@ function fail(state: MState, run: MRun, index: number, op: Extract<Resolved, { k
   if (failsRun) run.status = 'failed';
   const skipped = run.steps.filter((o) => o.status === 'pending').map((o) => o.node).sort();
   for (const o of run.steps) if (o.status === 'pending') o.status = 'skipped';
+  // Other attempts that hold nothing could charge nothing more: cancelled, their cost so far charged.
+  const idle = run.steps.filter((o) => o !== s && o.status === 'running' && o.reserved === 0);
+  for (const o of idle) Object.assign(o, { status: 'cancelled', lostCharge: 0 });
   charge(state, run, s);
+  for (const o of idle) charge(state, run, o);
   syncHold(state, run);
   return { committed: true, chargedMicros: s.cost, clamped: op.cost > held, runFailed: failsRun, skipped };
 }
