@@ -1,5 +1,6 @@
+import { OAuthRepository, type OAuthGrantRecord } from './oauth-repository';
 import { inTransaction, rawRows, type Db } from './prisma-client';
-import { TokenRepository, type TokenSummary } from './token-repository';
+import type { TokenSummary } from './token-repository';
 
 /** Where a device authorization stands (RFC 8628): waiting for the user, decided, or redeemed. */
 export type DeviceAuthorizationStatus = 'pending' | 'approved' | 'denied' | 'consumed';
@@ -17,7 +18,7 @@ export interface DeviceAuthorization {
   userId: string | null;
   /** The organization the session token acts for (set on approval). */
   orgId: string | null;
-  /** The session token issued when the client redeemed the approval. */
+  /** The first session token issued when the client redeemed the approval. */
   tokenId: string | null;
   expiresAt: Date;
   decidedAt: Date | null;
@@ -57,6 +58,18 @@ export interface SessionTokenToIssue {
   hash: string;
   displayPrefix: string;
   expiresAt: Date;
+}
+
+/** What a redeemed approval issues: a grant (the login's refresh-token family) with its first access and refresh tokens. */
+export interface DeviceLoginToIssue {
+  access: SessionTokenToIssue;
+  /** SHA-256 hex of the first refresh token (from `issueRefreshToken`). */
+  refreshHash: string;
+  refreshExpiresAt: Date;
+  /** The login's absolute end: no refresh token outlives it. */
+  expiresAt: Date;
+  /** What the tokens are for: the API's base URL. */
+  resource: string;
 }
 
 /** RFC 8628 §3.5: a client told to `slow_down` adds 5 seconds to its interval from then on. */
@@ -196,11 +209,12 @@ export class DeviceAuthorizationRepository {
   }
 
   /**
-   * Redeems an approved, unexpired authorization exactly once: marks it consumed and stores the
-   * session token (the approved scopes, for the approver and the organization they chose) in one
-   * transaction. Of concurrent polls only one gets the token; the others get null.
+   * Redeems an approved, unexpired authorization exactly once: marks it consumed and stores a
+   * grant of the device flow's client with its refresh token and first session token (the
+   * approved scopes, for the approver and the organization they chose) in one transaction. Of
+   * concurrent polls only one gets the tokens; the others get null.
    */
-  async redeem(id: string, now: Date, token: SessionTokenToIssue): Promise<{ authorization: DeviceAuthorization; token: TokenSummary } | null> {
+  async redeem(id: string, now: Date, tokens: DeviceLoginToIssue): Promise<{ authorization: DeviceAuthorization; token: TokenSummary; grant: OAuthGrantRecord } | null> {
     return inTransaction(this.db, async (tx) => {
       const rows = await rawRows<Row>(
         tx,
@@ -211,18 +225,19 @@ export class DeviceAuthorizationRepository {
       );
       const row = rows[0];
       if (!row || row.user_id === null || row.org_id === null) return null;
-      const issued = await new TokenRepository(tx).create({
+      const { grant, accessToken } = await new OAuthRepository(tx).createGrant({
+        client: { kind: 'device', id: row.client_id },
         userId: row.user_id,
         orgId: row.org_id,
-        name: token.name,
-        hash: token.hash,
-        displayPrefix: token.displayPrefix,
         scopes: row.scopes ?? [],
-        kind: 'session',
-        expiresAt: token.expiresAt,
+        resource: tokens.resource,
+        refreshHash: tokens.refreshHash,
+        refreshExpiresAt: tokens.refreshExpiresAt,
+        expiresAt: tokens.expiresAt,
+        access: tokens.access,
       });
-      await rawRows(tx, 'UPDATE device_authorizations SET token_id = $2::uuid WHERE id = $1::uuid', [id, issued.id]);
-      return { authorization: { ...toAuthorization(row), tokenId: issued.id }, token: issued };
+      await rawRows(tx, 'UPDATE device_authorizations SET token_id = $2::uuid WHERE id = $1::uuid', [id, accessToken.id]);
+      return { authorization: { ...toAuthorization(row), tokenId: accessToken.id }, token: accessToken, grant };
     });
   }
 

@@ -10,7 +10,7 @@ export { UserRepository, type User, type UserCredentials } from './user-reposito
 export { MembershipRepository, type MemberOrganization, type Membership, type Role } from './membership-repository';
 export { TOKEN_CHANGES_CHANNEL, TokenChangeListener, tokensRevokedHere, type TokenChangeHandlers, type TokenChangeListenerOptions } from './token-changes';
 export { findTokenByHash, TokenRepository, type NewToken, type TokenRecord, type TokenSummary } from './token-repository';
-export { OAuthRepository, type ExchangeOutcome, type IssuedGrantTokens, type OAuthAccessTokenToIssue, type OAuthClientRecord, type OAuthCodeRecord, type OAuthGrantRecord, type RefreshOutcome } from './oauth-repository';
+export { OAuthRepository, type ExchangeOutcome, type GrantClient, type IssuedGrantTokens, type NewGrant, type OAuthAccessTokenToIssue, type OAuthClientRecord, type OAuthCodeRecord, type OAuthGrantRecord, type RefreshOutcome } from './oauth-repository';
 export { WorkflowRepository } from './workflow-repository';
 export { type LatestPointer, type SlugStanding, type WorkflowRecord, type WorkflowVersionDetailRecord, type WorkflowVersionRecord } from './workflow-records';
 export {
@@ -19,6 +19,7 @@ export {
   type DecisionResult,
   type DeviceAuthorization,
   type DeviceAuthorizationStatus,
+  type DeviceLoginToIssue,
   type NewDeviceAuthorization,
   type PollResult,
   type SessionTokenToIssue,

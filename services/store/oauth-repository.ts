@@ -4,9 +4,12 @@ import { tokensRevokedHere } from './token-changes';
 import { TokenRepository, type TokenSummary } from './token-repository';
 
 /**
- * The storage of the MCP authorization server (docs/auth.md, "OAuth for MCP clients"): registered
- * clients, authorization codes and grants. Codes and refresh tokens are stored as SHA-256 hashes
- * only, like access tokens; the access tokens themselves are `oauth` rows of `access_tokens`.
+ * The storage of the service's OAuth (docs/auth.md): the MCP authorization server's registered
+ * clients and authorization codes, and the grants of both MCP clients and device logins (`svc
+ * login`). A grant is one refresh token's family: its current refresh token, the one it replaced,
+ * and the access tokens issued under it (`oauth` rows of `access_tokens` for an MCP client,
+ * `session` rows for a device login). Codes and refresh tokens are stored as SHA-256 hashes only,
+ * like access tokens.
  */
 
 /** A registered (public) client. */
@@ -34,19 +37,41 @@ export interface OAuthCodeRecord {
   grantId: string | null;
 }
 
+/**
+ * Whose grant: a registered MCP client (its UUID), or the device flow's `client_id` of a device
+ * login (`svc-cli`; not registered). A refresh token is only ever accepted from its own client.
+ */
+export type GrantClient = { kind: 'mcp'; id: string } | { kind: 'device'; id: string };
+
 /** A grant: a person's consent to a client, with its current refresh token. */
 export interface OAuthGrantRecord {
   id: string;
-  clientId: string;
+  client: GrantClient;
   userId: string;
   orgId: string;
   scopes: string[];
   resource: string;
   refreshExpiresAt: Date;
+  /** The grant's absolute end (device logins): no refresh token outlives it; null: none. */
+  expiresAt: Date | null;
   revokedAt: Date | null;
 }
 
-/** An access token to store with a grant: from `issueToken('oauth')`, never its value. */
+/** What {@link OAuthRepository.createGrant} stores: the grant, its first refresh token (hash) and access token. */
+export interface NewGrant {
+  client: GrantClient;
+  userId: string;
+  orgId: string;
+  scopes: readonly string[];
+  resource: string;
+  refreshHash: string;
+  refreshExpiresAt: Date;
+  /** The grant's absolute end; omitted: none. */
+  expiresAt?: Date | null;
+  access: OAuthAccessTokenToIssue;
+}
+
+/** An access token to store with a grant: from `issueToken` (`oauth` for an MCP client, `session` for a device login), never its value. */
 export interface OAuthAccessTokenToIssue {
   name: string;
   hash: string;
@@ -72,29 +97,40 @@ export type ExchangeOutcome =
 
 type GrantRow = {
   id: string;
-  client_id: string;
+  client_id: string | null;
+  device_client_id: string | null;
   user_id: string;
   org_id: string;
   scopes: string[];
   resource: string;
   refresh_expires_at: Date;
+  expires_at: Date | null;
   revoked_at: Date | null;
 };
 
-const GRANT_COLUMNS = 'id, client_id, user_id, org_id, scopes, resource, refresh_expires_at, revoked_at';
+const GRANT_COLUMNS = 'id, client_id, device_client_id, user_id, org_id, scopes, resource, refresh_expires_at, expires_at, revoked_at';
 
 function toGrant(row: GrantRow): OAuthGrantRecord {
+  const client: GrantClient | null = row.client_id !== null ? { kind: 'mcp', id: row.client_id } : row.device_client_id !== null ? { kind: 'device', id: row.device_client_id } : null;
+  if (!client) throw new Error(`OAuth grant ${row.id} has neither a client_id nor a device_client_id`);
   return {
     id: row.id,
-    clientId: row.client_id,
+    client,
     userId: row.user_id,
     orgId: row.org_id,
     scopes: row.scopes,
     resource: row.resource,
     refreshExpiresAt: row.refresh_expires_at,
+    expiresAt: row.expires_at,
     revokedAt: row.revoked_at,
   };
 }
+
+/** The client columns' values for a {@link GrantClient}: `[client_id, device_client_id]`, one of them null. */
+const clientColumns = (client: GrantClient): [string | null, string | null] => (client.kind === 'mcp' ? [client.id, null] : [null, client.id]);
+
+/** SQL matching a grant's client, given `client_id` and `device_client_id` as the parameters `$a` and `$b`. */
+const CLIENT_MATCHES = (a: number, b: number) => `client_id IS NOT DISTINCT FROM $${a}::uuid AND device_client_id IS NOT DISTINCT FROM $${b}::text`;
 
 export class OAuthRepository {
   constructor(private readonly db: Db) {}
@@ -171,35 +207,57 @@ export class OAuthRepository {
         if (current.grantId) await new OAuthRepository(tx).revokeGrant(current.grantId, now);
         return { ok: false, reason: 'used' };
       }
-      const grants = await rawRows<GrantRow>(
-        tx,
-        `INSERT INTO oauth_grants (client_id, user_id, org_id, scopes, resource, refresh_token_hash, refresh_expires_at)
-         VALUES ($1::uuid, $2::uuid, $3::uuid, $4::text[], $5::text, $6::text, $7::timestamptz)
-         RETURNING ${GRANT_COLUMNS}`,
-        [code.client_id, code.user_id, code.org_id, code.scopes, code.resource, tokens.refreshHash, tokens.refreshExpiresAt],
-      );
-      const grant = toGrant(grants[0]!);
-      await rawRows(tx, 'UPDATE oauth_authorization_codes SET grant_id = $2::uuid WHERE id = $1::uuid', [code.id, grant.id]);
-      const accessToken = await issueAccess(tx, grant, tokens.access);
-      return { ok: true, issued: { grant, accessToken } };
+      const issued = await new OAuthRepository(tx).createGrant({
+        client: { kind: 'mcp', id: code.client_id },
+        userId: code.user_id,
+        orgId: code.org_id,
+        scopes: code.scopes,
+        resource: code.resource,
+        refreshHash: tokens.refreshHash,
+        refreshExpiresAt: tokens.refreshExpiresAt,
+        access: tokens.access,
+      });
+      await rawRows(tx, 'UPDATE oauth_authorization_codes SET grant_id = $2::uuid WHERE id = $1::uuid', [code.id, issued.grant.id]);
+      return { ok: true, issued };
     });
+  }
+
+  /**
+   * Stores a new grant with its first refresh token and access token. Call it in the transaction
+   * that consumes what the grant was given for (an authorization code, a device code), so that is
+   * given once. The refresh token never outlives the grant's `expiresAt`.
+   */
+  async createGrant(input: NewGrant): Promise<IssuedGrantTokens> {
+    const [clientId, deviceClientId] = clientColumns(input.client);
+    const grants = await rawRows<GrantRow>(
+      this.db,
+      `INSERT INTO oauth_grants (client_id, device_client_id, user_id, org_id, scopes, resource, refresh_token_hash, refresh_expires_at, expires_at)
+       VALUES ($1::uuid, $2::text, $3::uuid, $4::uuid, $5::text[], $6::text, $7::text, LEAST($8::timestamptz, $9::timestamptz), $9::timestamptz)
+       RETURNING ${GRANT_COLUMNS}`,
+      [clientId, deviceClientId, input.userId, input.orgId, [...input.scopes], input.resource, input.refreshHash, input.refreshExpiresAt, input.expiresAt ?? null],
+    );
+    const grant = toGrant(grants[0]!);
+    const accessToken = await issueAccess(this.db, grant, input.access);
+    return { grant, accessToken };
   }
 
   /**
    * Rotates a grant's refresh token and issues a new access token, in one transaction: the old
    * refresh token stops working at once. Presenting a refresh token that was already rotated
    * revokes the whole grant (OAuth 2.1 §4.3.1: a replay means one of the two copies leaked).
-   * `scopes`, when given, narrows the new access token (never widens it).
+   * `scopes`, when given, narrows the new access token (never widens it). The new refresh token
+   * expires at `refreshExpiresAt`, or at the grant's own end if that comes first.
    */
-  async refresh(refreshHash: string, clientId: string, now: Date, tokens: { newRefreshHash: string; refreshExpiresAt: Date; access: OAuthAccessTokenToIssue; scopes?: readonly string[] }): Promise<RefreshOutcome> {
+  async refresh(refreshHash: string, client: GrantClient, now: Date, tokens: { newRefreshHash: string; refreshExpiresAt: Date; access: OAuthAccessTokenToIssue; scopes?: readonly string[] }): Promise<RefreshOutcome> {
+    const [clientId, deviceClientId] = clientColumns(client);
     return inTransaction(this.db, async (tx) => {
       const rotated = await rawRows<GrantRow>(
         tx,
         `UPDATE oauth_grants
-            SET refresh_token_hash = $2::text, previous_refresh_token_hash = $1::text, refresh_expires_at = $5::timestamptz
-          WHERE refresh_token_hash = $1::text AND client_id = $3::uuid AND revoked_at IS NULL AND refresh_expires_at > $4::timestamptz
+            SET refresh_token_hash = $2::text, previous_refresh_token_hash = $1::text, refresh_expires_at = LEAST($5::timestamptz, expires_at)
+          WHERE refresh_token_hash = $1::text AND ${CLIENT_MATCHES(3, 6)} AND revoked_at IS NULL AND refresh_expires_at > $4::timestamptz
           RETURNING ${GRANT_COLUMNS}`,
-        [refreshHash, tokens.newRefreshHash, clientId, now, tokens.refreshExpiresAt],
+        [refreshHash, tokens.newRefreshHash, clientId, now, tokens.refreshExpiresAt, deviceClientId],
       );
       if (rotated[0]) {
         const grant = toGrant(rotated[0]);
@@ -210,8 +268,8 @@ export class OAuthRepository {
       const found = await rawRows<GrantRow & { refresh_token_hash: string }>(
         tx,
         `SELECT ${GRANT_COLUMNS}, refresh_token_hash FROM oauth_grants
-          WHERE (refresh_token_hash = $1::text OR previous_refresh_token_hash = $1::text) AND client_id = $2::uuid`,
-        [refreshHash, clientId],
+          WHERE (refresh_token_hash = $1::text OR previous_refresh_token_hash = $1::text) AND ${CLIENT_MATCHES(2, 3)}`,
+        [refreshHash, clientId, deviceClientId],
       );
       const grant = found[0];
       if (!grant) return { ok: false, reason: 'unknown' };
@@ -239,8 +297,8 @@ export class OAuthRepository {
   }
 
   /** The grant whose current refresh token has this hash, if it belongs to the client. */
-  async findGrantByRefreshHash(refreshHash: string, clientId: string): Promise<OAuthGrantRecord | null> {
-    const rows = await rawRows<GrantRow>(this.db, `SELECT ${GRANT_COLUMNS} FROM oauth_grants WHERE refresh_token_hash = $1::text AND client_id = $2::uuid`, [refreshHash, clientId]);
+  async findGrantByRefreshHash(refreshHash: string, client: GrantClient): Promise<OAuthGrantRecord | null> {
+    const rows = await rawRows<GrantRow>(this.db, `SELECT ${GRANT_COLUMNS} FROM oauth_grants WHERE refresh_token_hash = $1::text AND ${CLIENT_MATCHES(2, 3)}`, [refreshHash, ...clientColumns(client)]);
     return rows[0] ? toGrant(rows[0]) : null;
   }
 
@@ -255,7 +313,7 @@ export class OAuthRepository {
   }
 }
 
-/** Stores an access token under a grant: the grant's user, organization and scopes. */
+/** Stores an access token under a grant: the grant's user, organization and scopes; `oauth` for an MCP client, `session` for a device login. */
 async function issueAccess(db: Db, grant: OAuthGrantRecord, access: OAuthAccessTokenToIssue): Promise<TokenSummary> {
   return new TokenRepository(db).create({
     userId: grant.userId,
@@ -264,7 +322,7 @@ async function issueAccess(db: Db, grant: OAuthGrantRecord, access: OAuthAccessT
     hash: access.hash,
     displayPrefix: access.displayPrefix,
     scopes: grant.scopes,
-    kind: 'oauth',
+    kind: grant.client.kind === 'mcp' ? 'oauth' : 'session',
     expiresAt: access.expiresAt,
     oauthGrantId: grant.id,
   });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { hashToken } from '../../services/platform/access-token';
 import { createBrowserSession } from '../support/browser-session';
 import { ensureCliBuilt } from '../support/cli-build';
 import { FakeOAuthServer } from '../support/cli-oauth-fake';
@@ -38,6 +39,42 @@ describe('svc login, whoami and logout', () => {
     return { page: page!, userCode: userCode!, done };
   }
 
+  interface Saved {
+    url: string;
+    token: string;
+    refreshToken?: string;
+    expiresAt?: string;
+  }
+  const savedLogin = (home: CliHome) => JSON.parse(fs.readFileSync(home.configFile, 'utf8')) as Saved;
+  const meStatus = async (token: string) => (await fetch(`${service.url}/v1/me`, { headers: bearer(token) })).status;
+
+  /** `svc login`, approved; resolves with what it saved. */
+  async function signIn(home: CliHome, args: string[] = []) {
+    const { userCode, done } = await startLogin(home, args);
+    expect((await decide(userCode, 'approve')).status).toBe(200);
+    const login = await done;
+    expect(login.code).toBe(0);
+    return { login, saved: savedLogin(home) };
+  }
+
+  /** The refresh grant as any OAuth client sends it. */
+  async function refresh(refreshToken: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    const res = await fetch(`${service.url}/oauth/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: 'svc-cli' }).toString(),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  /** The saved session token expires, as an hour later: on the service, and, with `file`, in the saved login too. */
+  async function expire(home: CliHome, options: { file: boolean }) {
+    const saved = savedLogin(home);
+    await service.prisma.accessToken.update({ where: { tokenHash: hashToken(saved.token) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    if (options.file) fs.writeFileSync(home.configFile, JSON.stringify({ ...saved, expiresAt: new Date(Date.now() - 1000).toISOString() }));
+    return saved;
+  }
+
   it('signs in through the approval page, saves the token 0600, whoami uses it, logout revokes and removes it', async () => {
     const home = new CliHome({ SERVICE_URL: service.url, XDG_CONFIG_HOME: '' });
     try {
@@ -59,9 +96,12 @@ describe('svc login, whoami and logout', () => {
       const file = `${home.dir}/.config/svc/config.json`;
       expect(fs.statSync(file).mode & 0o777).toBe(0o600);
       expect(fs.statSync(`${home.dir}/.config/svc`).mode & 0o777).toBe(0o700);
-      const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as { url: string; token: string };
+      const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as Saved;
       expect(saved.url).toBe(service.url);
       expect(saved.token).toMatch(/^svcs_/);
+      // A short-lived session token, and the refresh token that renews it.
+      expect(saved.refreshToken).toMatch(/^svcr_/);
+      expect(Date.parse(saved.expiresAt!)).toBeLessThanOrEqual(Date.now() + 3600_000);
 
       const whoami = await home.run(['whoami']);
       expect(whoami.code).toBe(0);
@@ -115,31 +155,103 @@ describe('svc login, whoami and logout', () => {
 
   it('revokes the session token it replaces when signing in again to the same service', async () => {
     const home = new CliHome({ SERVICE_URL: service.url });
-    const savedToken = () => (JSON.parse(fs.readFileSync(home.configFile, 'utf8')) as { token: string }).token;
-    const meStatus = async (token: string) => (await fetch(`${service.url}/v1/me`, { headers: bearer(token) })).status;
-    async function signIn(args: string[] = []) {
-      const { userCode, done } = await startLogin(home, args);
-      expect((await decide(userCode, 'approve')).status).toBe(200);
-      const login = await done;
-      expect(login.code).toBe(0);
-      return { login, token: savedToken() };
-    }
     try {
-      const first = await signIn();
+      const first = await signIn(home);
       expect(first.login.stdout).not.toContain('previous');
-      const second = await signIn();
-      expect(second.token).not.toBe(first.token);
+      const second = await signIn(home);
+      expect(second.saved.token).not.toBe(first.saved.token);
       expect(second.login.stdout.trim().split('\n').at(-1)).toBe('The previous session token is revoked.');
-      expect(await meStatus(first.token)).toBe(401);
-      expect(await meStatus(second.token)).toBe(200);
+      expect(await meStatus(first.saved.token)).toBe(401);
+      expect(await meStatus(second.saved.token)).toBe(200);
+      // The replaced login's refresh token went with it.
+      expect((await refresh(first.saved.refreshToken!)).body).toMatchObject({ error: 'invalid_grant' });
 
-      const third = await signIn(['--json']);
+      // A replaced login whose session token expired is renewed to be revoked.
+      await expire(home, { file: true });
+      const third = await signIn(home, ['--json']);
       expect(JSON.parse(third.login.stdout)).toMatchObject({ url: service.url, previousTokenRevoked: true });
-      expect(await meStatus(second.token)).toBe(401);
-      expect(await meStatus(third.token)).toBe(200);
+      expect((await refresh(second.saved.refreshToken!)).body).toMatchObject({ error: 'invalid_grant' });
+      expect(await meStatus(third.saved.token)).toBe(200);
     } finally {
       home.remove();
     }
+  });
+
+  describe('renewing the saved login', () => {
+    it('renews a session token the service refuses as expired, retries the request, and says nothing about it', async () => {
+      const home = new CliHome({ SERVICE_URL: service.url });
+      try {
+        await signIn(home);
+        const before = await expire(home, { file: false });
+        const whoami = await home.run(['whoami']);
+        expect(whoami).toMatchObject({ code: 0, stderr: '' });
+        expect(whoami.stdout).toMatch(/^token\s+session "Device login \(svc-cli\)" svcs_\S+… \(from saved login\)$/m);
+        const after = savedLogin(home);
+        expect(after.token).not.toBe(before.token);
+        expect(after.refreshToken).not.toBe(before.refreshToken);
+        expect(fs.statSync(home.configFile).mode & 0o777).toBe(0o600);
+        expect(await meStatus(after.token)).toBe(200);
+
+        // Signing out ends the renewed login, the refresh token included.
+        expect((await home.run(['logout'])).stdout).toContain('the session token is revoked and removed');
+        expect((await refresh(after.refreshToken!)).body).toMatchObject({ error: 'invalid_grant' });
+      } finally {
+        home.remove();
+      }
+    });
+
+    it('renews a session token before it expires, by the saved expiry, and says nothing about it', async () => {
+      const home = new CliHome({ SERVICE_URL: service.url });
+      try {
+        await signIn(home);
+        const before = await expire(home, { file: true });
+        const whoami = await home.run(['whoami', '--json']);
+        expect(whoami).toMatchObject({ code: 0, stderr: '' });
+        const after = savedLogin(home);
+        expect(after.token).not.toBe(before.token);
+        expect(JSON.parse(whoami.stdout)).toMatchObject({ token: { kind: 'session', displayPrefix: after.token.slice(0, 13) } });
+        expect(Date.parse(after.expiresAt!)).toBeGreaterThan(Date.now());
+      } finally {
+        home.remove();
+      }
+    });
+
+    it('stays signed in when several svc processes renew at once: one renews, the others take its tokens', async () => {
+      const home = new CliHome({ SERVICE_URL: service.url });
+      try {
+        await signIn(home);
+        const before = await expire(home, { file: true });
+        const runs = await Promise.all(Array.from({ length: 4 }, () => home.run(['whoami'])));
+        expect(runs.map((r) => [r.code, r.stderr])).toEqual(Array(4).fill([0, '']));
+        const after = savedLogin(home);
+        expect(after.token).not.toBe(before.token);
+        // No refresh token was presented twice: the login was not revoked, and renews again.
+        expect(await meStatus(after.token)).toBe(200);
+        await expire(home, { file: true });
+        expect(await home.run(['whoami'])).toMatchObject({ code: 0, stderr: '' });
+      } finally {
+        home.remove();
+      }
+    });
+
+    it('says to sign in again, and exits 3, when the login can no longer be renewed', async () => {
+      const home = new CliHome({ SERVICE_URL: service.url });
+      try {
+        const { saved } = await signIn(home);
+        // The refresh token is used elsewhere (it leaked): when svc presents it too, the service revokes the login.
+        expect((await refresh(saved.refreshToken!)).status).toBe(200);
+        await expire(home, { file: true });
+        const whoami = await home.run(['whoami']);
+        expect(whoami.code).toBe(3);
+        expect(whoami.stdout).toBe('');
+        expect(whoami.stderr).toMatch(/^svc: renewing the saved login for \S+ failed: .*run `svc login` again \(invalid_grant\)\n$/);
+        const json = await home.run(['whoami', '--json']);
+        expect(json.code).toBe(3);
+        expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: 'invalid_grant', message: expect.stringContaining('svc login') } });
+      } finally {
+        home.remove();
+      }
+    });
   });
 
   it('exits 3 with a clear message when the person denies, and saves nothing', async () => {

@@ -1,4 +1,4 @@
-import { issueToken, type TokenKind } from '../../services/platform/access-token';
+import { hashToken, issueToken, type TokenKind } from '../../services/platform/access-token';
 import { hashDeviceCode, issueDeviceCodes } from '../../services/platform/device-code';
 import { DeviceAuthorizationRepository, TokenRepository, type PrismaClient } from '../../services/store';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
@@ -43,6 +43,31 @@ class DeviceClient {
   poll(deviceCode: string): Promise<Answer> {
     return this.post('/oauth/token', { grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: this.clientId });
   }
+
+  refresh(refreshToken: string, clientId = this.clientId): Promise<Answer> {
+    return this.post('/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId });
+  }
+}
+
+/** A device login's grant (its refresh-token family), read with SQL (the columns as stored). */
+interface GrantRow {
+  id: string;
+  client_id: string | null;
+  device_client_id: string | null;
+  refresh_token_hash: string;
+  refresh_expires_at: Date;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+async function grantOfToken(prisma: PrismaClient, accessToken: string): Promise<GrantRow> {
+  const rows = await prisma.$queryRawUnsafe<GrantRow[]>(
+    `SELECT g.id, g.client_id, g.device_client_id, g.refresh_token_hash, g.refresh_expires_at, g.expires_at, g.revoked_at
+       FROM oauth_grants g JOIN access_tokens t ON t.oauth_grant_id = g.id WHERE t.token_hash = $1`,
+    hashToken(accessToken),
+  );
+  if (!rows[0]) throw new Error('the token has no grant');
+  return rows[0];
 }
 
 /** A credential of another kind for the same user (a device-login session, the editor's browser session). */
@@ -132,17 +157,27 @@ describe('device login (RFC 8628) over HTTP', () => {
     expect(approved.body).toMatchObject({ status: 'approved', user_code: code.user_code, organization: { id: service.account.orgId } });
 
     await lastPolled(service.prisma, code.device_code, 16);
+    const before = Date.now();
     const granted = await client.poll(code.device_code);
+    const after = Date.now();
     expect(granted.status).toBe(200);
     expect(granted.headers.get('cache-control')).toBe('no-store');
-    expect(granted.body).toEqual({ access_token: expect.stringMatching(/^svcs_/), token_type: 'Bearer', expires_in: 30 * 86400, scope: 'read run' });
+    // A short-lived session token (SESSION_TOKEN_TTL_SECONDS, an hour) and a refresh token that renews it.
+    expect(granted.body).toEqual({ access_token: expect.stringMatching(/^svcs_/), token_type: 'Bearer', expires_in: 3600, scope: 'read run', refresh_token: expect.stringMatching(/^svcr_/) });
     const token = granted.body.access_token as string;
 
     const row = await service.prisma.deviceAuthorization.findUniqueOrThrow({ where: { deviceCodeHash: hashDeviceCode(code.device_code) } });
     expect(row.status).toBe('consumed');
     const stored = await service.prisma.accessToken.findUniqueOrThrow({ where: { id: row.tokenId! } });
     expect(stored).toMatchObject({ kind: 'session', userId: service.account.userId, orgId: service.account.orgId, scopes: ['read', 'run'], revokedAt: null });
-    expect(Math.abs(stored.expiresAt!.getTime() - (Date.now() + 30 * 86400_000))).toBeLessThan(60_000);
+    const within = (at: Date | null, ms: number) => expect([at!.getTime() >= before + ms - 1, at!.getTime() <= after + ms]).toEqual([true, true]);
+    within(stored.expiresAt, 3600_000);
+    // The refresh token's family: a grant of the device flow's client, only the hash stored,
+    // renewable for 30 days after each use (SESSION_REFRESH_TOKEN_TTL_DAYS), for 90 at most (SESSION_MAX_AGE_DAYS).
+    const grant = await grantOfToken(service.prisma, token);
+    expect(grant).toMatchObject({ client_id: null, device_client_id: 'svc-cli', refresh_token_hash: hashToken(granted.body.refresh_token as string), revoked_at: null });
+    within(grant.refresh_expires_at, 30 * 86400_000);
+    within(grant.expires_at, 90 * 86400_000);
 
     const me = await call(service, 'GET', '/v1/me', bearer(token));
     expect(me.status).toBe(200);
@@ -168,11 +203,104 @@ describe('device login (RFC 8628) over HTTP', () => {
     expect(again.status).toBe(400);
     expect(again.body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('already') });
 
-    // The session is revocable: refused on its very next request.
+    // The session is revocable: refused on its very next request, and its refresh token with it.
     expect(await new TokenRepository(service.prisma).revoke(stored.id)).toBe(true);
     const revoked = await call(service, 'GET', '/v1/me', bearer(token));
     expect(revoked.status).toBe(401);
     expect(revoked.body.error).toContain('revoked');
+    expect((await client.refresh(granted.body.refresh_token as string)).body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('revoked') });
+  });
+
+  describe('renewing a device login (grant_type=refresh_token)', () => {
+    /** A device login through to its tokens. */
+    async function signIn(): Promise<{ access: string; refresh: string }> {
+      const code = await client.requestCode();
+      expect((await approve(code.user_code)).status).toBe(200);
+      const granted = await client.poll(code.device_code);
+      expect(granted.status).toBe(200);
+      return { access: granted.body.access_token as string, refresh: granted.body.refresh_token as string };
+    }
+    const meStatus = async (token: string) => (await call(service, 'GET', '/v1/me', bearer(token))).status;
+
+    it('rotates: each refresh answers a new session token and a new refresh token of the same login', async () => {
+      const first = await signIn();
+      const renewed = await client.refresh(first.refresh);
+      expect(renewed.status).toBe(200);
+      expect(renewed.headers.get('cache-control')).toBe('no-store');
+      expect(renewed.body).toEqual({ access_token: expect.stringMatching(/^svcs_/), token_type: 'Bearer', expires_in: 3600, scope: 'read run', refresh_token: expect.stringMatching(/^svcr_/) });
+      const second = { access: renewed.body.access_token as string, refresh: renewed.body.refresh_token as string };
+      expect([second.access === first.access, second.refresh === first.refresh]).toEqual([false, false]);
+      const me = await call(service, 'GET', '/v1/me', bearer(second.access));
+      expect(me.status).toBe(200);
+      expect(me.body).toMatchObject({ user: { id: service.account.userId }, token: { kind: 'session', name: 'Device login (svc-cli)', scopes: ['read', 'run'] } });
+      // One family: the grant now holds the new refresh token (its hash), and renews again.
+      const grant = await grantOfToken(service.prisma, second.access);
+      expect(grant.id).toBe((await grantOfToken(service.prisma, first.access)).id);
+      expect(grant.refresh_token_hash).toBe(hashToken(second.refresh));
+      const third = await client.refresh(second.refresh);
+      expect(third.status).toBe(200);
+      expect(await meStatus(third.body.access_token as string)).toBe(200);
+    });
+
+    it('revokes the whole login when a rotated refresh token comes again: every session token of it stops working', async () => {
+      const first = await signIn();
+      const renewed = await client.refresh(first.refresh);
+      const second = { access: renewed.body.access_token as string, refresh: renewed.body.refresh_token as string };
+      expect([await meStatus(first.access), await meStatus(second.access)]).toEqual([200, 200]);
+
+      const replay = await client.refresh(first.refresh);
+      expect(replay.status).toBe(400);
+      expect(replay.body).toEqual({ error: 'invalid_grant', error_description: expect.stringContaining('already used') });
+      expect([await meStatus(first.access), await meStatus(second.access)]).toEqual([401, 401]);
+      // The current refresh token went with them.
+      expect((await client.refresh(second.refresh)).body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('revoked') });
+      expect((await grantOfToken(service.prisma, second.access)).revoked_at).not.toBeNull();
+    });
+
+    it('answers 401 for an expired session token, which the refresh token renews', async () => {
+      const login = await signIn();
+      await service.prisma.accessToken.update({ where: { tokenHash: hashToken(login.access) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+      const expired = await call(service, 'GET', '/v1/me', bearer(login.access));
+      expect(expired.status).toBe(401);
+      expect(expired.body.error).toContain('expired');
+      const renewed = await client.refresh(login.refresh);
+      expect(renewed.status).toBe(200);
+      expect(await meStatus(renewed.body.access_token as string)).toBe(200);
+    });
+
+    it('refuses a refresh token unused past its lifetime, and never renews past the login\'s maximum age', async () => {
+      const idle = await signIn();
+      const grant = await grantOfToken(service.prisma, idle.access);
+      await service.prisma.$executeRawUnsafe(`UPDATE oauth_grants SET refresh_expires_at = now() - interval '1 second' WHERE id = $1::uuid`, grant.id);
+      expect((await client.refresh(idle.refresh)).body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('expired') });
+
+      const old = await signIn();
+      const end = new Date(Date.now() + 3600_000);
+      await service.prisma.$executeRawUnsafe(`UPDATE oauth_grants SET expires_at = $2::timestamptz WHERE id = $1::uuid`, (await grantOfToken(service.prisma, old.access)).id, end);
+      const renewed = await client.refresh(old.refresh);
+      expect(renewed.status).toBe(200);
+      // The new refresh token ends with the login, not 30 days on.
+      expect((await grantOfToken(service.prisma, renewed.body.access_token as string)).refresh_expires_at.getTime()).toBe(end.getTime());
+    });
+
+    it('takes a refresh token only from its own client, and says what is wrong with a malformed request', async () => {
+      const login = await signIn();
+      expect((await client.refresh(login.refresh, 'other-cli')).body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('not known') });
+      expect((await client.refresh(login.access)).body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('svcr_') });
+      expect((await client.post('/oauth/token', { grant_type: 'refresh_token', client_id: 'svc-cli' })).body).toMatchObject({ error: 'invalid_request', error_description: expect.stringContaining('refresh_token') });
+      // None of these cost the login anything.
+      expect((await client.refresh(login.refresh)).status).toBe(200);
+    });
+
+    it('ends the login when one of its session tokens is revoked (svc logout): the refresh token is refused', async () => {
+      const first = await signIn();
+      const renewed = await client.refresh(first.refresh);
+      const access = renewed.body.access_token as string;
+      const me = (await call(service, 'GET', '/v1/me', bearer(access))).body as { token: { id: string } };
+      expect((await call(service, 'DELETE', `/v1/tokens/${me.token.id}`, bearer(access))).status).toBe(204);
+      expect([await meStatus(first.access), await meStatus(access)]).toEqual([401, 401]);
+      expect((await client.refresh(renewed.body.refresh_token as string)).body).toMatchObject({ error: 'invalid_grant', error_description: expect.stringContaining('revoked') });
+    });
   });
 
   it('gives the token to exactly one of several concurrent polls', async () => {

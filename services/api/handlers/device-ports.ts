@@ -1,5 +1,5 @@
 import type { RateLimiter } from '../../queue';
-import type { DeviceAuthorizationRepository, MembershipRepository, OrganizationRepository, TokenRepository, UserRepository } from '../../store';
+import type { DeviceAuthorizationRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenRepository, UserRepository } from '../../store';
 import type { TokenLookup } from '../auth/auth-context';
 
 /** What the device-flow routes store and read (the store's repositories provide it). */
@@ -27,8 +27,16 @@ export interface DeviceRouteDeps {
   deviceCodeTtlSeconds: number;
   /** Seconds a client waits between polls (raised by 5 on each `slow_down`). */
   pollIntervalSeconds: number;
-  /** Lifetime of the session token a redeemed approval issues. */
-  sessionTokenTtlDays: number;
+  /** Device logins' refresh tokens: rotated on every refresh, a replay revokes the login (the grant). */
+  grants: Pick<OAuthRepository, 'refresh'>;
+  /** What device logins' tokens are for, recorded with the grant: the API's public base URL. */
+  resource: string;
+  /** Lifetime of a session (access) token, issued at login and on every refresh. */
+  sessionTokenTtlSeconds: number;
+  /** Lifetime of a device login's refresh token; each refresh issues a new one. */
+  sessionRefreshTokenTtlDays: number;
+  /** A device login's absolute end: refreshes stop working this long after `svc login`. */
+  sessionMaxAgeDays: number;
   /** Failed user-code lookups, approvals and denials per user and per client IP (brute-force limit). */
   userCodeFailures: { perUser: number; perIp: number; windowMs: number };
   /** Device codes one client IP may request per window; default 30 per 15 minutes. */

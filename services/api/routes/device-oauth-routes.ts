@@ -1,6 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { Scope } from '../../contract';
-import { issueToken } from '../../platform/access-token';
+import { issueRefreshToken, issueToken, parseRefreshToken } from '../../platform/access-token';
 import { hashDeviceCode, issueDeviceCodes } from '../../platform/device-code';
 import type { DeviceRouteDeps, FailureLimit } from '../handlers/device-ports';
 import { allowOnly, routeLabel } from './route-marks';
@@ -8,6 +8,9 @@ import { invalidRequest, noStore, OAuthError, oauthBody, oauthErrors, oauthParam
 
 /** The `grant_type` of RFC 8628 §3.4. */
 export const DEVICE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
+/** The `grant_type` of RFC 6749 §6: a device login renews its session token with its refresh token. */
+const REFRESH_GRANT_TYPE = 'refresh_token';
+const DAY_MS = 86_400_000;
 
 const KNOWN_SCOPES: readonly Scope[] = ['read', 'run'];
 const DEFAULT_SCOPES: readonly Scope[] = ['read', 'run'];
@@ -45,13 +48,60 @@ function scopesOf(params: Record<string, string>): Scope[] {
 
 /**
  * The client's side of the device flow: `POST /oauth/device/code` (RFC 8628 §3.1–3.2) and
- * `POST /oauth/token` with the device-code grant (§3.4–3.5). No authentication: the device code
- * is the secret. Answers and errors follow RFC 6749 (see docs/auth.md).
+ * `POST /oauth/token` with the device-code grant (§3.4–3.5), which answers a short-lived session
+ * token and a refresh token, and with the refresh-token grant (RFC 6749 §6, rotated as OAuth 2.1
+ * §4.3.1 asks). No authentication: the device code, then the refresh token, is the secret.
+ * Answers and errors follow RFC 6749 (see docs/auth.md).
  */
 export function deviceOAuthRouter(deps: DeviceRouteDeps): Router {
   const router = Router();
   const clock = deps.clock ?? (() => new Date());
   const codeRequests = { name: 'device-code-ip', ...(deps.codeRequestsPerIp ?? DEFAULT_CODE_REQUESTS_PER_IP) };
+
+  /** A new session token and refresh token, as stored (hashes) and as answered (values). */
+  function newSessionTokens(clientId: string, now: Date) {
+    const access = issueToken('session');
+    const refresh = issueRefreshToken();
+    return {
+      refresh,
+      access,
+      stored: {
+        access: { name: `Device login (${clientId})`, hash: access.hash, displayPrefix: access.displayPrefix, expiresAt: new Date(now.getTime() + deps.sessionTokenTtlSeconds * 1000) },
+        refreshHash: refresh.hash,
+        refreshExpiresAt: new Date(now.getTime() + deps.sessionRefreshTokenTtlDays * DAY_MS),
+      },
+    };
+  }
+
+  function answerTokens(res: Response, accessToken: string, refreshToken: string, scopes: readonly string[]): void {
+    noStore(res);
+    res.status(200).json({ access_token: accessToken, token_type: 'Bearer', expires_in: deps.sessionTokenTtlSeconds, scope: scopes.join(' '), refresh_token: refreshToken });
+  }
+
+  /**
+   * `grant_type=refresh_token`: a new session token and a new refresh token; the presented one
+   * stops working in the same statement. One presented again after its rotation revokes the whole
+   * login, its session tokens included (two holders of one refresh token: it leaked).
+   */
+  async function refreshGrant(params: Record<string, string>, res: Response): Promise<void> {
+    const clientId = clientIdOf(params);
+    const value = required(params, 'refresh_token', 'send the refresh_token of the last token response');
+    const parsed = parseRefreshToken(value);
+    if (!parsed.ok) throw new OAuthError({ error: 'invalid_grant', description: 'refresh_token is not a refresh token of this server (svcr_…); send the refresh_token of the last token response' });
+    const now = clock();
+    const tokens = newSessionTokens(clientId, now);
+    const outcome = await deps.grants.refresh(parsed.hash, { kind: 'device', id: clientId }, now, { newRefreshHash: tokens.refresh.hash, refreshExpiresAt: tokens.stored.refreshExpiresAt, access: tokens.stored.access });
+    if (!outcome.ok) {
+      const why = {
+        unknown: 'is not known to this client_id',
+        replayed: 'was already used: refresh tokens are rotated on every use, and one used twice means it leaked, so this login and its session tokens are now revoked',
+        expired: 'expired (unused too long, or the login reached its maximum age)',
+        revoked: 'was revoked (signed out, or revoked under Settings, API tokens)',
+      }[outcome.reason];
+      throw new OAuthError({ error: 'invalid_grant', description: `the refresh token ${why}` });
+    }
+    answerTokens(res, tokens.access.value, tokens.refresh.value, outcome.issued.accessToken.scopes);
+  }
 
   router.post('/oauth/device/code', routeLabel('/oauth/device/code'), oauthBody, async (req: Request, res: Response) => {
     const params = oauthParams(req);
@@ -100,10 +150,11 @@ export function deviceOAuthRouter(deps: DeviceRouteDeps): Router {
   router.post('/oauth/token', routeLabel('/oauth/token'), oauthBody, async (req: Request, res: Response) => {
     const params = oauthParams(req);
     const grantType = required(params, 'grant_type', `send grant_type=${DEVICE_GRANT_TYPE}`);
+    if (grantType === REFRESH_GRANT_TYPE) return refreshGrant(params, res);
     if (grantType !== DEVICE_GRANT_TYPE) {
       throw new OAuthError({
         error: 'unsupported_grant_type',
-        description: `grant_type "${grantType.slice(0, 100)}" is not supported; this server issues tokens only through the device flow: grant_type=${DEVICE_GRANT_TYPE}`,
+        description: `grant_type "${grantType.slice(0, 100)}" is not supported; this endpoint issues tokens through the device flow (grant_type=${DEVICE_GRANT_TYPE}) and renews them (grant_type=${REFRESH_GRANT_TYPE})`,
       });
     }
     const clientId = clientIdOf(params);
@@ -127,18 +178,15 @@ export function deviceOAuthRouter(deps: DeviceRouteDeps): Router {
       }
       throw new OAuthError({ error: 'authorization_pending', description: 'the user has not approved the code yet; keep polling every interval seconds' });
     }
-    const issued = issueToken('session');
-    const ttlSeconds = deps.sessionTokenTtlDays * 86400;
+    const tokens = newSessionTokens(clientId, now);
     const redeemed = await deps.authorizations.redeem(a.id, now, {
-      name: `Device login (${clientId})`,
-      hash: issued.hash,
-      displayPrefix: issued.displayPrefix,
-      expiresAt: new Date(now.getTime() + ttlSeconds * 1000),
+      ...tokens.stored,
+      expiresAt: new Date(now.getTime() + deps.sessionMaxAgeDays * DAY_MS),
+      resource: deps.resource,
     });
     // Another poll redeemed it between our read and our update (or it expired just then).
     if (!redeemed) throw new OAuthError({ error: 'invalid_grant', description: `the device_code was already exchanged for a token; ${restart}` });
-    noStore(res);
-    res.status(200).json({ access_token: issued.value, token_type: 'Bearer', expires_in: ttlSeconds, scope: redeemed.token.scopes.join(' ') });
+    answerTokens(res, tokens.access.value, tokens.refresh.value, redeemed.token.scopes);
   });
   allowOnly(router, '/oauth/token', ['POST']);
 

@@ -188,14 +188,14 @@ export function createMcpOAuthProvider(deps: McpOAuthProviderDeps): OAuthServerP
       if (!parsed.ok) throw new InvalidGrantError('refresh_token is not a refresh token of this server (svcr_…); send the refresh_token of the last token response');
       if (resource !== undefined && resource.href !== deps.resource && resource.href !== `${deps.resource}/`) throw new InvalidTargetError(`resource must be ${deps.resource}`);
       if (scopes) {
-        const current = await deps.oauth.findGrantByRefreshHash(parsed.hash, client.client_id);
+        const current = await deps.oauth.findGrantByRefreshHash(parsed.hash, { kind: 'mcp', id: client.client_id });
         const granted: readonly string[] = current?.scopes ?? MCP_SCOPES;
         const extra = scopes.filter((s) => !granted.includes(s));
         if (extra.length > 0) throw new InvalidScopeError(`a refresh cannot add scopes: ${extra.join(', ')} ${extra.length === 1 ? 'was' : 'were'} not granted; ask for a subset of "${granted.join(' ')}"`);
       }
       const tokens = newTokens(client.client_name ?? client.client_id);
       const next = issueRefreshToken();
-      const outcome = await deps.oauth.refresh(parsed.hash, client.client_id, tokens.now, {
+      const outcome = await deps.oauth.refresh(parsed.hash, { kind: 'mcp', id: client.client_id }, tokens.now, {
         newRefreshHash: next.hash,
         refreshExpiresAt: tokens.stored.refreshExpiresAt,
         access: tokens.stored.access,
@@ -225,7 +225,7 @@ export function createMcpOAuthProvider(deps: McpOAuthProviderDeps): OAuthServerP
       }
       const refresh = parseRefreshToken(request.token);
       if (refresh.ok) {
-        const grant = await deps.oauth.findGrantByRefreshHash(refresh.hash, client.client_id);
+        const grant = await deps.oauth.findGrantByRefreshHash(refresh.hash, { kind: 'mcp', id: client.client_id });
         if (grant) await deps.oauth.revokeGrant(grant.id, clock());
       }
     },

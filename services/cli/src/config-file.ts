@@ -2,14 +2,23 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cliEnv, type CliEnv } from './cli-config';
+import { withFileLock } from './file-lock';
 
-/** What `svc login` saves: the session token and the service it belongs to. */
+/** What `svc login` saves: the session token, the refresh token that renews it, and the service they belong to. */
 export interface SavedLogin {
-  /** The API base the token was issued by; the token is only ever sent there. */
+  /** The API base the tokens were issued by; they are only ever sent there. */
   url: string;
+  /** The session (access) token, `svcs_…`: short-lived. */
   token: string;
+  /** The refresh token, `svcr_…`: renews `token` (and is replaced) before it expires. Absent in a login saved by an older svc. */
+  refreshToken?: string;
+  /** When `token` expires (ISO 8601), as the service said at issue. */
+  expiresAt?: string;
   savedAt: string;
 }
+
+/** Trailing slashes do not make another service. */
+export const normalizeUrl = (url: string): string => url.trim().replace(/\/+$/, '');
 
 /** `$XDG_CONFIG_HOME/svc/config.json`, else `~/.config/svc/config.json`. */
 export function configPath(env: CliEnv = cliEnv()): string {
@@ -30,7 +39,13 @@ export function readSavedLogin(file = configPath()): SavedLogin | undefined {
   try {
     const parsed = JSON.parse(text) as Partial<SavedLogin>;
     if (typeof parsed.url === 'string' && typeof parsed.token === 'string') {
-      return { url: parsed.url, token: parsed.token, savedAt: typeof parsed.savedAt === 'string' ? parsed.savedAt : '' };
+      return {
+        url: parsed.url,
+        token: parsed.token,
+        ...(typeof parsed.refreshToken === 'string' ? { refreshToken: parsed.refreshToken } : {}),
+        ...(typeof parsed.expiresAt === 'string' ? { expiresAt: parsed.expiresAt } : {}),
+        savedAt: typeof parsed.savedAt === 'string' ? parsed.savedAt : '',
+      };
     }
   } catch {
     process.stderr.write(`svc: ignoring ${file}: it is not valid JSON\n`);
@@ -50,6 +65,16 @@ export function saveLogin(login: SavedLogin, file = configPath()): void {
   fs.writeFileSync(temporary, `${JSON.stringify(login, null, 2)}\n`, { mode: 0o600 });
   fs.chmodSync(temporary, 0o600);
   fs.renameSync(temporary, file);
+}
+
+/**
+ * Runs `work` holding the saved login's lock (`config.json.lock` beside it): `svc` processes
+ * renewing, saving or removing the login take turns, so none renews with a refresh token another
+ * has just used (which would revoke the login) or writes back a login that was replaced.
+ */
+export async function withSavedLoginLock<T>(file: string, work: () => Promise<T>): Promise<T> {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  return withFileLock(`${file}.lock`, work);
 }
 
 /** Removes the saved login; false when there was none. */

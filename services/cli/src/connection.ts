@@ -1,7 +1,10 @@
 import { Client, DEFAULT_BASE_URL } from '../../sdk/src/index';
 import { authError } from './cli-error';
-import { configPath, readSavedLogin, type SavedLogin } from './config-file';
+import { configPath, normalizeUrl, readSavedLogin, type SavedLogin } from './config-file';
 import { cliEnv, type CliEnv } from './cli-config';
+import { SavedSession } from './saved-session';
+
+export { normalizeUrl } from './config-file';
 
 /** Options every command that talks to the service takes. */
 export interface ConnectionOptions {
@@ -18,27 +21,28 @@ export interface Connection {
   saved: SavedLogin | undefined;
 }
 
-/** Trailing slashes do not make another service. */
-export const normalizeUrl = (url: string): string => url.trim().replace(/\/+$/, '');
-
 /**
  * The base URL: `--url`, else env `SERVICE_URL`, else the saved login's, else the SDK's default.
  * The token: env `SERVICE_TOKEN`, else the saved one, but only when it was issued by that same
  * base URL, so pointing `--url` elsewhere never sends a saved session token to another server.
+ * The saved one is renewed with its refresh token as it expires (see {@link SavedSession}).
  */
 export function connect(options: ConnectionOptions, env: CliEnv = cliEnv()): Connection {
-  const saved = readSavedLogin(configPath(env));
+  const file = configPath(env);
+  const saved = readSavedLogin(file);
   const url = normalizeUrl(options.url || env.SERVICE_URL || saved?.url || DEFAULT_BASE_URL);
   let token: string | undefined;
   let tokenSource: Connection['tokenSource'];
+  let session: SavedSession | undefined;
   if (env.SERVICE_TOKEN) {
     token = env.SERVICE_TOKEN.trim();
     tokenSource = 'SERVICE_TOKEN';
   } else if (saved && normalizeUrl(saved.url) === url) {
     token = saved.token;
     tokenSource = 'saved login';
+    session = new SavedSession(saved, { file });
   }
-  const client = new Client({ baseUrl: url, apiKey: token, headers: { 'user-agent': 'svc-cli' } });
+  const client = new Client({ baseUrl: url, apiKey: token, headers: { 'user-agent': 'svc-cli' }, ...(session ? { fetch: session.fetch } : {}) });
   return { client, url, token, tokenSource, saved };
 }
 

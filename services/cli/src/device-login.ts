@@ -1,9 +1,10 @@
 import { CliError, EXIT, authError } from './cli-error';
 
 /**
- * The CLI's side of the OAuth 2.0 Device Authorization Grant (RFC 8628) as docs/auth.md
- * describes the service's: form-encoded posts, RFC 6749 error bodies. These endpoints are not
- * part of the contract (they speak OAuth, not the service's JSON), so the SDK has no calls for them.
+ * The CLI's side of the OAuth 2.0 Device Authorization Grant (RFC 8628) and of the refresh grant
+ * that renews its session token, as docs/auth.md describes the service's: form-encoded posts,
+ * RFC 6749 error bodies. These endpoints are not part of the contract (they speak OAuth, not the
+ * service's JSON), so the SDK has no calls for them.
  */
 
 export const CLIENT_ID = 'svc-cli';
@@ -28,6 +29,8 @@ export interface GrantedToken {
   token_type: string;
   expires_in?: number;
   scope?: string;
+  /** Renews the session token (the service answers one with every token since refresh tokens came). */
+  refresh_token?: string;
 }
 
 interface OAuthAnswer {
@@ -96,6 +99,19 @@ export class DeviceLogin {
       if (error === 'expired_token') throw authError('the code expired before it was approved: run `svc login` again', 'expired_token');
       throw oauthFailure(answer, 'waiting for the approval');
     }
+  }
+
+  /**
+   * `POST /oauth/token` with `grant_type=refresh_token` (RFC 6749 §6): a new session token and a
+   * new refresh token; the one sent stops working. A refresh token the service no longer takes
+   * (revoked, expired, used before) is a CliError with code `invalid_grant` and exit code 3.
+   */
+  async refresh(refreshToken: string, signal?: AbortSignal): Promise<GrantedToken & { refresh_token: string }> {
+    const answer = await this.#post('/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: CLIENT_ID }, signal);
+    const body = answer.body;
+    if (answer.status === 200 && typeof body.access_token === 'string' && typeof body.refresh_token === 'string') return body as unknown as GrantedToken & { refresh_token: string };
+    if (answer.status === 200) throw new CliError(`${this.baseUrl}/oauth/token answered a refresh without the new tokens`, 'bad_answer', EXIT.connection);
+    throw oauthFailure(answer, `renewing the saved login for ${this.baseUrl}`);
   }
 
   async #post(path: string, params: Record<string, string>, signal?: AbortSignal): Promise<OAuthAnswer> {

@@ -12,6 +12,7 @@ import {
 } from '../../sdk/src/index';
 import { CliError, EXIT, RunFailure, type ExitCode } from './cli-error';
 import { Interrupted, isInterrupt } from './interrupt';
+import { renewalFailure } from './saved-session';
 
 /** What the CLI says about a failure: the message, the stable code, the exit code and, for a run, its id. */
 export interface Failure {
@@ -32,6 +33,9 @@ export function failureOf(err: unknown): Failure {
   }
   if (err instanceof RunFailure) return { message: err.message, code: err.code, exitCode: err.exitCode, runId: err.runId, details: { costUsd: err.costUsd } };
   if (err instanceof CliError) return { message: err.message, code: err.code, exitCode: err.exitCode };
+  // The saved login's renewal failed inside the SDK's fetch: its own message and exit code.
+  const renewal = renewalFailure(err);
+  if (renewal) return failureOf(renewal);
   if (err instanceof RunFailedError) return { message: err.message, code: err.code, exitCode: EXIT.runFailed, runId: err.runId };
   if (err instanceof ServiceError) return { message: messageOf(err), code: err.code, exitCode: exitCodeOf(err) };
   const message = err instanceof Error ? err.message : String(err);

@@ -1,4 +1,6 @@
 import { AuthenticationError, Client, NotFoundError } from '../../sdk/src/index';
+import type { SavedLogin } from './config-file';
+import { renewalFailure, SavedSession } from './saved-session';
 
 /** What became of a session token the CLI tried to revoke. */
 export interface Revocation {
@@ -12,18 +14,23 @@ export interface Revocation {
 }
 
 /**
- * Revokes a session token on the service that issued it, with the token itself: `GET /v1/me`
- * names its id, `DELETE /v1/tokens/:id` revokes it. Never throws: `svc logout` and `svc login`
- * (replacing a saved token) each decide what a failure means for them.
+ * Revokes a saved login on the service that issued it, with its own tokens: `GET /v1/me` names
+ * the session token's id, `DELETE /v1/tokens/:id` revokes it and, with it, the login's refresh
+ * token and every session token renewed from it. An expired session token is renewed first (in
+ * memory: the login being revoked may no longer be the saved one). Never throws: `svc logout`
+ * and `svc login` (replacing a saved login) each decide what a failure means for them.
  */
-export async function revokeSessionToken(url: string, token: string, signal?: AbortSignal): Promise<Revocation> {
-  const client = new Client({ baseUrl: url, apiKey: token, headers: { 'user-agent': 'svc-cli' } });
+export async function revokeSessionToken(login: SavedLogin, signal?: AbortSignal): Promise<Revocation> {
+  const session = new SavedSession(login);
+  const client = new Client({ baseUrl: login.url, apiKey: login.token, headers: { 'user-agent': 'svc-cli' }, fetch: session.fetch });
   try {
     const me = await client.routes['me.get']({}, { signal });
     await client.routes['tokens.revoke']({ id: me.token.id }, { signal });
     return { revoked: true };
   } catch (err) {
     if (err instanceof AuthenticationError || err instanceof NotFoundError) return { revoked: false };
+    // The refresh token is refused too (revoked, expired): nothing is left to revoke.
+    if (renewalFailure(err)?.code === 'invalid_grant') return { revoked: false };
     return { revoked: false, failure: err };
   }
 }

@@ -1,11 +1,12 @@
 import { Client, type RouteOutput } from '../../../sdk/src/index';
 import { openBrowser } from '../browser';
-import { configPath, saveLogin } from '../config-file';
-import { connect, normalizeUrl, type ConnectionOptions } from '../connection';
+import { configPath, normalizeUrl, readSavedLogin, saveLogin, withSavedLoginLock, type SavedLogin } from '../config-file';
+import { connect, type ConnectionOptions } from '../connection';
 import { DeviceLogin } from '../device-login';
 import { interruptSignal } from '../interrupt';
 import { print, printJson } from '../output';
 import { failureText, revokeSessionToken } from '../revoke';
+import { loginOf } from '../saved-session';
 import { cliEnv } from '../cli-config';
 
 export interface LoginOptions extends ConnectionOptions {
@@ -15,14 +16,14 @@ export interface LoginOptions extends ConnectionOptions {
 
 /**
  * `svc login`: the device flow. The code and the page go to stderr (they are instructions), the
- * outcome to stdout. The token is saved before anything else is asked of the service, so a
- * failing `GET /v1/me` never costs the person their approval. A session token saved before for
- * the same service is revoked once the new one is saved (best effort, as `svc logout` does): the
- * file holds one token, so the old one would otherwise stay valid with nothing left to revoke it.
+ * outcome to stdout. The tokens (session and refresh) are saved before anything else is asked of
+ * the service, so a failing `GET /v1/me` never costs the person their approval. A login saved
+ * before for the same service is revoked once the new one is saved (best effort, as `svc logout`
+ * does): the file holds one login, so the old one would otherwise stay valid with nothing left to
+ * revoke it.
  */
 export async function login(options: LoginOptions): Promise<void> {
-  const { url, saved } = connect(options);
-  const previous = saved && normalizeUrl(saved.url) === url ? saved : undefined;
+  const { url } = connect(options);
   const signal = interruptSignal();
   const flow = new DeviceLogin(url);
   const code = await flow.requestCode(signal);
@@ -41,13 +42,18 @@ export async function login(options: LoginOptions): Promise<void> {
 
   const granted = await flow.poll(code, signal);
   const file = configPath();
-  saveLogin({ url, token: granted.access_token, savedAt: new Date().toISOString() }, file);
+  // Under the lock: the login it replaces is read as it stands (another svc may have renewed it).
+  const previous = await withSavedLoginLock(file, async (): Promise<SavedLogin | undefined> => {
+    const saved = readSavedLogin(file);
+    saveLogin(loginOf(url, granted), file);
+    return saved && normalizeUrl(saved.url) === url ? saved : undefined;
+  });
 
-  // The new token is saved first: a failing revocation never costs the new login.
+  // The new login is saved first: a failing revocation never costs it.
   let replaced: string | undefined;
   let previousTokenRevoked: boolean | null = null;
   if (previous && previous.token !== granted.access_token) {
-    const { revoked, failure } = await revokeSessionToken(previous.url, previous.token, signal);
+    const { revoked, failure } = await revokeSessionToken(previous, signal);
     previousTokenRevoked = revoked;
     if (failure !== undefined) {
       process.stderr.write(`warning: could not revoke the previous session token on ${previous.url} (${failureText(failure)}); it stays valid until it expires, or revoke it in the web editor (Settings, API tokens)\n`);
