@@ -4,7 +4,7 @@ import type { RunEvent } from '../../services/contract';
 import { modelPrices } from '../../services/nodes/providers/llm-pricing';
 import { openAiChatNode } from '../../services/nodes/providers/openai-chat';
 import { tokenPriceTable } from '../../services/platform/setting-parsers';
-import { openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
+import { brokenOpenAiStream, openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
@@ -216,6 +216,22 @@ describe('paid failures: every provider call is settled, failures end, balances 
     const m = await money(service, who.orgId, run.id);
     expect(m.charged).toBe(estimate + REPLY_COST);
     expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
+  });
+
+  // Issue 45: the fake answered 200, streamed a chunk, then `data: {not json`; the step was
+  // retried, the provider called 3 times (each call answered) and the run charged 0.
+  it('a stream that breaks its own format is charged its worst case, is not called again, and fails the run malformed_provider_response', async () => {
+    const who = await account(1_000_000);
+    reply = brokenOpenAiStream(['Hel'], 'malformed');
+    const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
+    const { events, done } = await streamOf(await post(service, '/v1/runs', { workflow }, who.token));
+    expect(done).toBe(true);
+    expect(events.at(-1)).toEqual({ type: 'run.failed', error: { code: 'malformed_provider_response', message: 'openai sent a malformed answer: a stream event that is not JSON: {not json' } });
+    expect(fake.requests).toHaveLength(1);
+    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
+    // Answered, and unpriced (no usage came): the call is charged the step's worst case.
+    const estimate = worstCase({ prompt: 'hi' });
+    expect(await money(service, who.orgId, run.id)).toMatchObject({ charged: estimate, spent: estimate, held: 0, balance: 1_000_000 - estimate });
   });
 
   it('a request whose connection was never made is retried inside its attempt, uncharged', async () => {
