@@ -27,6 +27,13 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, retryable: true },
   internal: { status: 500, retryable: true },
   not_implemented: { status: 501, retryable: false },
+  /**
+   * A provider answered 2xx with something that is not what its API promises (another content
+   * type, a body or stream event that is not JSON, a stream without its final event, a body
+   * without the expected fields). The service does not call it again (the answered call is paid);
+   * running it again later may succeed.
+   */
+  malformed_provider_response: { status: 502, retryable: true },
   unavailable: { status: 503, retryable: true },
 } as const satisfies Record<string, { status: number; retryable: boolean }>;
 

@@ -133,7 +133,7 @@ export const SETTINGS = {
       return raw;
     },
   },
-  stepRetryAttempts: { env: 'STEP_RETRY_ATTEMPTS', description: 'Attempts of a step whose provider fails transiently (timeout, 429, 5xx), the first included', default: '3', parse: int(1, 10) },
+  stepRetryAttempts: { env: 'STEP_RETRY_ATTEMPTS', description: 'Attempts of a step whose provider call failed transiently (a timeout, a break once sent, a stream broken off), the first included; 429 and 5xx are retried by the provider HTTP client alone', default: '3', parse: int(1, 10) },
   stepMaxAttempts: { env: 'STEP_MAX_ATTEMPTS', description: 'Attempts of one step in all (in-step retries and redeliveries after a lost worker together); then the step fails with step_attempts_exhausted', default: '5', parse: int(1, 20) },
   stepRetryBaseMs: { env: 'STEP_RETRY_BASE_MS', description: 'Delay before the first retry of a step; doubled for each further one', default: '500', parse: int(0, 60000) },
   stepLockMs: { env: 'STEP_LOCK_MS', description: 'Lock of a running step job; a worker silent this long is presumed dead and its step redelivered', default: '30000', parse: int(1000, 600000) },

@@ -40,11 +40,16 @@ export class FailedAfterCall extends Error {
 }
 
 /**
- * Whether a failure may go away if the same call is made again: provider timeouts, 429 and 5xx.
- * Providers raise `AppError` with `unavailable` / `rate_limited`, or errors marked `transient`.
+ * Whether a failure may go away if another attempt makes the same call: a provider call that
+ * timed out or broke once sent, a stream that broke off. Providers raise `AppError` with
+ * `unavailable` / `rate_limited`, or errors marked `transient`. Not transient here: a failure the
+ * provider HTTP client has already retried as often as it may (`httpFinal`: an error status, a
+ * connection never made), so that its tries are the one bound on calls for a permanent 5xx; and
+ * an answer that is not a completion (`malformed_provider_response`: paid, and not made again).
  */
 export function isTransient(err: unknown): boolean {
   if (err instanceof FailedAfterCall) return false;
+  if ((err as { httpFinal?: unknown } | null)?.httpFinal === true) return false;
   if (err instanceof AppError) return err.code === 'unavailable' || err.code === 'rate_limited';
   if (err instanceof Error && (err as { transient?: unknown }).transient === true) return true;
   return err instanceof Error && err.name === 'TimeoutError';

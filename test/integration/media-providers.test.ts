@@ -269,6 +269,8 @@ describe('fal queue node against a local fake', () => {
   let image: Buffer;
   let polls = 0;
   let finishAfter = 2;
+  /** The status URL answers 500 (fal failing after it accepted the job). */
+  let statusFails = false;
   /** Where the fake's result links point: its own origin, unless a test moves its "CDN" elsewhere. */
   let cdnBase: string | undefined;
 
@@ -288,6 +290,7 @@ describe('fal queue node against a local fake', () => {
       }
       if (req.method === 'GET' && req.path.endsWith('/status')) {
         polls += 1;
+        if (statusFails) return json(res, 500, { detail: 'Internal Server Error' });
         if (polls > finishAfter) return json(res, 200, { status: 'COMPLETED', logs: null });
         return json(res, 202, polls === 1 ? { status: 'IN_QUEUE', queue_position: 1 } : { status: 'IN_PROGRESS', logs: [] });
       }
@@ -304,6 +307,7 @@ describe('fal queue node against a local fake', () => {
     fake.seen.length = 0;
     polls = 0;
     cdnBase = undefined;
+    statusFails = false;
   });
 
   const node = () => nodeOf(mediaProviderNodes(settings({ openaiApiKey: '', falKey: FAL_KEY, falBaseUrl: fake.base })), 'fal-image');
@@ -355,6 +359,21 @@ describe('fal queue node against a local fake', () => {
     expect(outputs.image).toMatchObject({ kind: 'image', mimeType: 'image/png', metadata: { width: 20, height: 10 } });
     ours(outputs.image);
     expect(JSON.stringify(outputs)).not.toContain(fake.base);
+  });
+
+  it('cancels a job whose polling fails after fal accepted it, and marks the failure for a charge of its worst case', async () => {
+    statusFails = true;
+    const failure = await node().execute({ prompt: 'p' }, nodeContext(undefined, artifacts)).catch((e: unknown) => e);
+    // Accepted, so possibly run and billed: the step executor charges an `outcomeUnknown` failure the step's estimate.
+    expect(failure).toBeInstanceOf(AppError);
+    expect(failure).toMatchObject({ code: 'unavailable', message: expect.stringContaining('fal failed (500)'), outcomeUnknown: true });
+    expect(fake.seen.map((s) => `${s.method} ${s.path.replace(/req-\d+/, 'ID')}`)).toEqual([
+      'POST /fal-ai/flux/schnell',
+      'GET /fal-ai/flux/requests/ID/status',
+      'GET /fal-ai/flux/requests/ID/status',
+      'GET /fal-ai/flux/requests/ID/status',
+      'PUT /fal-ai/flux/requests/ID/cancel',
+    ]);
   });
 
   it('calls the cancel_url when the run aborts while the request is queued', async () => {

@@ -4,7 +4,7 @@ import type { RunEvent } from '../../services/contract';
 import { modelPrices } from '../../services/nodes/providers/llm-pricing';
 import { openAiChatNode } from '../../services/nodes/providers/openai-chat';
 import { tokenPriceTable } from '../../services/platform/setting-parsers';
-import { openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
+import { brokenOpenAiStream, errorReply, openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
@@ -216,6 +216,41 @@ describe('paid failures: every provider call is settled, failures end, balances 
     const m = await money(service, who.orgId, run.id);
     expect(m.charged).toBe(estimate + REPLY_COST);
     expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
+  });
+
+  // Issue 45: the fake answered 200, streamed a chunk, then `data: {not json`; the step was
+  // retried, the provider called 3 times (each call answered) and the run charged 0.
+  it('a stream that breaks its own format is charged its worst case, is not called again, and fails the run malformed_provider_response', async () => {
+    const who = await account(1_000_000);
+    reply = brokenOpenAiStream(['Hel'], 'malformed');
+    const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
+    const { events, done } = await streamOf(await post(service, '/v1/runs', { workflow }, who.token));
+    expect(done).toBe(true);
+    expect(events.at(-1)).toEqual({ type: 'run.failed', error: { code: 'malformed_provider_response', message: 'openai sent a malformed answer: a stream event that is not JSON: {not json' } });
+    expect(fake.requests).toHaveLength(1);
+    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
+    // Answered, and unpriced (no usage came): the call is charged the step's worst case.
+    const estimate = worstCase({ prompt: 'hi' });
+    expect(await money(service, who.orgId, run.id)).toMatchObject({ charged: estimate, spent: estimate, held: 0, balance: 1_000_000 - estimate });
+  });
+
+  // Issue 45: a permanent 5xx was called 9 times a step (3 HTTP tries × 3 step attempts). The HTTP
+  // client's tries (PROVIDER_HTTP_TRIES, 3) are now the one bound; a status it does not retry is sent once.
+  it.each<[number, string, number]>([
+    [500, 'unavailable', 3],
+    [429, 'rate_limited', 3],
+    [401, 'unavailable', 1],
+  ])('a provider answering %d to every call fails the run %s after %d calls in all, charged nothing', async (status, code, calls) => {
+    const who = await account(1_000_000);
+    reply = errorReply(status, { message: `failing with ${status} on purpose`, type: 'server_error' }, { 'retry-after': '0' });
+    const workflow = { version: 2, nodes: [chat({ prompt: 'hi' }), { id: 'o', uses: 'output', inputs: { value: '${c.text}' } }] };
+    const { events, done } = await streamOf(await post(service, '/v1/runs', { workflow }, who.token));
+    expect(done).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code, message: expect.stringContaining(`failing with ${status} on purpose`) } });
+    expect(fake.requests).toHaveLength(calls);
+    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: who.orgId } });
+    // Refused before any answer: nothing is charged however often it was tried.
+    expect(await money(service, who.orgId, run.id)).toMatchObject({ charged: 0, spent: 0, held: 0, balance: 1_000_000 });
   });
 
   it('a request whose connection was never made is retried inside its attempt, uncharged', async () => {

@@ -3,14 +3,16 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
- * A local stand-in for the OpenAI and Anthropic chat APIs: it records every request (headers,
- * JSON body, whether the client closed the connection before the answer ended) and answers each
- * one with the next scripted reply, in the providers' real wire formats.
+ * A local stand-in for the OpenAI and Anthropic chat APIs (and, routed by path, any hosted
+ * provider's): it records every request (headers, JSON body, whether the client closed the
+ * connection before the answer ended) and answers each one with the next scripted reply, in the
+ * providers' real wire formats, or in the broken ones below.
  */
 export interface RecordedRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
+  /** The JSON body; `{}` when there is none or it is not JSON (a multipart upload). */
   body: Record<string, unknown>;
   at: number;
   /** Set when the client went away before the response ended (an aborted stream). */
@@ -39,7 +41,7 @@ export async function startLlmFake(fallback: Reply): Promise<LlmFake> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
-      const recorded: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, at: Date.now(), closedEarly: false };
+      const recorded: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: jsonOf(text), at: Date.now(), closedEarly: false };
       requests.push(recorded);
       res.on('close', () => {
         if (res.writableEnded) return;
@@ -63,6 +65,15 @@ export async function startLlmFake(fallback: Reply): Promise<LlmFake> {
     }),
   };
   return fake;
+}
+
+function jsonOf(text: string): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
 }
 
 function sse(res: http.ServerResponse): void {
@@ -133,6 +144,55 @@ export function anthropicStreamError(type: string, message: string): Reply {
     sse(res);
     event(res, 'message_start', { message: { id: 'msg_fake', type: 'message', role: 'assistant', model: req.body.model, content: [], usage: { input_tokens: 10, output_tokens: 1 } } });
     event(res, 'error', { error: { type, message } });
+    res.end();
+  };
+}
+
+/** A JSON answer, e.g. `jsonReply(200, { data: [] })`: a provider's success body (here, with what the test leaves out). */
+export function jsonReply(status: number, body: unknown): Reply {
+  return async (res) => {
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  };
+}
+
+/** 200 `text/html`: a gateway's error page in front of the provider, answered as if it were the provider. */
+export function gatewayPage(): Reply {
+  return async (res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end('<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>\n');
+  };
+}
+
+/** 200 `text/event-stream` that ends without sending a single event. */
+export function emptyEventStream(): Reply {
+  return async (res) => {
+    sse(res);
+    res.end();
+  };
+}
+
+/** An OpenAI chat stream: the first chunks of `pieces`, then how it goes wrong. */
+export function brokenOpenAiStream(pieces: readonly string[], ending: 'malformed' | 'unfinished'): Reply {
+  return async (res, req) => {
+    sse(res);
+    const base = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 1_700_000_000, model: req.body.model };
+    for (const piece of pieces) write(res, `data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] })}\n\n`);
+    // `malformed`: an event whose data is not JSON; `unfinished`: the stream simply ends, with no finish_reason, usage or [DONE].
+    if (ending === 'malformed') write(res, 'data: {not json\n\n');
+    res.end();
+  };
+}
+
+/** An Anthropic Messages stream: message_start and the text deltas of `pieces`, then how it goes wrong. */
+export function brokenAnthropicStream(pieces: readonly string[], ending: 'malformed' | 'unfinished'): Reply {
+  return async (res, req) => {
+    sse(res);
+    event(res, 'message_start', { message: { id: 'msg_fake', type: 'message', role: 'assistant', model: req.body.model, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } });
+    event(res, 'content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+    for (const piece of pieces) event(res, 'content_block_delta', { index: 0, delta: { type: 'text_delta', text: piece } });
+    // `malformed`: an event whose data is not JSON; `unfinished`: no message_delta, no message_stop.
+    if (ending === 'malformed') write(res, 'event: content_block_delta\ndata: {not json\n\n');
     res.end();
   };
 }

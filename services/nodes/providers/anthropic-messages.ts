@@ -4,7 +4,8 @@ import type { LlmCall, LlmRequest } from './llm-node';
 import { llmNode } from './llm-node';
 import type { ModelPrice } from './llm-pricing';
 import { providerFetch } from './provider-http';
-import { parseStreamJson, readSseEvents } from './sse-lines';
+import { malformedResponse } from './provider-response';
+import { eventStreamBody, parseStreamJson, readSseEvents } from './sse-lines';
 
 export interface AnthropicMessagesSettings {
   apiKey: string;
@@ -62,18 +63,17 @@ function anthropicCall(settings: AnthropicMessagesSettings): LlmCall {
       signal,
       timeoutMs: settings.timeoutMs,
     });
-    if (!response.body) throw new AppError({ code: 'unavailable', message: `${PROVIDER} answered without a body` });
     let text = '';
     let inputTokens: number | undefined;
+    // Final only once a message_delta reported it (message_start's count is the first token's).
     let outputTokens: number | undefined;
     let stopReason: string | undefined;
     let stopped = false;
-    for await (const event of readSseEvents(response.body, signal, PROVIDER)) {
+    for await (const event of readSseEvents(eventStreamBody(response, PROVIDER), signal, PROVIDER)) {
       const data = parseStreamJson<StreamEvent>(event.data, PROVIDER);
       switch (data.type ?? event.event) {
         case 'message_start':
           inputTokens = data.message?.usage?.input_tokens;
-          outputTokens = data.message?.usage?.output_tokens;
           break;
         case 'content_block_delta': {
           const piece = data.delta?.type === 'input_json_delta' ? data.delta.partial_json : data.delta?.type === 'text_delta' ? data.delta.text : undefined;
@@ -100,8 +100,10 @@ function anthropicCall(settings: AnthropicMessagesSettings): LlmCall {
       }
       if (stopped) break;
     }
-    if (!stopped) throw new AppError({ code: 'unavailable', message: `${PROVIDER} ended the stream before message_stop` });
-    const usage = Number.isSafeInteger(inputTokens) && Number.isSafeInteger(outputTokens) ? { inputTokens: inputTokens!, outputTokens: outputTokens! } : undefined;
+    const usage = Number.isSafeInteger(inputTokens) && Number.isSafeInteger(outputTokens) && inputTokens! >= 0 && outputTokens! >= 0 ? { inputTokens: inputTokens!, outputTokens: outputTokens! } : undefined;
+    // A stream without message_stop (no event at all, or cut short of its end) is not a completion;
+    // it carries the usage it reported, so that llm-node prices it.
+    if (!stopped) throw Object.assign(malformedResponse(PROVIDER, text === '' ? 'a stream without any message' : 'a stream that ended before message_stop'), usage ? { usage } : {});
     return { text, usage, stopReason };
   };
 }

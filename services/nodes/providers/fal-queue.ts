@@ -4,8 +4,8 @@ import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
 import { downloadResult, offered, rehostImage, type ResultSource } from './media-rehost';
-import { jsonBody, malformed } from './openai-client';
 import { providerFetch } from './provider-http';
+import { jsonBody, malformedResponse } from './provider-response';
 import { pause, withCancel } from './provider-queue';
 
 /** What the fal node needs from the configuration. */
@@ -32,7 +32,7 @@ interface FalSubmitted {
 
 /** Our key goes only to the configured queue host: a returned URL elsewhere is refused. */
 function queueUrl(settings: FalSettings, url: unknown, what: string): string {
-  if (typeof url !== 'string') throw malformed(FAL, what);
+  if (typeof url !== 'string' || !URL.canParse(url)) throw malformedResponse(FAL, `an answer without a valid ${what}`);
   if (new URL(url).origin !== new URL(settings.baseUrl).origin) {
     throw new AppError({ code: 'unavailable', message: `fal returned a ${what} outside ${new URL(settings.baseUrl).origin}; refusing to send our key there` });
   }
@@ -96,7 +96,7 @@ export function falImageNode(settings: FalSettings): NodeDefinition {
           for (;;) {
             const status = await jsonBody<{ status?: string; queue_position?: number }>(await providerFetch({ ...call(signal), url: statusUrl }), FAL);
             if (status.status === 'COMPLETED') break;
-            if (status.status !== 'IN_QUEUE' && status.status !== 'IN_PROGRESS') throw malformed(FAL, `a known status (got ${String(status.status)})`);
+            if (status.status !== 'IN_QUEUE' && status.status !== 'IN_PROGRESS') throw malformedResponse(FAL, `an unknown status ${JSON.stringify(status.status ?? null)}`);
             const note = status.status === 'IN_QUEUE' ? `queued at position ${status.queue_position ?? '?'}` : 'in progress';
             if (note !== last) ctx.progress(`fal: ${(last = note)}`);
             await pause(settings.pollMs, signal);
@@ -108,11 +108,11 @@ export function falImageNode(settings: FalSettings): NodeDefinition {
         (signal) => providerFetch({ ...call(signal), url: cancelUrl!, method: 'PUT', retries: 0 }),
         state,
       );
-      const found = (result.images ?? []).slice(0, Number(inputs.num_images));
-      if (found.length === 0) throw malformed(FAL, 'images');
+      const found = (Array.isArray(result.images) ? result.images : []).slice(0, Number(inputs.num_images));
+      if (found.length === 0) throw malformedResponse(FAL, 'a result without images');
       const images: Artifact[] = [];
       for (const item of found) {
-        if (typeof item.url !== 'string') throw malformed(FAL, 'an image url');
+        if (typeof item?.url !== 'string') throw malformedResponse(FAL, 'an image without a url');
         images.push(await rehostImage(FAL, await imageBytes({ provider: FAL, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, item.url), ctx));
       }
       return { image: images[0], images };

@@ -25,7 +25,11 @@ export interface LlmResult {
   stopReason: string | undefined;
 }
 
-/** Streams one completion; calls `onText` with every piece of the answer as it arrives. */
+/**
+ * Streams one completion; calls `onText` with every piece of the answer as it arrives. An answer
+ * the provider sent but that is no completion fails (`malformed_provider_response`, or
+ * `bad_request` for a refusal) carrying the `usage` it reported, if any, so that it is priced.
+ */
 export type LlmCall = (request: LlmRequest, signal: AbortSignal, onText: (delta: string) => void) => Promise<LlmResult>;
 
 export interface LlmNodeOptions {
@@ -139,7 +143,9 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
         schema: schemaOf(id, inputs.schema),
       };
       const progress = progressReporter(ctx, options.progressIntervalMs ?? 500);
-      const result = await options.call(request, ctx.signal, (delta) => progress.onText(delta));
+      const result = await options.call(request, ctx.signal, (delta) => progress.onText(delta)).catch((err: unknown) => {
+        throw priced(err, (usage) => Math.min(tokenCostMicros(priceOf(request.model), usage), estimate(inputs)));
+      });
       const reported = result.usage !== undefined;
       const usage = result.usage ?? worstUsage(inputs);
       ctx.progress(`received ${progress.chars.toLocaleString('en-US')} characters, ${usage.inputTokens} input and ${usage.outputTokens} output tokens${reported ? '' : ' (not reported; charged as estimated)'}`);
@@ -148,6 +154,16 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
       return outputs;
     },
   });
+}
+
+/**
+ * A failed call that carries the usage its provider reported (it answered, then its answer proved
+ * unusable) is charged that usage's price: the step executor charges a failed attempt its
+ * `costMicros`. Without usage, an answered call is marked `outcomeUnknown` and charged the estimate.
+ */
+function priced(err: unknown, cost: (usage: TokenUsage) => Micros): unknown {
+  const usage = (err as { usage?: TokenUsage } | null)?.usage;
+  return usage && err instanceof Error ? Object.assign(err, { costMicros: cost(usage) }) : err;
 }
 
 /** The structured answer; an answer that is not JSON fails the step (`bad_request`), charged for its tokens. */

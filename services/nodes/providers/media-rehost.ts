@@ -5,36 +5,13 @@ import type { NodeContext } from '../node-definition';
 import { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS } from '../limits';
 import { loadSharp } from '../load-sharp';
 import { providerFetch } from './provider-http';
+import { malformedResponse, readCapped } from './provider-response';
 
 /** What a provider node needs to reach its provider: the run's context and the request timeout. */
 export interface ProviderCall {
   provider: string;
   timeoutMs: number;
   signal: AbortSignal;
-}
-
-/**
- * Reads a provider response body, failing as `unavailable` once it passes `maxBytes` (the
- * provider sent more than any result we accept) instead of buffering it whole.
- */
-export async function readCapped(response: Response, maxBytes: number, provider: string): Promise<Buffer> {
-  const declared = Number(response.headers.get('content-length') ?? NaN);
-  if (declared > maxBytes) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new AppError({ code: 'unavailable', message: `${provider} returned ${declared} bytes; the limit is ${maxBytes}` });
-  }
-  const chunks: Buffer[] = [];
-  let total = 0;
-  if (!response.body) return Buffer.alloc(0);
-  for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
-    total += chunk.length;
-    if (total > maxBytes) {
-      await response.body.cancel().catch(() => undefined);
-      throw new AppError({ code: 'unavailable', message: `${provider} returned more than ${maxBytes} bytes` });
-    }
-    chunks.push(Buffer.from(chunk));
-  }
-  return Buffer.concat(chunks);
 }
 
 /** Where a result file may come from: the provider's own origin, or anywhere public. */
@@ -57,10 +34,10 @@ export async function downloadResult(call: ResultSource, url: string, maxBytes: 
   try {
     parsed = new URL(url);
   } catch {
-    throw new AppError({ code: 'unavailable', message: `${call.provider} returned an invalid result URL` });
+    throw malformedResponse(call.provider, 'an invalid result URL');
   }
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    throw new AppError({ code: 'unavailable', message: `${call.provider} returned a result URL that is not http(s)` });
+    throw malformedResponse(call.provider, 'a result URL that is not http(s)');
   }
   if (parsed.origin === new URL(call.baseUrl).origin) {
     const response = await providerFetch({ provider: call.provider, url: parsed.href, method: 'GET', signal: call.signal, timeoutMs: call.timeoutMs });
@@ -76,7 +53,7 @@ export async function downloadResult(call: ResultSource, url: string, maxBytes: 
     }
     throw err;
   }
-  if (file.bytes.length > maxBytes) throw new AppError({ code: 'unavailable', message: `${call.provider} returned more than ${maxBytes} bytes` });
+  if (file.bytes.length > maxBytes) throw malformedResponse(call.provider, `a result file of more than ${maxBytes} bytes`);
   return file.bytes;
 }
 
@@ -93,18 +70,18 @@ const IMAGE_MIME_TYPES: Record<string, string> = {
  * format and size: the provider's URL (if it gave one) never leaves this function.
  */
 export async function rehostImage(provider: string, bytes: Buffer, ctx: NodeContext): Promise<Artifact> {
-  if (bytes.length > MAX_IMAGE_BYTES) throw new AppError({ code: 'unavailable', message: `${provider} returned an image over ${MAX_IMAGE_BYTES} bytes` });
+  if (bytes.length > MAX_IMAGE_BYTES) throw malformedResponse(provider, `an image over ${MAX_IMAGE_BYTES} bytes`);
   const sharp = await loadSharp();
   let meta: Awaited<ReturnType<ReturnType<typeof sharp>['metadata']>>;
   try {
     meta = await sharp(bytes, { limitInputPixels: MAX_IMAGE_PIXELS }).metadata();
   } catch {
-    throw new AppError({ code: 'unavailable', message: `${provider} returned something that is not an image` });
+    throw malformedResponse(provider, 'a result that is not an image');
   }
   const format = meta.format === 'heif' && meta.compression === 'av1' ? 'avif' : meta.format;
   const mimeType = IMAGE_MIME_TYPES[format];
   if (!mimeType || !meta.width || !meta.height) {
-    throw new AppError({ code: 'unavailable', message: `${provider} returned an image in an unsupported format (${format})` });
+    throw malformedResponse(provider, `an image in an unsupported format (${format})`);
   }
   ctx.signal.throwIfAborted();
   return ctx.artifacts.put(bytes, { mimeType, metadata: { width: meta.width, height: meta.height } });

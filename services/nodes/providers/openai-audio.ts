@@ -3,8 +3,9 @@ import { ceilMicros } from '../../engine';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { invalidInput } from '../node-inputs';
 import { connector, ports } from '../spec-builders';
-import { offered, readCapped } from './media-rehost';
-import { jsonBody, malformed, OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
+import { offered } from './media-rehost';
+import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
+import { expectMediaType, jsonBody, malformedResponse, readCapped } from './provider-response';
 
 /** OpenAI's limits: 4096 characters of speech input, 25 MB of audio to transcribe. */
 const MAX_SPEECH_CHARACTERS = 4096;
@@ -58,8 +59,10 @@ export function openaiSpeechNode(settings: OpenAiMediaSettings): NodeDefinition 
       if (inputs.speed !== undefined) body.speed = inputs.speed;
       ctx.progress(`speaking ${text.length} characters`);
       const response = await openaiFetch(settings, ctx.signal, '/audio/speech', { json: body });
+      // Audio, or bytes of no declared kind: a JSON or HTML body (a gateway's page) is no speech.
+      expectMediaType(response, OPENAI, (type) => type.startsWith('audio/') || type === 'application/octet-stream', 'audio');
       const bytes = await readCapped(response, MAX_SPEECH_BYTES, OPENAI);
-      if (bytes.length === 0) throw malformed(OPENAI, 'audio');
+      if (bytes.length === 0) throw malformedResponse(OPENAI, 'an empty audio body');
       return { audio: await ctx.artifacts.put(bytes, { mimeType: SPEECH_FORMATS[format]!, metadata: { format, characters: text.length } }) };
     },
   });
@@ -162,8 +165,8 @@ export function openaiTranscribeNode(settings: OpenAiMediaSettings): NodeDefinit
       const body = new Uint8Array(await encoded.arrayBuffer());
       const contentType = encoded.headers.get('content-type')!;
       ctx.progress(`transcribing ${bytes.length} bytes of audio with ${model}`);
-      const answer = await jsonBody<TranscriptionAnswer>(await openaiFetch(settings, ctx.signal, '/audio/transcriptions', { body, contentType }));
-      if (typeof answer.text !== 'string') throw malformed(OPENAI, 'text');
+      const answer = await jsonBody<TranscriptionAnswer>(await openaiFetch(settings, ctx.signal, '/audio/transcriptions', { body, contentType }), OPENAI);
+      if (typeof answer.text !== 'string') throw malformedResponse(OPENAI, 'a transcription without "text"');
       const reported = typeof answer.duration === 'number' && Number.isFinite(answer.duration) && answer.duration >= 0 ? answer.duration : undefined;
       // Without a reported or known length the reserve is charged.
       const seconds = Math.min(reported ?? known ?? maxSeconds, maxSeconds);

@@ -4,7 +4,8 @@ import type { LlmCall, LlmRequest } from './llm-node';
 import { llmNode } from './llm-node';
 import type { ModelPrice, TokenUsage } from './llm-pricing';
 import { providerFetch } from './provider-http';
-import { parseStreamJson, readSseEvents } from './sse-lines';
+import { malformedResponse } from './provider-response';
+import { eventStreamBody, parseStreamJson, readSseEvents } from './sse-lines';
 
 export interface OpenAiChatSettings {
   apiKey: string;
@@ -54,12 +55,13 @@ function openAiCall(settings: OpenAiChatSettings): LlmCall {
       signal,
       timeoutMs: settings.timeoutMs,
     });
-    if (!response.body) throw new AppError({ code: 'unavailable', message: `${PROVIDER} answered without a body` });
     let text = '';
     let refusal = '';
     let usage: TokenUsage | undefined;
     let stopReason: string | undefined;
-    for await (const event of readSseEvents(response.body, signal, PROVIDER)) {
+    // An answered call that fails carries the usage it reported, so that llm-node prices it.
+    const answered = <E extends Error>(err: E): E => Object.assign(err, { outcomeUnknown: true }, usage ? { usage } : {});
+    for await (const event of readSseEvents(eventStreamBody(response, PROVIDER), signal, PROVIDER)) {
       if (event.data.trim() === '[DONE]') break;
       const chunk = parseStreamJson<ChatChunk>(event.data, PROVIDER);
       if (chunk.error) {
@@ -74,14 +76,21 @@ function openAiCall(settings: OpenAiChatSettings): LlmCall {
       }
       if (typeof delta?.refusal === 'string') refusal += delta.refusal;
       if (choice?.finish_reason) stopReason = choice.finish_reason;
-      const reported = chunk.usage;
-      if (reported && Number.isSafeInteger(reported.prompt_tokens) && Number.isSafeInteger(reported.completion_tokens)) {
-        usage = { inputTokens: reported.prompt_tokens!, outputTokens: reported.completion_tokens! };
-      }
+      usage = reportedUsage(chunk.usage) ?? usage;
     }
-    if (refusal !== '' && text === '') throw new AppError({ code: 'bad_request', message: `${PROVIDER} refused to answer: ${refusal.slice(0, 500)}` });
+    // A stream without a finish_reason (no event at all, or cut short of its end) is not a completion.
+    if (stopReason === undefined) throw answered(malformedResponse(PROVIDER, text === '' ? 'a stream without any completion' : 'a stream that ended without a finish_reason'));
+    if (refusal !== '' && text === '') throw answered(new AppError({ code: 'bad_request', message: `${PROVIDER} refused to answer: ${refusal.slice(0, 500)}` }));
     return { text, usage, stopReason };
   };
+}
+
+/** The token counts of a usage chunk, when both are there and plausible. */
+function reportedUsage(reported: ChatChunk['usage']): TokenUsage | undefined {
+  const input = reported?.prompt_tokens;
+  const output = reported?.completion_tokens;
+  if (!Number.isSafeInteger(input) || !Number.isSafeInteger(output) || input! < 0 || output! < 0) return undefined;
+  return { inputTokens: input!, outputTokens: output! };
 }
 
 /** `openai-chat`: chat completions of OpenAI or any OpenAI-compatible server. */

@@ -1,5 +1,3 @@
-import { AppError } from '../../platform/app-error';
-import { readCapped } from './media-rehost';
 import { providerFetch } from './provider-http';
 
 /** What the OpenAI(-compatible) media nodes need from the configuration. */
@@ -40,19 +38,4 @@ export function openaiFetch(
     signal,
     timeoutMs: settings.timeoutMs,
   });
-}
-
-/** The JSON body of a successful answer (at most `maxBytes`); a body that is not JSON is the provider's failure. */
-export async function jsonBody<T>(response: Response, provider = OPENAI, maxBytes = 16 * 1024 * 1024): Promise<T> {
-  const text = (await readCapped(response, maxBytes, provider)).toString('utf8');
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw new AppError({ code: 'unavailable', message: `${provider} answered with a body that is not JSON` });
-  }
-}
-
-/** A malformed success answer: the provider broke its own format. */
-export function malformed(provider: string, what: string): AppError {
-  return new AppError({ code: 'unavailable', message: `${provider} answered without ${what}` });
 }

@@ -2,7 +2,8 @@ import { ceilMicros } from '../../engine';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
 import { offered } from './media-rehost';
-import { jsonBody, malformed, OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
+import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
+import { jsonBody, malformedResponse } from './provider-response';
 
 interface EmbeddingsAnswer {
   data?: { embedding?: unknown }[];
@@ -38,9 +39,9 @@ export function openaiEmbeddingNode(settings: OpenAiMediaSettings): NodeDefiniti
     async execute(inputs, ctx) {
       const body: Record<string, unknown> = { model: inputs.model, input: inputs.text, encoding_format: 'float' };
       if (inputs.dimensions !== undefined) body.dimensions = inputs.dimensions;
-      const answer = await jsonBody<EmbeddingsAnswer>(await openaiFetch(settings, ctx.signal, '/embeddings', { json: body }));
-      const embedding = answer.data?.[0]?.embedding;
-      if (!Array.isArray(embedding) || !embedding.every((n) => typeof n === 'number' && Number.isFinite(n))) throw malformed(OPENAI, 'an embedding');
+      const answer = await jsonBody<EmbeddingsAnswer>(await openaiFetch(settings, ctx.signal, '/embeddings', { json: body }), OPENAI);
+      const embedding = Array.isArray(answer.data) ? answer.data[0]?.embedding : undefined;
+      if (!Array.isArray(embedding) || !embedding.every((n) => typeof n === 'number' && Number.isFinite(n))) throw malformedResponse(OPENAI, 'a body without an embedding of numbers');
       const reported = answer.usage?.prompt_tokens;
       // A server that reports no usage is charged the reserved worst case.
       const tokens = Number.isSafeInteger(reported) && reported! >= 0 ? reported! : maxTokens(inputs.text);

@@ -3,7 +3,8 @@ import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
 import { downloadResult, offered, rehostImage } from './media-rehost';
-import { jsonBody, malformed, OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
+import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
+import { jsonBody, malformedResponse } from './provider-response';
 
 const MAX_IMAGES = 4;
 
@@ -51,14 +52,15 @@ export function openaiImageNode(settings: OpenAiMediaSettings): NodeDefinition {
       ctx.progress(`generating ${String(inputs.n)} image(s) with ${model}`);
       const response = await openaiFetch(settings, ctx.signal, '/images/generations', { json: body });
       const answer = await jsonBody<ImagesAnswer>(response, OPENAI, (MAX_IMAGES + 1) * MAX_IMAGE_BYTES * 1.4);
-      const data = (answer.data ?? []).slice(0, Number(inputs.n));
-      if (data.length === 0) throw malformed(OPENAI, 'images');
+      const data = (Array.isArray(answer.data) ? answer.data : []).slice(0, Number(inputs.n));
+      if (data.length === 0) throw malformedResponse(OPENAI, 'a body without images (no "data")');
       const images: Artifact[] = [];
       for (const item of data) {
         let bytes: Buffer;
+        if (typeof item !== 'object' || item === null) throw malformedResponse(OPENAI, 'an image entry that is not an object');
         if (typeof item.b64_json === 'string') bytes = Buffer.from(item.b64_json, 'base64');
         else if (typeof item.url === 'string') bytes = await downloadResult({ provider: OPENAI, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, item.url, MAX_IMAGE_BYTES);
-        else throw malformed(OPENAI, 'b64_json or url');
+        else throw malformedResponse(OPENAI, 'an image without b64_json or url');
         images.push(await rehostImage(OPENAI, bytes, ctx));
       }
       return { image: images[0], images };

@@ -10,12 +10,17 @@ import { annotateSpan, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/
  *
  * - The run's AbortSignal reaches the request: an aborted step stops the HTTP call at once.
  * - A request that takes longer than `timeoutMs` (headers and body) fails as `unavailable`.
- * - 429, 5xx (except 501) and network errors are retried up to `retries` times with exponential
- *   backoff and jitter, waiting at least what `Retry-After` asks (capped at `maxRetryAfterMs`);
- *   but a request that is not a GET is retried after a network error only when it cannot have
- *   reached the provider (the connection was never made): one that timed out or broke after it
- *   was sent may have been carried out and billed, so it fails at once marked `outcomeUnknown`,
- *   and the step executor charges that attempt its worst case before it tries another.
+ * - 429, 5xx (except 501) and network errors are retried, `PROVIDER_HTTP_TRIES` tries in all
+ *   unless the caller asks fewer, with exponential backoff and jitter, waiting at least what
+ *   `Retry-After` asks (capped at `maxRetryAfterMs`); but a request that is not a GET is retried
+ *   after a network error only when it cannot have reached the provider (the connection was
+ *   never made): one that timed out or broke after it was sent may have been carried out and
+ *   billed, so it fails at once marked `outcomeUnknown`, and the step executor charges that
+ *   attempt its worst case before it tries another.
+ * - This client is the one layer that repeats a request the provider answered with an error
+ *   status, or that never reached it: such a final failure is marked `httpFinal`, and the step
+ *   executor does not run another attempt for it. So a provider answering a permanent 5xx is
+ *   called `PROVIDER_HTTP_TRIES` times per step, not that many per attempt (docs/runs.md).
  * - A final failure becomes an `AppError` whose message names the provider and its own message,
  *   never our key: 400/404/422 → `bad_request` (the provider refused the input), 401/403 →
  *   `unavailable` (our key is wrong or lacks access: a configuration problem, said so),
@@ -33,7 +38,7 @@ export interface ProviderRequest {
   body?: Uint8Array | string;
   signal: AbortSignal;
   timeoutMs: number;
-  /** Retries after the first try (default 2). */
+  /** Retries after the first try (default `PROVIDER_HTTP_TRIES` - 1, and never more). */
   retries?: number;
   /** First backoff (default 500 ms), doubled per retry. */
   baseDelayMs?: number;
@@ -81,6 +86,16 @@ function failure(provider: string, status: number, message: string): AppError {
 
 const isRetryableStatus = (status: number) => status === 429 || (status >= 500 && status !== 501);
 
+/**
+ * Tries of one request in all, the first included: the bound on how often one provider that
+ * answers a permanent 5xx (or 429) is called per step, since the step executor does not repeat
+ * a failure this client has already retried (`httpFinal`).
+ */
+export const PROVIDER_HTTP_TRIES = 3;
+
+/** A failure this client retried as often as it may (or that a retry cannot cure): final for the step. */
+const final = (err: AppError): AppError => Object.assign(err, { httpFinal: true });
+
 /** Socket errors of a connection that was never made: the request cannot have reached the provider. */
 const NEVER_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -110,7 +125,7 @@ export function providerFetch(request: ProviderRequest): Promise<Response> {
 }
 
 async function sendWithRetries(request: ProviderRequest): Promise<Response> {
-  const retries = request.retries ?? 2;
+  const retries = Math.min(request.retries ?? PROVIDER_HTTP_TRIES - 1, PROVIDER_HTTP_TRIES - 1);
   const baseDelay = request.baseDelayMs ?? 500;
   const maxRetryAfter = request.maxRetryAfterMs ?? 20_000;
   const headers = { ...(request.json === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
@@ -137,7 +152,9 @@ async function sendWithRetries(request: ProviderRequest): Promise<Response> {
         await sleep(baseDelay * 2 ** attempt * (0.75 + Math.random() * 0.5), undefined, { signal: request.signal });
         continue;
       }
-      throw Object.assign(new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` }), { outcomeUnknown });
+      const failed = new AppError({ code: 'unavailable', message: `${request.provider} could not be reached: ${reason}` });
+      // Sent and broken (its outcome unknown): the step may try again, paying for this one; else tried enough.
+      throw outcomeUnknown ? Object.assign(failed, { outcomeUnknown }) : final(failed);
     }
     // Timed to the response's headers: a streamed body is read by the node, under the same timeout.
     tried(response.status === 429 ? '429' : `${Math.floor(response.status / 100)}xx`);
@@ -152,6 +169,6 @@ async function sendWithRetries(request: ProviderRequest): Promise<Response> {
         continue;
       }
     }
-    throw failure(request.provider, response.status, providerMessage(text));
+    throw final(failure(request.provider, response.status, providerMessage(text)));
   }
 }

@@ -9,7 +9,9 @@ export const MAX_QUEUE_WAIT_MS = 15 * 60 * 1000;
  * run's signal aborts, or the work fails after submitting, `cancel` is called once (best effort,
  * under its own short timeout, since the run's signal is already aborted) and the original
  * failure is rethrown. `work` sets `state.submitted` once the provider has accepted the job
- * (before that there is nothing to cancel) and `state.finished` once it has the result.
+ * (before that there is nothing to cancel) and `state.finished` once it has the result. A
+ * failure after the job was accepted is marked `outcomeUnknown`: the provider may have run the
+ * job and billed it, so the attempt is charged its worst case, as a cancelled one is.
  */
 export async function withCancel<T>(
   signal: AbortSignal,
@@ -27,9 +29,11 @@ export async function withCancel<T>(
     return await work(both);
   } catch (err) {
     if (signal.aborted) throw signal.reason;
-    if (deadline.aborted) throw new AppError({ code: 'unavailable', message: `the provider did not finish within ${MAX_QUEUE_WAIT_MS / 60000} minutes; the job was cancelled` });
-    if (state.submitted && !state.finished) await cancel(AbortSignal.timeout(10_000)).catch(() => undefined);
-    throw err;
+    // The deadline's abort has cancelled the job already (onAbort); any other failure cancels it here.
+    const failure = deadline.aborted ? new AppError({ code: 'unavailable', message: `the provider did not finish within ${MAX_QUEUE_WAIT_MS / 60000} minutes; the job was cancelled` }) : err;
+    if (!deadline.aborted && state.submitted && !state.finished) await cancel(AbortSignal.timeout(10_000)).catch(() => undefined);
+    // An accepted job may have run (and been billed) however its polling ended: charged its worst case.
+    throw state.submitted && failure instanceof Error ? Object.assign(failure, { outcomeUnknown: true }) : failure;
   } finally {
     both.removeEventListener('abort', onAbort);
   }

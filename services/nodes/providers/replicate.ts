@@ -4,8 +4,8 @@ import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
 import { downloadResult, offered, rehostImage } from './media-rehost';
-import { jsonBody, malformed } from './openai-client';
 import { providerFetch } from './provider-http';
+import { jsonBody, malformedResponse } from './provider-response';
 import { pause, withCancel } from './provider-queue';
 
 /** What the Replicate node needs from the configuration. */
@@ -21,6 +21,8 @@ export interface ReplicateSettings {
 }
 
 const REPLICATE = 'replicate';
+/** Where a prediction ends; `starting` and `processing` are polled. */
+const FINAL_STATUSES = new Set(['succeeded', 'failed', 'canceled']);
 const MAX_IMAGES = 4;
 
 interface Prediction {
@@ -33,7 +35,7 @@ interface Prediction {
 
 /** Our token goes only to the configured API host: a returned URL elsewhere is refused. */
 function apiUrl(settings: ReplicateSettings, url: unknown, what: string): string {
-  if (typeof url !== 'string') throw malformed(REPLICATE, what);
+  if (typeof url !== 'string' || !URL.canParse(url)) throw malformedResponse(REPLICATE, `a prediction without a valid ${what}`);
   if (new URL(url).origin !== new URL(settings.baseUrl).origin) {
     throw new AppError({ code: 'unavailable', message: `replicate returned a ${what} outside ${new URL(settings.baseUrl).origin}; refusing to send our token there` });
   }
@@ -106,6 +108,7 @@ export function replicateImageNode(settings: ReplicateSettings): NodeDefinition 
             await pause(settings.pollMs, signal);
             current = await jsonBody<Prediction>(await providerFetch({ ...call(signal), url: getUrl }), REPLICATE);
           }
+          if (!FINAL_STATUSES.has(String(current.status))) throw malformedResponse(REPLICATE, `a prediction with an unknown status ${JSON.stringify(current.status ?? null)}`);
           state.finished = true;
           return current;
         },
@@ -117,7 +120,7 @@ export function replicateImageNode(settings: ReplicateSettings): NodeDefinition 
         throw new AppError({ code: 'bad_request', message: `replicate prediction did not succeed: ${reason.slice(0, 500)}` });
       }
       const urls = (Array.isArray(prediction.output) ? prediction.output : [prediction.output]).slice(0, Number(inputs.num_outputs));
-      if (urls.length === 0 || !urls.every((u): u is string => typeof u === 'string')) throw malformed(REPLICATE, 'output image URLs');
+      if (urls.length === 0 || !urls.every((u): u is string => typeof u === 'string')) throw malformedResponse(REPLICATE, 'a prediction without output image URLs');
       const images: Artifact[] = [];
       for (const url of urls) {
         images.push(await rehostImage(REPLICATE, await downloadResult({ provider: REPLICATE, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, url, MAX_IMAGE_BYTES), ctx));

@@ -1,5 +1,6 @@
 import { createParser } from 'eventsource-parser';
 import { AppError } from '../../platform/app-error';
+import { expectMediaType, malformedResponse } from './provider-response';
 
 /** One server-sent event: its `event:` name (`message` when absent) and its joined `data:` lines. */
 export interface SseEvent {
@@ -19,7 +20,7 @@ const MAX_EVENT_CHARS = 4 * 1024 * 1024;
  * `signal.reason`; a body that breaks otherwise (a reset, the request's timeout) rejects with an
  * `unavailable` AppError naming `provider`, which the step executor treats as transient, marked
  * `outcomeUnknown`: the call was answered, so the provider may bill it, and it is charged its
- * worst case.
+ * worst case. An event longer than any provider sends is malformed (`provider-response.ts`).
  */
 export async function* readSseEvents(body: ReadableStream<Uint8Array>, signal: AbortSignal, provider: string): AsyncGenerator<SseEvent> {
   const reader = body.getReader();
@@ -48,7 +49,7 @@ export async function* readSseEvents(body: ReadableStream<Uint8Array>, signal: A
       }
       signal.throwIfAborted();
       parser.feed(chunk.done ? decoder.decode() + '\n\n' : decoder.decode(chunk.value, { stream: true }));
-      if (overflow) throw new AppError({ code: 'unavailable', message: `${provider} sent a stream event over ${MAX_EVENT_CHARS} characters` });
+      if (overflow) throw malformedResponse(provider, `a stream event over ${MAX_EVENT_CHARS} characters`);
       yield* parsed.splice(0);
       if (chunk.done) return;
     }
@@ -59,11 +60,27 @@ export async function* readSseEvents(body: ReadableStream<Uint8Array>, signal: A
   }
 }
 
-/** The JSON payload of one stream event; a payload that is not JSON means the provider broke its stream. */
-export function parseStreamJson<T>(data: string, provider: string): T {
+/**
+ * The body of a streamed answer: a 2xx whose content type is not `text/event-stream` (a gateway's
+ * HTML error page, a JSON body) or that has no body is not a stream, and is malformed.
+ */
+export function eventStreamBody(response: Response, provider: string): ReadableStream<Uint8Array> {
+  expectMediaType(response, provider, (type) => type === 'text/event-stream', 'text/event-stream');
+  if (!response.body) throw malformedResponse(provider, 'a stream without a body');
+  return response.body;
+}
+
+/**
+ * The JSON object of one stream event. A payload that is not a JSON object means the provider
+ * broke its own format (it answered: the call is paid, and not made again as if nothing happened).
+ */
+export function parseStreamJson<T extends object>(data: string, provider: string): T {
+  let parsed: unknown;
   try {
-    return JSON.parse(data) as T;
+    parsed = JSON.parse(data);
   } catch {
-    throw new AppError({ code: 'unavailable', message: `${provider} sent a malformed stream event: ${data.slice(0, 100)}` });
+    throw malformedResponse(provider, `a stream event that is not JSON: ${data.slice(0, 100)}`);
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw malformedResponse(provider, `a stream event that is not a JSON object: ${data.slice(0, 100)}`);
+  return parsed as T;
 }
