@@ -58,6 +58,13 @@ export interface PoolState {
   max: number;
 }
 
+/**
+ * prom-client's default gauges whose names end in `_total`, which Prometheus keeps for counters
+ * (`promtool check metrics` flags them, and an operator's CI lints what it scrapes). Each is the
+ * sum of its per-type gauge, which stays: `sum without (type) (nodejs_active_handles)`.
+ */
+const NON_CONFORMING_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
 /** Fast calls (Postgres, Redis): 0.25 ms to 10 s. */
 const CALL_BUCKETS = [0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10];
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -86,6 +93,7 @@ export function createMetrics(options: { role: string }): Metrics {
   } = {};
   registry.setDefaultLabels({ role: options.role });
   collectDefaultMetrics({ register: registry });
+  for (const name of NON_CONFORMING_DEFAULTS) registry.removeSingleMetric(name);
   const registers = [registry];
 
   const dbQueries = new Histogram({ name: 'svc_db_query_duration_seconds', help: 'Postgres statements, by first keyword (select, insert, ..., other) and outcome (ok|error)', labelNames: ['operation', 'outcome'], buckets: CALL_BUCKETS, registers });

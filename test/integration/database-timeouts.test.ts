@@ -48,13 +48,12 @@ describe('the Postgres pool', () => {
     const server = await silentServer();
     try {
       const db = open(`postgres://x@127.0.0.1:${server.port}/x`, { connectTimeoutMs: 300 });
-      const started = Date.now();
+      // The server never answers, so only the connect timeout can end the query (without it, the
+      // test's own timeout would); no clock is read.
       const err = await failureOf(db.pool.query('SELECT 1'));
-      const waited = Date.now() - started;
       expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/timeout/);
       expect(isDatabaseUnavailable(err)).toBe(true);
-      // Bounded by the timeout (with room for a slow machine), not by TCP's minutes.
-      expect(waited).toBeLessThan(10_000);
       // Prisma over the same pool fails the same way.
       expect(isDatabaseUnavailable(await failureOf(db.prisma.$queryRawUnsafe('SELECT 1')))).toBe(true);
     } finally {

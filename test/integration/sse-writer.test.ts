@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import type { SequencedEvent } from '../../services/contract';
 import { writeEventStream } from '../../services/api/http/sse-writer';
+import { eventually } from '../support/eventually';
 
 /** Two events, a pause long enough for heartbeats, then the terminal event. */
 async function* events(): AsyncGenerator<SequencedEvent> {
@@ -150,9 +151,8 @@ describe('the SSE writer', () => {
     await new Promise((resolve) => socket.on('close', resolve));
     // The writer notices at its next event and returns without writing into the dead socket (no
     // error thrown; the server lives on).
-    await sleep(300);
+    await eventually(() => finished.has('gone'), { what: "the writer of the client gone to return" });
     expect(raw).not.toContain('id: 3');
-    expect(finished.has('gone')).toBe(true);
     const res = await fetch(`http://127.0.0.1:${port}/plain`);
     expect(await res.json()).toEqual({ ok: true });
   });

@@ -29,6 +29,17 @@ export function promtool(args: string[], cwd: string): { status: number | null; 
   return { status: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
+/**
+ * `promtool check metrics` on a scrape's text: its exit status and its findings (one a line:
+ * names, types, units or help that break Prometheus' conventions). A clean scrape is status 0
+ * and no output.
+ */
+export function checkMetrics(text: string): { status: number | null; output: string } {
+  requirePrometheusTool('promtool');
+  const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 60_000 });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
 export interface ScrapeTarget {
   job: string;
   /** host:port */

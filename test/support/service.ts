@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { listen, type RunningServer } from '../../services/api';
 import { loadConfig, type Config } from '../../services/platform/config';
-import { createLogger } from '../../services/platform/logger';
+import { createLogger, type Logger } from '../../services/platform/logger';
 import { createMetrics, type Metrics } from '../../services/platform/metrics';
 import { createDatabase, type Database, type PrismaClient } from '../../services/store';
 import { buildService, type ServiceRuntime } from '../../services/api';
@@ -41,6 +41,8 @@ export interface TestServiceOptions {
   balanceMicros?: number;
   /** A Postgres server of the test's own (with the template database) instead of the stack's. */
   postgres?: PostgresServer;
+  /** The service's logger (a test that reads what is logged passes one writing to memory); by default, `LOG_LEVEL`'s on stdout. */
+  log?: Logger;
 }
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
@@ -67,7 +69,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       : { BLOB_DRIVER: 'fs', BLOB_DIR: path.join(s.tmpDir, uniqueName('blobs')) }),
     ...options.env,
   };
-  const log = createLogger({ level: (env.LOG_LEVEL ?? 'silent') as Config['logLevel'] });
+  const log = options.log ?? createLogger({ level: (env.LOG_LEVEL ?? 'silent') as Config['logLevel'] });
   const database = createDatabase(db.url);
   const prisma = database.prisma;
   const account = await seedAccount(prisma, { slug: 'runner', scopes: ['read', 'run'], balanceMicros: options.balanceMicros ?? 100_000_000 });

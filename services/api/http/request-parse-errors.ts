@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { ErrorCode } from '../../contract';
 import { AppError } from '../../platform/app-error';
 
 /** The fields body-parser (express.json) and Express's router put on the errors they raise. */
@@ -12,7 +13,12 @@ interface ParseError {
   body?: unknown;
   /** zlib's code (`Z_DATA_ERROR`, `ERR__ERROR_FORMAT_PADDING_2`, ...) when inflating a compressed body failed. */
   code?: unknown;
+  /** http-errors' mark of an error whose message may be shown to the client (every 4xx it makes). */
+  expose?: boolean;
 }
+
+/** The code of the other 4xx refusals body-parser raises, by their status. */
+const CODE_OF_STATUS: Record<number, ErrorCode> = { 403: 'forbidden', 413: 'payload_too_large', 415: 'unsupported_media_type' };
 
 function contentEncoding(req: Request): string {
   return String(req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
@@ -93,6 +99,13 @@ export function fromRequestParsing(err: unknown, req: Request): AppError | null 
       message: `the request body is declared Content-Encoding "${encoding}" but is not ${encoding} data (${e.message ?? e.code}); compress it that way or drop the header`,
       cause: err,
     });
+  }
+  // Any other refusal of the request by body-parser or raw-body (a 4xx they mark `expose`: too
+  // many form parameters, a body shorter than its Content-Length, ...) is the client's too, and
+  // says what is wrong; one they raise with a 5xx (a stream misused by our code) is not.
+  if (typeof e?.type === 'string' && e.expose === true && typeof e.status === 'number' && e.status >= 400 && e.status < 500) {
+    const what = e.type === 'parameters.too.many' ? 'the request body holds too many form parameters; send fewer' : `the request body could not be read: ${e.message ?? e.type}`;
+    return new AppError({ code: CODE_OF_STATUS[e.status] ?? 'bad_request', message: what, cause: err });
   }
   return null;
 }

@@ -1,5 +1,4 @@
 import express, { Router, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
-import type { Logger } from 'pino';
 import { InvalidRequestError, OAuthError, UnsupportedGrantTypeError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { metadataHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/metadata.js';
 import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/register.js';
@@ -9,6 +8,7 @@ import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/
 import type { OAuthMetadata, OAuthProtectedResourceMetadata } from '@modelcontextprotocol/sdk/shared/auth.js';
 import type { FailureLimit } from '../handlers/device-ports';
 import type { RateLimiter } from '../../queue';
+import { fromRequestParsing } from '../http/request-parse-errors';
 import { MCP_SCOPES } from './mcp-authorization-request';
 import { allowOnly, routeLabel } from './route-marks';
 
@@ -50,7 +50,6 @@ export interface McpOAuthRouteDeps {
   /** Redis counts shared by the API replicas: registrations per client IP. */
   limiter: Pick<RateLimiter, 'hit'>;
   registrationsPerIp: FailureLimit;
-  log: Logger;
 }
 
 const BODY_LIMIT = '16kb';
@@ -71,9 +70,14 @@ function asRoute(handler: RequestHandler): RequestHandler {
   };
 }
 
-/** RFC 6749 §5.2 bodies for what fails before the SDK's handlers answer (bodies, limits). */
-function oauthErrorBodies(log: Logger) {
-  return (err: unknown, _req: Request, res: Response, next: NextFunction): void => {
+/**
+ * RFC 6749 §5.2 bodies for what fails before the SDK's handlers answer: OAuth errors, and bodies
+ * that cannot be read (too large, not JSON, a `Content-Encoding` they are not in, ...), which are
+ * the client's mistakes, answered 4xx and not logged as failures. Anything else goes on to the
+ * app's error handler, which answers 500 and logs it at error level, once.
+ */
+function oauthErrorBodies() {
+  return (err: unknown, req: Request, res: Response, next: NextFunction): void => {
     if (res.headersSent) return next(err);
     const parser = err as { type?: string; limit?: number; message?: string };
     let status = 400;
@@ -90,8 +94,10 @@ function oauthErrorBodies(log: Logger) {
       status = 415;
       error = new InvalidRequestError(`${parser.message ?? 'unsupported body encoding'}; send UTF-8`);
     } else {
-      log.error({ err }, 'MCP OAuth endpoint failed');
-      return next(err);
+      const unreadable = fromRequestParsing(err, req);
+      if (!unreadable || unreadable.status >= 500) return next(err);
+      status = unreadable.status;
+      error = new InvalidRequestError(unreadable.message);
     }
     res.set('Cache-Control', 'no-store');
     res.status(status).json(error.toResponseObject());
@@ -197,6 +203,6 @@ export function createMcpOAuthRouter(deps: McpOAuthRouteDeps): Router {
     router.post(path, routeLabel(path), ...handlers);
     allowOnly(router, path, ['POST', 'OPTIONS']);
   }
-  router.use([...documents.map(([path]) => path), ...endpoints.map(([path]) => path)], oauthErrorBodies(deps.log));
+  router.use([...documents.map(([path]) => path), ...endpoints.map(([path]) => path)], oauthErrorBodies());
   return router;
 }

@@ -42,7 +42,7 @@ export function createMcpOAuthRouters(deps: McpOAuthDeps): Router[] {
     refreshTokenTtlDays: config.mcpRefreshTokenTtlDays,
   });
   return [
-    createMcpOAuthRouter({ provider, urls, limiter: deps.limiter, registrationsPerIp: { limit: config.mcpClientRegistrationsPerIpPerHour, windowMs: 3_600_000 }, log: deps.log }),
+    createMcpOAuthRouter({ provider, urls, limiter: deps.limiter, registrationsPerIp: { limit: config.mcpClientRegistrationsPerIpPerHour, windowMs: 3_600_000 } }),
     createMcpAuthorizePageRouter({
       tokens: deps.tokens,
       memberships: deps.memberships,
