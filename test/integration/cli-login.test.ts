@@ -301,13 +301,10 @@ describe('svc login, whoami and logout', () => {
         expect((JSON.parse(fs.readFileSync(home.configFile, 'utf8')) as { token: string }).token).toBe('svcs_from_the_fake');
         expect(fake.polls.map((p) => p.contentType)).toEqual(Array(3).fill('application/x-www-form-urlencoded'));
         expect(fake.polls[0]!.params).toEqual({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: 'fake-device-code', client_id: 'svc-cli' });
-        // 1 s, 1 s, then 6 s after the slow_down; a loaded machine only adds.
+        // At least 1 s, 1 s, then 6 s after the slow_down; a loaded machine only adds, so no upper bound.
         const gaps = fake.gapsS();
         expect(gaps).toHaveLength(3);
-        for (const [i, expected] of [1, 1, 6].entries()) {
-          expect(gaps[i]).toBeGreaterThanOrEqual(expected - 0.05);
-          expect(gaps[i]).toBeLessThan(expected + 0.9);
-        }
+        for (const [i, expected] of [1, 1, 6].entries()) expect(gaps[i]).toBeGreaterThanOrEqual(expected - 0.05);
       } finally {
         home.remove();
       }
