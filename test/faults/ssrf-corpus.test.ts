@@ -213,8 +213,9 @@ describe('S3: SSRF corpus on every URL input', () => {
     const before = provider.requests.length;
     const workflow = (i: number) => ({ version: 2, nodes: [{ id: 'draw', uses: 'openai-image', inputs: { prompt: String(i) } }, { id: 'out', uses: 'output', inputs: { value: '${draw.image}' } }] });
     const outcomes = await inPool(cases.map((c, i) => ({ c, i })), PARALLEL, ({ c, i }) => attempt({ name: 'openai-image result URL', workflow: () => workflow(i), inputs: () => ({}) }, c));
-    // Not the caller's fault: the provider's answer is what is refused (unavailable), and said so.
-    const wrong = outcomes.filter((o) => !(o.terminal === 'run.failed' && o.code === 'unavailable' && /result URL/.test(o.message ?? '')));
+    // Not the caller's fault: the provider's answer is what is refused, and said so: a URL the
+    // address rules refuse as unavailable, one that is no http(s) URL at all as a malformed answer.
+    const wrong = outcomes.filter((o) => !(o.terminal === 'run.failed' && (o.code === 'unavailable' || o.code === 'malformed_provider_response') && /result URL/.test(o.message ?? '')));
     expectFigure('S3', 'canary hits (provider result URLs)', canary.requests.length, { max: 0 });
     expect(provider.requests.length - before).toBe(cases.length);
     expect(wrong.map((o) => `${o.case.name}: ${o.status} ${o.terminal} ${o.code} ${o.message}`)).toEqual([]);
