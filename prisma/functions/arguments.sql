@@ -18,8 +18,8 @@ END $$;
 -- The value of a required key as text (a JSON null reads as SQL NULL); raises when the key is
 -- absent (or args is null), so a caller that misspells a key fails loudly instead of passing NULL
 -- along. One SQL expression, so that Postgres inlines it into its callers' statements: a call of
--- its own was about 15 per run, each a PL/pgSQL function call (docs/performance.md, fourteenth
--- round).
+-- its own was about 15 per run, each a PL/pgSQL function call (docs/performance/postgres.md,
+-- Instructions per run).
 -- Locks: none.
 CREATE FUNCTION svc_arg(args jsonb, key text) RETURNS text
 LANGUAGE sql VOLATILE AS $$

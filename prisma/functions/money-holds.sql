@@ -148,7 +148,7 @@ CREATE FUNCTION svc_release_locks_before_flush() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
   -- PL/pgSQL, not SQL: its statement's plan is cached for the session, a SQL function's is made at
-  -- every call (twice per run; docs/performance.md, fourteenth round).
+  -- every call (twice per run; docs/performance/postgres.md, Instructions per run).
   -- svc.flush_after_commit tells the caller (the session's own synchronous_commit may be off already).
   PERFORM set_config('synchronous_commit', 'off', true), set_config('svc.flush_after_commit', 'on', true);
 END $$;

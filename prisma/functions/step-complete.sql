@@ -112,7 +112,8 @@ BEGIN
   RETURNING * INTO done;
   total := done.cost_micros;
   new_reserved := r.reserved_micros - s.reserved_micros;
-  -- A run's last step has no dependents: no statement for nothing (docs/performance.md, fourteenth round).
+  -- A run's last step has no dependents: no statement for nothing
+  -- (docs/performance/postgres.md, Instructions per run).
   IF cardinality(p_dependents) > 0 THEN
     UPDATE steps d SET pending_deps = d.pending_deps - 1
     WHERE d.run_id = p_run AND d.node_id = ANY(p_dependents) AND d.pending_deps > 0;
@@ -259,7 +260,7 @@ DECLARE
   p_commits jsonb := svc_arg(args, 'commits')::jsonb;
 BEGIN
   -- One commit (what a run alone sends) settles its organization itself: no statements to order
-  -- commits or to sum settlements (docs/performance.md, fourteenth round).
+  -- commits or to sum settlements (docs/performance/postgres.md, Instructions per run).
   IF jsonb_array_length(p_commits) = 1 THEN
     RETURN jsonb_build_object('results', jsonb_build_array(svc_complete_step(p_commits->0) - 'settlement'));
   END IF;

@@ -241,7 +241,7 @@ export function createMetrics(options: { role: string }): Metrics {
     },
     observeCalls() {
       // Every command and statement is observed: the labelled children are looked up once per
-      // label pair, not hashed from a label object per call (B9 in docs/performance.md).
+      // label pair, not hashed from a label object per call (docs/performance/design-floor.md, B9).
       const dbChild = childrenOf(dbQueries);
       const redisChild = childrenOf(redisCommands);
       const onDb = (message: unknown) => {

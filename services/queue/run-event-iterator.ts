@@ -17,7 +17,7 @@ export interface RunEventSubscription {
  * `return()` ends it at once, even while a `next()` waits for the run's next event (a
  * generator's `return()` would wait behind that `next()`, possibly for ever). A stream can so be
  * ended by its consumer without an `AbortSignal` of its own, and holds no generator either: both
- * cost memory on every open stream (docs/performance.md, B6).
+ * cost memory on every open stream (docs/performance/streams.md).
  *
  * The subscription starts with the first `next()` and is released when the iteration ends
  * (terminal event, failure, `return()`, the cursor stopped by an abort or the bus closing); the

@@ -274,7 +274,7 @@ interface Released extends GivenBack {
 /**
  * A lease this replica holds: a class with a method rather than an object literal with an arrow,
  * since one lives as long as each open stream and tsx names an arrow bound to a property, which
- * gives that closure a property dictionary of about 256 bytes (docs/performance.md, B6).
+ * gives that closure a property dictionary of about 256 bytes (docs/performance/streams.md).
  */
 class HeldLease implements StreamLease, GivenBack {
   private released = false;

@@ -87,7 +87,7 @@ function subscribe(deps: FollowDeps, runId: string, caller: { orgId: string; sig
  *
  * An iterator object rather than an async generator: each event passes in the turn its follower's
  * `next()` settles, not a `yield` and an `await` later (several promise hops per event;
- * docs/performance.md, B6). `return()` ends it at once.
+ * docs/performance/streams.md). `return()` ends it at once.
  */
 class AnnouncedRun implements AsyncIterableIterator<SequencedEvent> {
   private announcedYet = false;

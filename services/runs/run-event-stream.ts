@@ -154,7 +154,7 @@ export function followRunEvents(
  * An iterator object rather than an async generator: a live event reaches the consumer in the
  * turn its log read settles, where a generator's `yield` and its wait for the next wake-up cost
  * several promise hops per event and stream, all of them run for every stream of a run before
- * the first one's write leaves (B6, docs/performance.md). Nothing stays behind on a promise that
+ * the first one's write leaves (docs/performance/streams.md). Nothing stays behind on a promise that
  * outlives a wait (racing the long-lived ones afresh per event left a reaction on each).
  *
  * It is also the client signal's abort listener (`handleEvent`). Callbacks kept per stream are

@@ -239,7 +239,7 @@ async function callFunction<N extends FunctionName>(pool: SqlPool, name: N, args
   try {
     if (alone) return await callFlushed(pool, name, json);
     // A named statement: each connection parses and plans it once, not at every call (about 7%
-    // of Postgres' instructions per run: docs/performance.md, fourteenth round).
+    // of Postgres' instructions per run: docs/performance/postgres.md, Instructions per run).
     const result = await pool.query<{ out: Record<string, unknown>; unflushed: boolean }>({ ...namedCall(name), values: [json] });
     const row = result.rows[0]!;
     if (row.unflushed) await group.flush();

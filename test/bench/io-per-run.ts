@@ -4,7 +4,7 @@
  * service (ROLE=all in this process, fsync on), each printed with its runs per second, p50, CPU
  * per run, and write and read system calls per run from `/proc/self/io` (the API, the worker and
  * the client together; Linux only). Counts are what moves least with a busy machine
- * (docs/performance.md, ninth round). Then the same loops against the design floor
+ * (docs/performance.md, How the figures are taken). Then the same loops against the design floor
  * (support/design-floor.ts, in this process too): what the design's least asks of the same
  * machine. Not a *.bench.ts: make bench does not run it.
  */

@@ -4,8 +4,8 @@
  * it) replayed by one Postgres backend in single-user mode under Valgrind's callgrind, which counts
  * the instructions it executes. Unlike CPU time on this shared VM (10-20% apart from one run to the
  * next), the count repeats to about 0.2%, so a change of a few percent in the SQL functions shows
- * (docs/performance.md, fourteenth round). Network, the other processes and the disk are left out:
- * fsync is off, and the flush's own transaction is counted, not its wait.
+ * (docs/performance/postgres.md, Instructions per run). Network, the other processes and the
+ * disk are left out: fsync is off, and the flush's own transaction is counted, not its wait.
  *
  * Two paths, as hot-sql.ts calls a function: alone (one simple query with the call, COMMIT and the
  * flush: a sequential run, B1) and beside others (its named statement, planned once per

@@ -20,7 +20,7 @@ export function requestId() {
  * Counts and times every request by its route pattern (bounded labels), once it has finished or
  * the client left. The `close` listener is one function for every request, reading its response
  * from `this` and its start from `res.locals`: a closure (and a timer's) per request would be held
- * as long as the request is open, which an SSE stream is (docs/performance.md, B6).
+ * as long as the request is open, which an SSE stream is (docs/performance/streams.md).
  */
 export function requestMetrics(metrics: Metrics) {
   function observe(this: Response): void {
@@ -44,7 +44,7 @@ const UNLOGGED: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics'
  * status, `responseTime` in ms; "request completed", or "request errored" with `err` for a 5xx),
  * written here with one `close` listener: pino-http's two child loggers, three listeners and
  * their closures cost about 1.2 KB for every open request, which an open SSE stream is
- * (docs/performance.md, B6).
+ * (docs/performance/streams.md).
  */
 export function requestLogging(log: Logger) {
   // One listener function for every request ('close' comes once): see requestMetrics.

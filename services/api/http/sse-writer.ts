@@ -113,7 +113,7 @@ class StreamOutput {
 /**
  * The heartbeat of every open stream of this process with the same period, from one timer: a
  * comment line to each, so proxies keep idle streams open. One timer and one set entry instead of
- * a timer and its closure per stream (docs/performance.md, B6); a stream opened just before a tick
+ * a timer and its closure per stream (docs/performance/streams.md); a stream opened just before a tick
  * gets its first heartbeat early, which is harmless.
  */
 class Heartbeats {

@@ -116,7 +116,7 @@ function unobservedInvoker(deps: InvokerDeps): Invoke {
  * The stream, holding its slot until it ends however it ends: its last event, a failure, or the
  * consumer's `return()`. An iterator object, not an async generator (`yield*` in a `try`): one
  * small object per open stream instead of a generator's suspended frame and its delegation, and
- * one promise hop less per event (docs/performance.md, B6).
+ * one promise hop less per event (docs/performance/streams.md).
  */
 class SlotHeldStream implements AsyncIterableIterator<SequencedEvent> {
   private readonly events: AsyncIterator<SequencedEvent>;

@@ -36,8 +36,8 @@ export const FLOOR_SQL = {
  * against the contract, rate limits, the stream's slot, the spend cap's reservation and
  * settlement, the step rows, the ledger, the organization's balance, the other events
  * (`step.started`, `step.completed`), metrics and logs. So no implementation of the design does
- * less per run than this; what it holds on a machine bounds what ours can (docs/performance.md,
- * eleventh round).
+ * less per run than this; what it holds on a machine bounds what ours can
+ * (docs/performance/design-floor.md).
  */
 export class DesignFloor {
   readonly account = { token: 'floor' };

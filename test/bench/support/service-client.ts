@@ -41,7 +41,7 @@ export function mathChain(length: number) {
  * client shares the machine (and, for most, the process) with the service it measures, and the
  * peers' clients are function calls; undici's fetch with its web streams cost about 1 ms of CPU
  * per run on this VM (15% of the process at B4's 100/s), node:http about a third of that
- * (docs/performance.md, ninth round).
+ * (docs/performance.md, How the figures are taken).
  */
 const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
 

@@ -46,8 +46,8 @@ async function rawAdmission(databaseUrl: string): Promise<{ url: string; close()
  * Both clients open a connection per request (node:http, no keep-alive): ours' stream never ends
  * (no worker reads its queue), so its connection is dropped after the first event and cannot be
  * reused, and the peer is made to pay the same TCP set-up and teardown, so that what differs in
- * the CPU per request is the servers' work, not the clients'. (Until the fifteenth round the
- * clients were `fetch`: ours' aborted reads and web streams were a third of its busy samples.)
+ * the CPU per request is the servers' work, not the clients'. (With `fetch` clients, ours'
+ * aborted reads and web streams were a third of its busy samples.)
  */
 const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
 
