@@ -63,8 +63,12 @@ export class RunEventCursor implements ChannelListener<SequencedEvent | Error> {
       return;
     }
     if (item.seq <= this.last) {
-      // A terminal event this stream cannot have seen: the log was begun again below its position.
-      if (isTerminalEvent(item.event)) this.fail(logRestarted(this.runId, item.seq, this.last));
+      if (!isTerminalEvent(item.event)) return;
+      // The terminal event at the resume point, published before this stream subscribed and
+      // delivered after: the stream resumed after the run's end, so it ends. Below that point,
+      // a terminal event this stream cannot have seen: the log was begun again.
+      if (item.seq === this.last) this.end();
+      else this.fail(logRestarted(this.runId, item.seq, this.last));
       return;
     }
     if (item.seq === this.last + 1 && !this.reading) {
