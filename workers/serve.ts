@@ -3,7 +3,8 @@
  * `ROLE=api` and `ROLE=worker` run one of them, for scaling each separately. Workers also run
  * the stuck-run reaper and the retention sweeper (idempotent, so every worker may).
  */
-import { buildService, listen, type RunningServer } from '../services/api';
+import { listen, type RunningServer } from '../services/api';
+import { buildService } from '../services/composition';
 import { ConfigError, loadConfig } from '../services/platform/config';
 import { createLogger } from '../services/platform/logger';
 import { createMetrics } from '../services/platform/metrics';

@@ -1,4 +1,4 @@
-import type { ServiceRuntime } from '../../services/api';
+import type { ServiceRuntime } from '../../services/composition';
 import { eventually } from '../support/eventually';
 import { seedAccount, type SeededAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';

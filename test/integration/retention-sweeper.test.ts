@@ -3,7 +3,7 @@ import pino from 'pino';
 import { BlobUrlSigner, FsBlobStore, S3BlobStore, type BlobStore } from '../../services/blobs';
 import { BlobArtifactStore } from '../../services/nodes';
 import { ArtifactRepository, createDatabase, RunRepository, type Database, type PrismaClient } from '../../services/store';
-import { createRetentionSweeper, type RetentionSweeperOptions } from '../../services/runs/retention-sweeper';
+import { createRetentionSweeper, type RetentionSweeperOptions } from '../../services/runs/sweeps/retention-sweeper';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { seedAccount } from '../support/fixtures';
 import { stack, uniqueName } from '../support/stack';

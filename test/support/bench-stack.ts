@@ -7,7 +7,7 @@ import { createLogger } from '../../services/platform/logger';
 import { createMetrics } from '../../services/platform/metrics';
 import { applyMigrations } from '../../services/store/migration-runner';
 import { createPrismaClient, type PrismaClient } from '../../services/store';
-import { buildService, type ServiceRuntime } from '../../services/api';
+import { buildService, type ServiceRuntime } from '../../services/composition';
 import { databaseUrl, onServer, type PostgresServer } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';
 import { freePorts, serverDir, startDurablePostgres, startPersistentRedis, startPostgres, startRedis, stopPostgres, stopRedis } from './local-servers';

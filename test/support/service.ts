@@ -4,7 +4,7 @@ import { loadConfig, type Config } from '../../services/platform/config';
 import { createLogger, type Logger } from '../../services/platform/logger';
 import { createMetrics, type Metrics } from '../../services/platform/metrics';
 import { createDatabase, type Database, type PrismaClient } from '../../services/store';
-import { buildService, type ServiceRuntime } from '../../services/api';
+import { buildService, type ServiceRuntime } from '../../services/composition';
 import type { NodeDefinition } from '../../services/nodes';
 import { createTestDatabase, type PostgresServer, type TestDatabase } from './database';
 import { seedAccount, type SeededAccount } from './fixtures';

@@ -1,5 +1,5 @@
 import { getMaxListeners } from 'node:events';
-import { InFlightSteps } from '../../services/runs/in-flight-steps';
+import { InFlightSteps } from '../../services/runs/steps/in-flight-steps';
 
 describe('InFlightSteps', () => {
   it('gives the holds of one run one signal, which aborts with the run, and other runs their own', () => {

@@ -1,6 +1,6 @@
 import type { Artifact } from '../../services/contract';
 import { IMAGE_NODES } from '../../services/nodes/image-nodes';
-import { bytesHash, outputCacheKey } from '../../services/runs/output-cache-key';
+import { bytesHash, outputCacheKey } from '../../services/runs/steps/output-cache-key';
 
 const resize = IMAGE_NODES.find((n) => n.spec.id === 'image-resize')!;
 

@@ -132,7 +132,7 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { [K in RunRecord
       // A resume point past the log's end is followed, not refused: after Redis restarted empty
       // a run's events go on in a new log whose ids start again below what a client had reached.
       // Its stream then waits for the log to pass that point, or ends with the run's ending
-      // from its record (services/queue/run-event-cursor.ts, services/runs/run-event-stream.ts).
+      // from its record (services/queue/run-event-cursor.ts, services/runs/events/run-event-stream.ts).
       const { afterSeq } = resumePoint(after, ctx.lastEventId);
       const run = await deps.runs.getRun(id, authOf(ctx).orgId);
       if (!run) throw noSuchRun(id);

@@ -1,4 +1,4 @@
-import { buildService } from '../../../services/api';
+import { buildService } from '../../../services/composition';
 import { createLogger } from '../../../services/platform/logger';
 import { createMetrics } from '../../../services/platform/metrics';
 import { eventually } from '../../support/eventually';

@@ -16,7 +16,7 @@ import type { ClientRecord } from './run-client';
  * the fake billed for its tag and C what the ledger charged its provider-backed steps:
  * B ≤ C ≤ B + Σ lost charges, where an attempt that may have been lost (every attempt but the
  * last of a step, and the last of a cancelled step) may have been charged its worst-case estimate
- * (services/runs/step-result.ts lostChargeOf) without a bill; C = B when no attempt was lost.
+ * (services/runs/steps/step-result.ts lostChargeOf) without a bill; C = B when no attempt was lost.
  */
 
 export interface CheckOptions {

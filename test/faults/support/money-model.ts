@@ -448,7 +448,7 @@ function completeRun(state: MState, run: MRun): boolean {
 }
 
 /**
- * The reaper's sweep (services/runs/run-reaper.ts) over this organization with a run timeout of
+ * The reaper's sweep (services/runs/sweeps/run-reaper.ts) over this organization with a run timeout of
  * zero when `timeout`: every running run fails with run_timeout; then runs whose steps all
  * completed are completed; what it would re-enqueue (stuck attempts, runnable steps) is
  * answered as run index and node.

@@ -258,7 +258,7 @@ export class MoneyAccount {
   }
 
   /**
-   * What the reaper's sweep does (services/runs/run-reaper.ts), with its own queries, over this
+   * What the reaper's sweep does (services/runs/sweeps/run-reaper.ts), with its own queries, over this
    * organization's runs: with `timeout`, every running run is past a run timeout of zero and
    * fails; finished runs are completed; the steps it would re-enqueue are answered.
    */

@@ -199,4 +199,4 @@ export function logLines(logFile: string, msg: string, runId?: string): Record<s
 }
 
 /** The log line a worker writes when its result (commit or failure) is refused because another attempt owns the step. */
-export { STALE_RESULT_DROPPED as STALE_COMMIT_DROPPED } from '../../../services/runs/run-outbox';
+export { STALE_RESULT_DROPPED as STALE_COMMIT_DROPPED } from '../../../services/runs/events/run-outbox';

@@ -1,8 +1,8 @@
-import type { Artifact } from '../contract';
-import type { ArtifactStore } from '../nodes';
-import type { Logger } from '../platform/logger';
+import type { Artifact } from '../../contract';
+import type { ArtifactStore } from '../../nodes';
+import type { Logger } from '../../platform/logger';
 import { bytesHash, outputCacheKey, refsIn } from './output-cache-key';
-import type { OutputCacheStore } from './ports';
+import type { OutputCacheStore } from '../ports';
 import type { ReservedStep } from './step-start';
 
 /** What the output cache tells metrics: hit, miss, store, eviction (n of them), error (a failed read or write). */

@@ -1,5 +1,5 @@
-import type { StepAttempt } from '../store';
-import type { RunContext } from './run-context-cache';
+import type { StepAttempt } from '../../store';
+import type { RunContext } from '../run-context-cache';
 import type { HeldStart } from './held-start';
 import type { PreparedStep } from './prepared-step';
 import type { StepBatch } from './step-batch';

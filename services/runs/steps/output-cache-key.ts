@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import stringify from 'safe-stable-stringify';
-import type { Artifact } from '../contract';
-import { isDataConnector } from '../engine';
-import { applyDefaults, type NodeDefinition, type NodeInputs } from '../nodes';
+import type { Artifact } from '../../contract';
+import { isDataConnector } from '../../engine';
+import { applyDefaults, type NodeDefinition, type NodeInputs } from '../../nodes';
 
 /** The SHA-256 (hex) of the bytes behind an artifact's `ref`. */
 export type ContentHash = (artifact: Artifact) => Promise<string>;

@@ -1,7 +1,6 @@
 import express, { type Express } from 'express';
-import type { ServiceResources } from '../runs';
-import { healthRoutes, type ReadinessProbe } from './http/health-routes';
-import { metricsRoute } from './http/metrics-route';
+import type { ServiceResources } from './service-resources';
+import { healthRoutes, type ReadinessProbe, metricsRoute } from '../api';
 
 /** What `/readyz` checks: Redis and Postgres answer. */
 export function readinessProbes(resources: ServiceResources): ReadinessProbe[] {

@@ -1,4 +1,4 @@
-import type { ArtifactInput, OpInput, OutputCacheMode, Outputs, RunError, SequencedEvent, Workflow } from '../contract';
+import type { ArtifactInput, OpInput, OutputCacheMode, Outputs, RunError, SequencedEvent, Workflow } from '../../contract';
 import {
   effectiveCapMicros,
   expandMounts,
@@ -14,11 +14,11 @@ import {
   type PublishedVersion,
   type SpecLookup,
   type WorkflowRef,
-} from '../engine';
-import type { NodeDefinition } from '../nodes';
-import { AppError } from '../platform/app-error';
-import type { Logger } from '../platform/logger';
-import { InsufficientCreditError } from '../store';
+} from '../../engine';
+import type { NodeDefinition } from '../../nodes';
+import { AppError } from '../../platform/app-error';
+import type { Logger } from '../../platform/logger';
+import { InsufficientCreditError } from '../../store';
 import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
 import { estimateRun, uniqueUses, type CostSources, type RunEstimate } from './run-estimate';
 import type { RunStarter } from './run-starter';

@@ -1,8 +1,8 @@
-import type { Logger } from '../platform/logger';
-import type { RunRecoveryRepository } from '../store';
-import type { RunLifecycle } from './run-lifecycle';
+import type { Logger } from '../../platform/logger';
+import type { RunRecoveryRepository } from '../../store';
+import type { RunLifecycle } from '../run-lifecycle';
 import { RepeatingSweep } from './repeating-sweep';
-import { RUN_ERROR_CODES } from './step-errors';
+import { RUN_ERROR_CODES } from '../steps/step-errors';
 
 export interface RunDeadlinesOptions {
   recovery: Pick<RunRecoveryRepository, 'findPastDeadline'>;

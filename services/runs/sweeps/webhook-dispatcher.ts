@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
-import { TERMINAL_EVENT_TYPES, WEBHOOK_HEADERS, webhookSecretKeyBase64, webhookSignedContent, type RunEvent, type SequencedEvent } from '../contract';
-import type { PostAnswer } from '../nodes';
-import { AppError } from '../platform/app-error';
-import type { Logger } from '../platform/logger';
-import type { ClaimedWebhook, RunRecord, WebhookDeliveryRecord } from '../store';
+import { TERMINAL_EVENT_TYPES, WEBHOOK_HEADERS, webhookSecretKeyBase64, webhookSignedContent, type RunEvent, type SequencedEvent } from '../../contract';
+import type { PostAnswer } from '../../nodes';
+import { AppError } from '../../platform/app-error';
+import type { Logger } from '../../platform/logger';
+import type { ClaimedWebhook, RunRecord, WebhookDeliveryRecord } from '../../store';
 import { RepeatingSweep } from './repeating-sweep';
-import { isFinished, terminalEventOf } from './run-event-stream';
+import { isFinished, terminalEventOf } from '../events/run-event-stream';
 
 /** What the dispatcher reads and writes (`WebhookRepository`). */
 export interface WebhookStore {

@@ -1,6 +1,6 @@
-import { collectRunOutputs } from '../engine';
-import type { NodeDefinition } from '../nodes';
-import type { RunContext } from './run-context-cache';
+import { collectRunOutputs } from '../../engine';
+import type { NodeDefinition } from '../../nodes';
+import type { RunContext } from '../run-context-cache';
 import { FailedAfterCall } from './step-errors';
 
 /** A call that returned: its node, inputs, worst case and outputs. */

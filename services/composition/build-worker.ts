@@ -5,15 +5,8 @@ import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTarget
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
 import { OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
-import { OutputCache } from './output-cache';
-import { InFlightSteps } from './in-flight-steps';
-import { createRetentionSweeper, type RetentionSweeper } from './retention-sweeper';
-import { RunReaper } from './run-reaper';
-import { RunDeadlines } from './run-deadlines';
-import { RepeatingSweep } from './repeating-sweep';
-import { WebhookDispatcher } from './webhook-dispatcher';
+import { OutputCache, InFlightSteps, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
 import type { ServiceResources } from './service-resources';
-import { StepExecutor } from './step-executor';
 
 /** A step worker with its reaper and retention sweeper. */
 export interface BuiltWorker {

@@ -1,15 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../contract';
-import { resolveStepInputs, type PreparedWorkflow } from '../engine';
-import type { NodeDefinition } from '../nodes';
-import { annotateSpan, SPAN_ATTRIBUTES } from '../platform/tracing';
-import type { Failpoints } from '../platform/failpoints';
-import type { Logger } from '../platform/logger';
-import type { RunRepository } from '../store';
-import { createRunContext, type RunContextCache } from './run-context-cache';
-import type { RunLifecycle } from './run-lifecycle';
-import type { RunEventAppender, StepEnqueuer } from './ports';
-import { planJobs } from './step-groups';
+import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../../contract';
+import { resolveStepInputs, type PreparedWorkflow } from '../../engine';
+import type { NodeDefinition } from '../../nodes';
+import { annotateSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
+import type { Failpoints } from '../../platform/failpoints';
+import type { Logger } from '../../platform/logger';
+import type { RunRepository } from '../../store';
+import { createRunContext, type RunContextCache } from '../run-context-cache';
+import type { RunLifecycle } from '../run-lifecycle';
+import type { RunEventAppender, StepEnqueuer } from '../ports';
+import { planJobs } from '../steps/step-groups';
 
 /** A checked run request: the engine has validated the workflow and the inputs. */
 export interface RunRequest {

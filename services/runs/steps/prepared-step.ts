@@ -1,4 +1,4 @@
-import type { NodeDefinition } from '../nodes';
+import type { NodeDefinition } from '../../nodes';
 
 /** A step whose inputs and worst case are known before it is reserved. */
 export interface PreparedStep {

@@ -1,5 +1,5 @@
-import type { RunEvent } from '../contract';
-import type { NodeDefinition } from '../nodes';
+import type { RunEvent } from '../../contract';
+import type { NodeDefinition } from '../../nodes';
 
 /** Connector types whose values are media in blobs: a node with such a port may take a while (an image resize). */
 const MEDIA_PORTS: ReadonlySet<string> = new Set(['IMAGE', 'AUDIO', 'VIDEO', 'FILE']);

@@ -1,4 +1,4 @@
-import { createStudioRouter } from './routes/studio-routes';
+import { createStudioRouter, TokenCache, createApiLimits, createApp, TokenUsageRecorder, createHandlers, type TokenLimit, createInvoker, type Invoke, McpCancellations, createMcpRouter, createBrowserSessions, createBlobRouter, createDeviceRouter, createMcpOAuthRouters, createSessionRouter } from '../api';
 import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
@@ -6,23 +6,10 @@ import { Failpoints } from '../platform/failpoints';
 import { AddressAllowList, blockedReason } from '../platform/address-policy';
 import net from 'node:net';
 import { RateLimiter } from '../queue';
-import { RunLauncher, RunStarter, type ServiceResources } from '../runs';
+import { RunLauncher, RunStarter } from '../runs';
+import type { ServiceResources } from './service-resources';
 import { DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
-import { TokenCache } from './auth/token-cache';
-import { createApiLimits } from './api-limits';
-import { createApp } from './app';
-import { TokenUsageRecorder } from './auth/token-usage';
-import { createHandlers } from './handlers/create-handlers';
 import { readinessProbes } from './monitor-app';
-import type { TokenLimit } from './invoke/call-limits';
-import { createInvoker, type Invoke } from './invoke/invoke';
-import { McpCancellations } from './mcp/mcp-cancellations';
-import { createMcpRouter } from './mcp/mcp-route';
-import { createBrowserSessions } from './auth/browser-sessions';
-import { createBlobRouter } from './routes/blob-route';
-import { createDeviceRouter } from './routes/device-routes';
-import { createMcpOAuthRouters } from './routes/mcp-oauth';
-import { createSessionRouter } from './routes/session-routes';
 
 /**
  * The check of a Webhook-Url a run is started with: a host written as an address that is not

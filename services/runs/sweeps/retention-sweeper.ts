@@ -1,6 +1,6 @@
-import { BlobNotFoundError, type BlobStore } from '../blobs';
-import type { Logger } from '../platform/logger';
-import type { ArtifactRepository, ExpiredArtifact } from '../store';
+import { BlobNotFoundError, type BlobStore } from '../../blobs';
+import type { Logger } from '../../platform/logger';
+import type { ArtifactRepository, ExpiredArtifact } from '../../store';
 
 /** Options of {@link createRetentionSweeper}. */
 export interface RetentionSweeperOptions {

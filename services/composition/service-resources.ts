@@ -10,10 +10,7 @@ import type { Metrics } from '../platform/metrics';
 import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue } from '../queue';
 import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
-import { presentingMountEvents } from './mount-events';
-import type { RunEventAppender } from './ports';
-import { RunContextCache, UnpreparableRunError } from './run-context-cache';
-import { RunLifecycle } from './run-lifecycle';
+import { presentingMountEvents, type RunEventAppender, RunContextCache, UnpreparableRunError, RunLifecycle } from '../runs';
 
 /**
  * What every process of the service shares, built once from the configuration and handed to

@@ -1,8 +1,8 @@
-import type { Logger } from '../platform/logger';
-import type { RunRecoveryRepository } from '../store';
-import type { RunContextCache } from './run-context-cache';
-import { UnpreparableRunError } from './run-context-cache';
-import type { RunLifecycle } from './run-lifecycle';
+import type { Logger } from '../../platform/logger';
+import type { RunRecoveryRepository } from '../../store';
+import type { RunContextCache } from '../run-context-cache';
+import { UnpreparableRunError } from '../run-context-cache';
+import type { RunLifecycle } from '../run-lifecycle';
 import { RepeatingSweep } from './repeating-sweep';
 
 /** Re-enqueues steps whose jobs are gone (the step queue's `requeue`), and tells which steps no job may still run. */

@@ -1,11 +1,11 @@
-import { MissingValueError, resolveStepInputs } from '../engine';
-import type { NodeDefinition } from '../nodes';
-import { AppError } from '../platform/app-error';
-import type { Logger } from '../platform/logger';
-import type { RunRepository, StepRepository } from '../store';
-import { UnpreparableRunError, type RunContext, type RunContextCache } from './run-context-cache';
+import { MissingValueError, resolveStepInputs } from '../../engine';
+import type { NodeDefinition } from '../../nodes';
+import { AppError } from '../../platform/app-error';
+import type { Logger } from '../../platform/logger';
+import type { RunRepository, StepRepository } from '../../store';
+import { UnpreparableRunError, type RunContext, type RunContextCache } from '../run-context-cache';
 import { HeldStart, startsAndEndsTogether } from './held-start';
-import type { RunOutbox } from './run-outbox';
+import type { RunOutbox } from '../events/run-outbox';
 import { StepBatch } from './step-batch';
 import { attemptRefused, stepError } from './step-errors';
 import { lostChargeOf } from './step-result';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { SequencedEvent } from '../contract';
-import type { Logger } from '../platform/logger';
-import { DEFAULT_RECORD_CHECK_MS, DONE, followRunEvents, type RunEventSource, type StoredRun } from './run-event-stream';
+import type { SequencedEvent } from '../../contract';
+import type { Logger } from '../../platform/logger';
+import { DEFAULT_RECORD_CHECK_MS, DONE, followRunEvents, type RunEventSource, type StoredRun } from '../events/run-event-stream';
 
 /** What following a run's events needs. */
 export interface FollowDeps {

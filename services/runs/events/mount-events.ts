@@ -1,6 +1,6 @@
-import type { RunEvent } from '../contract';
-import { mountOf, usdToMicrosFloor } from '../engine';
-import type { RunEventAppender } from './ports';
+import type { RunEvent } from '../../contract';
+import { mountOf, usdToMicrosFloor } from '../../engine';
+import type { RunEventAppender } from '../ports';
 
 /**
  * How the steps of a mounted workflow show in the run's stream: the node that mounts it is a

@@ -4,10 +4,12 @@ import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
 import type { RunEventBus, StepQueue, StepWorker } from '../queue';
-import { buildResources, buildWorker, type RetentionSweeper, type RunDeadlines, type RunReaper, type WebhookDispatcher, type ServiceResources } from '../runs';
+import type { RetentionSweeper, RunDeadlines, RunReaper, WebhookDispatcher } from '../runs';
+import { buildResources, type ServiceResources } from './service-resources';
+import { buildWorker } from './build-worker';
 import { buildApi } from './build-api';
 import { monitorApp } from './monitor-app';
-import type { Invoke } from './invoke/invoke';
+import type { Invoke } from '../api';
 
 /** The parts of one service process, as its role asks. */
 export interface ServiceRuntime {

@@ -1,6 +1,6 @@
-import type { ArtifactInput, Connector } from '../contract';
-import { isDataConnector, microsToUsd, resolveStepInputs, type CheckedNode, type PreparedWorkflow } from '../engine';
-import type { NodeDefinition } from '../nodes';
+import type { ArtifactInput, Connector } from '../../contract';
+import { isDataConnector, microsToUsd, resolveStepInputs, type CheckedNode, type PreparedWorkflow } from '../../engine';
+import type { NodeDefinition } from '../../nodes';
 
 /** One node of a run estimate. */
 export interface NodeEstimate {
