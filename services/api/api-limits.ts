@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { TokenLimit, type MinuteLimit, type StreamSlots } from './invoke/call-limits';
+import { TokenLimit, type MinuteLimit, type StreamSlots } from './auth/call-limits';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';

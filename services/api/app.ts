@@ -6,7 +6,7 @@ import type { Metrics } from '../platform/metrics';
 import type { TokenLookup } from './auth/auth-context';
 import { installSitePolicy } from './auth/session-cookie';
 import { knownBearerToken } from './auth/authenticate';
-import type { MinuteLimit, TokenLimit } from './invoke/call-limits';
+import type { MinuteLimit, TokenLimit } from './auth/call-limits';
 import type { Invoke } from './invoke/invoke';
 import { errorHandler } from './http/error-handler';
 import { healthRoutes, type ReadinessProbe } from './http/health-routes';

@@ -5,7 +5,7 @@ export type { CallContext, CallName, EventStream, Handler, Handlers } from './ha
 export type { ReadinessProbe } from './http/health-routes';
 export { DEFAULT_HTTP_SETTINGS, listen, type RunningServer } from './server';
 export { createInvoker, DeferredInput, type Invoke, type InvokeContext, type InvokerDeps } from './invoke/invoke';
-export { TokenLimit, type MinuteLimit, type RateCounter, type StreamSlots } from './invoke/call-limits';
+export { TokenLimit, type MinuteLimit, type RateCounter, type StreamSlots } from './auth/call-limits';
 export { createStudioRouter } from './routes/studio-routes';
 export { TokenCache } from './auth/token-cache';
 export { createApiLimits } from './api-limits';

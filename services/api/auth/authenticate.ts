@@ -6,7 +6,7 @@ import type { AuthContext, TokenLookup, TokenRecord } from './auth-context';
 import { authenticateByCookie } from './authenticate-cookie';
 import { readSessionCookie } from './session-cookie';
 import { admitCaller } from './admit-caller';
-import type { TokenLimit } from '../invoke/call-limits';
+import type { TokenLimit } from './call-limits';
 
 const SHAPE_PROBLEMS = {
   unknown_prefix: 'it does not start with a known token prefix (svc_, svcs_ or svco_)',

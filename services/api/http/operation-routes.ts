@@ -6,7 +6,7 @@ import type { RateLimitResult } from '../../queue';
 import type { TokenLookup } from '../auth/auth-context';
 import { identifyCaller } from '../auth/authenticate';
 import type { CallName, EventStream } from '../handlers/handler-types';
-import type { CountedCall } from '../invoke/call-limits';
+import type { CountedCall } from '../auth/call-limits';
 import { declarationOf, DeferredInput, describeCall, type Invoke, type InvokeContext } from '../invoke/invoke';
 import { setRateLimitHeaders } from './rate-limits';
 import { emptyBodyError, requestInput, uploadOf } from './request-input';

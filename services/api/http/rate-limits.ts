@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { RateLimitResult, RateLimitRule } from '../../queue';
-import { overLimit, secondsOf, type CountedCall, type MinuteLimit, type TokenLimit } from '../invoke/call-limits';
+import { overLimit, secondsOf, type CountedCall, type MinuteLimit, type TokenLimit } from '../auth/call-limits';
 
 /** Health checks and metric scrapes are never limited (orchestrators and Prometheus poll them). */
 const EXEMPT = new Set(['/healthz', '/readyz', '/metrics']);

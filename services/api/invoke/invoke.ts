@@ -5,7 +5,7 @@ import type { RateLimitResult } from '../../queue';
 import type { AuthContext } from '../auth/auth-context';
 import { admitCaller } from '../auth/admit-caller';
 import type { CallContext, CallName, EventStream, Handlers } from '../handlers/handler-types';
-import { takeStreamSlot, type CountedCall, type StreamSlot, type StreamSlots, type TokenLimit } from './call-limits';
+import { takeStreamSlot, type CountedCall, type StreamSlot, type StreamSlots, type TokenLimit } from '../auth/call-limits';
 
 /**
  * An input read only once the caller is admitted: HTTP reads the body after authentication,

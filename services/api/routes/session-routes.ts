@@ -7,7 +7,7 @@ import { assertSameOrigin } from '../auth/authenticate-cookie';
 import type { BrowserSessions, SessionMemberships, SessionTokens, SessionUsers } from '../auth/browser-sessions';
 import { sessionBody } from '../auth/session-body';
 import { readSessionCookie } from '../auth/session-cookie';
-import type { TokenLimit } from '../invoke/call-limits';
+import type { TokenLimit } from '../auth/call-limits';
 
 export interface SessionRouteDeps {
   /** Sign-in and sign-out (shared with the device-login page). */

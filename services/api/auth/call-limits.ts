@@ -1,6 +1,6 @@
 import { AppError } from '../../platform/app-error';
 import type { RateLimitResult, RateLimitRule } from '../../queue';
-import type { AuthContext } from '../auth/auth-context';
+import type { AuthContext } from './auth-context';
 
 /** Port: counts hits in a window shared by every API replica (the Redis `RateLimiter`). */
 export interface RateCounter {
