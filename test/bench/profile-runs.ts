@@ -1,5 +1,5 @@
 /**
- * A CPU profile of the service under load (issue 17's "measure first"): the whole service in this
+ * A CPU profile of the service under load (measure first): the whole service in this
  * process (ROLE=all), `BENCH_CLIENTS` clients looping 1-node runs for `BENCH_SECONDS`, on the
  * bench stack (fsync on). Run under `node --cpu-prof` (make profile writes .test-artifacts/profile);
  * deploy/local/profile-summary.cjs prints where the time went, by function and by package.

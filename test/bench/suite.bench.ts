@@ -1,5 +1,5 @@
 /**
- * The performance suite (issue 17): each workload against our service and, in the same run on the
+ * The performance suite: each workload against our service and, in the same run on the
  * same Redis and Postgres, against its peer; one table at the end with both figures, the ratio
  * (how many times worse ours is; lower is better) and the goal. Postgres runs with fsync on and
  * Redis with its AOF unless BENCH_FSYNC=off. Percentiles come from HdrHistograms; warm-ups are not

@@ -7,7 +7,7 @@ import { seededRandom } from './support/seeded-random';
 import { startTopology, type Topology } from './support/topology';
 
 /**
- * C1 (issue 19): cancellations racing the runs they cancel. Each run is two provider calls in a
+ * C1: cancellations racing the runs they cancel. Each run is two provider calls in a
  * chain (about 160 ms each, streamed); its client cancels it at a random moment after
  * `run.started`, from 0 ms (before its first step has started) to past its end, through either
  * API behind the load balancer, and every third run is cancelled twice at once. A cancel races

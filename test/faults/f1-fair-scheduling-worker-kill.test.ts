@@ -8,7 +8,7 @@ import { startTopology, type Topology } from './support/topology';
 import { runBody } from './support/worker-faults';
 
 /**
- * F1 (issue 19, docs/scheduling.md): fair scheduling while a worker is SIGKILLed. Organization A
+ * F1 (docs/scheduling.md): fair scheduling while a worker is SIGKILLed. Organization A
  * floods runs of one provider step (~300 ms) under ORG_STEP_CONCURRENCY=4; a worker dies holding
  * some of A's jobs, so their releases never come (BullMQ redelivers the jobs; slots of jobs that
  * are gone are pruned, parked organizations looked at again every FAIR_RECONCILE_MS). Then

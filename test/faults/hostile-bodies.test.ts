@@ -8,7 +8,7 @@ import { exampleInput, hostileRequests, seededRandom, type HostileRequest } from
 import { inPool, latencyProbe, sendRaw, type RawAnswer } from './support/raw-http';
 
 /**
- * S1 (issue 16): malformed requests for every operation and route of the contract, generated
+ * S1: malformed requests for every operation and route of the contract, generated
  * from their input schemas (test/faults/support/hostile-requests.ts), sent 16 at a time against
  * a real service over HTTP while a probe asks /healthz throughout. Goals: no 5xx; 413 for every
  * body over the limit; every 400 names what is wrong; /healthz p99 under 100 ms.

@@ -5,7 +5,7 @@ import { followRun, type ClientRecord } from './support/run-client';
 import { startTopology, type Topology } from './support/topology';
 
 /**
- * I1 (issue 19): duplicate idempotent requests racing each other. For each key, four identical
+ * I1: duplicate idempotent requests racing each other. For each key, four identical
  * `POST /v1/runs` at once through the load balancer (so both APIs answer some), plus one whose
  * connection the client cuts a few milliseconds after sending and which it then sends again with
  * the same key (a lost answer, retried), plus, for every fifth key, one with another body once the

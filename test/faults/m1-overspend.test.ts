@@ -7,7 +7,7 @@ import { startTopology, type Topology } from './support/topology';
 import { sampleUntilStopped } from './support/sampler';
 
 /**
- * M1 (issue 16): many concurrent runs whose priced steps run side by side and in chains, under
+ * M1: many concurrent runs whose priced steps run side by side and in chains, under
  * caps of 1.00 USD and tiny ones, while the provider is slow and fails some calls (so steps
  * retry). The fake bills every answered call its whole `max_tokens`, so real charges come as
  * close to the service's worst-case estimates as they can, and the caps are really reached.

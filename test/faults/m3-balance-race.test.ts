@@ -9,7 +9,7 @@ import { startTopology, type Topology } from './support/topology';
 import { sampleUntilStopped } from './support/sampler';
 
 /**
- * M3 (issue 16): a storm of concurrent run creations against an organization whose balance
+ * M3: a storm of concurrent run creations against an organization whose balance
  * covers only some of them. Admission (services/store/run-repository.ts createRun, docs/money.md
  * "Holds") locks the organization row and gives each run a hold of min(cap, available), where
  * available = balance − held, and refuses with 402 once available is not positive. So with every

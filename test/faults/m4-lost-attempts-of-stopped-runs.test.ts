@@ -6,7 +6,7 @@ import { followRun, type ClientRecord } from './support/run-client';
 import { startTopology, type Topology } from './support/topology';
 
 /**
- * M4 (issue 45, part 1): runs of three priced `openai-chat` steps side by side, whose worst cases
+ * M4: runs of three priced `openai-chat` steps side by side, whose worst cases
  * together fit the cap once but not with a lost attempt's charge on top, while both workers are
  * SIGKILLed again and again, each time 3 s after they are ready (mid-step: a call lasts about
  * 2.5 s). A redelivered step takes its lost attempt over, is charged that attempt's worst case,

@@ -6,7 +6,7 @@ import { moneyProperty } from './support/money-commands';
 import { MoneyStore } from './support/money-store';
 
 /**
- * M2 (issue 16): a fast-check model of the money — credit, pre-authorization (a run's hold on
+ * M2: a fast-check model of the money — credit, pre-authorization (a run's hold on
  * the balance when it is stored, its first step reserved with it), reserve, retry, settle
  * (complete, with the next step and a lease; fail), release (fail a run), expiry (a lost attempt
  * taken over, runs past a timeout of zero failed by the reaper's queries) — against the real

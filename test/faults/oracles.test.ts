@@ -109,7 +109,7 @@ describe('fault suite oracles: provider fake, run client and checker', () => {
   });
 
   it('reports a step left running with its reservation in a stopped run, and the money its organization still holds for it', async () => {
-    // What a lost attempt of a failed run looked like before the reaper settled them (issue 45): step, run and organization all holding.
+    // What a lost attempt of a failed run looked like before the reaper settled them: step, run and organization all holding.
     const open = [
       "UPDATE steps SET status = 'running', reserved_micros = 7 WHERE run_id = $1 AND node_id = 'a'",
       'UPDATE runs SET reserved_micros = 7, held_micros = 7 WHERE id = $1',

@@ -11,7 +11,7 @@ import { inPool } from './support/raw-http';
 import { oneCharMutations } from './support/token-mutations';
 
 /**
- * S2 (issue 16): no credential but a valid one of the caller's own is accepted, and another
+ * S2: no credential but a valid one of the caller's own is accepted, and another
  * organization's runs, workflows and tokens are 404 to a caller, as if they did not exist.
  * Every token one character away from a valid personal, session and OAuth token, and revoked
  * and expired ones of each kind, are sent to every route that needs a token; every route of

@@ -7,7 +7,7 @@ import { expectFigure, figure, scale } from './support/figures';
 import { startTopology, type Topology } from './support/topology';
 
 /**
- * W1 (issue 19): webhook deliveries while a worker is SIGKILLed and restarted. Every run asks for
+ * W1: webhook deliveries while a worker is SIGKILLed and restarted. Every run asks for
  * `run.started` and its end; the receiver answers after 200 ms and refuses every fifth attempt
  * with a 503. A worker dies holding deliveries (its leases lapse after WEBHOOK_LEASE_MS and the
  * other worker takes them over). Every run's two events must reach the receiver, correctly

@@ -8,7 +8,7 @@ import { sseMessages } from '../support/sse';
 import { pauseChain, pauseNode } from '../support/test-nodes';
 
 /**
- * Idempotent run creation (issue 19, docs/runs.md "Idempotent run creation"): the
+ * Idempotent run creation (docs/runs.md "Idempotent run creation"): the
  * `Idempotency-Key` header on `POST /v1/runs`, `/v1/runs/node` and the editor's runs, through the
  * whole service and the SDK.
  */

@@ -15,7 +15,7 @@ import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 
 /**
- * Issue 45, part 2: a provider answer that is not an answer. Every hosted provider node runs
+ * A provider answer that is not an answer. Every hosted provider node runs
  * against a local fake that answers 2xx with something its API never promises (a gateway's HTML
  * page, an empty or broken stream, a stream without its final event, a JSON body without the
  * fields the node needs). Each run must fail with `malformed_provider_response`, naming the

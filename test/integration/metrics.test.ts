@@ -10,7 +10,7 @@ import { readSse } from '../support/sse';
 import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
- * Issue 18, metrics: what an ops team's dashboards and alerts read (docs/operations.md), scraped
+ * What an ops team's dashboards and alerts read (docs/operations.md), scraped
  * from a running service after real work, with bounded labels, and linted by Prometheus' own
  * `promtool check metrics`.
  */

@@ -13,7 +13,7 @@ import { readSse } from '../support/sse';
 import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
- * Issue 18, item 3: the alert rules and the Grafana dashboard of deploy/observability are valid
+ * The alert rules and the Grafana dashboard of deploy/observability are valid
  * PromQL over the metrics docs/operations.md documents, the rules pass their promtool unit tests,
  * and a real Prometheus scrapes a running API process and worker process with the rules loaded.
  */

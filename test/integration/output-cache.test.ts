@@ -6,7 +6,7 @@ import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 
 /**
- * Output caching (issue 19, docs/runs.md "Output caching"), through the whole service: a
+ * Output caching (docs/runs.md "Output caching"), through the whole service: a
  * deterministic image utility answered from the cache on its second identical run (nothing
  * charged, `usage.cached: true`), a miss after an input change or in another organization, LLM
  * calls at temperature 0 cached only when the caller asks (`Output-Cache: llm`, counted at a fake

@@ -11,7 +11,7 @@ import { readSse } from '../support/sse';
 import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
- * Issue 11, part 1: a provider call, once made, is paid; deterministic failures are not retried;
+ * A provider call, once made, is paid; deterministic failures are not retried;
  * a step's attempts are bounded; an organization's balance never goes below zero. Every case
  * counts the fake provider's calls and compares the ledger with the run's spending.
  */
@@ -218,7 +218,7 @@ describe('paid failures: every provider call is settled, failures end, balances 
     expect(m).toMatchObject({ spent: m.charged, held: 0, balance: 1_000_000 - m.charged });
   });
 
-  // Issue 45: the fake answered 200, streamed a chunk, then `data: {not json`; the step was
+  // The fake answered 200, streamed a chunk, then `data: {not json`; the step was
   // retried, the provider called 3 times (each call answered) and the run charged 0.
   it('a stream that breaks its own format is charged its worst case, is not called again, and fails the run malformed_provider_response', async () => {
     const who = await account(1_000_000);
@@ -234,7 +234,7 @@ describe('paid failures: every provider call is settled, failures end, balances 
     expect(await money(service, who.orgId, run.id)).toMatchObject({ charged: estimate, spent: estimate, held: 0, balance: 1_000_000 - estimate });
   });
 
-  // Issue 45: a permanent 5xx was called 9 times a step (3 HTTP tries × 3 step attempts). The HTTP
+  // A permanent 5xx was called 9 times a step (3 HTTP tries × 3 step attempts). The HTTP
   // client's tries (PROVIDER_HTTP_TRIES, 3) are now the one bound; a status it does not retry is sent once.
   it.each<[number, string, number]>([
     [500, 'unavailable', 3],

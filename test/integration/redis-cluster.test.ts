@@ -4,7 +4,7 @@ import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 
 /**
- * Issue 18: the service on a 3-node Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one
+ * The service on a 3-node Redis Cluster (REDIS_CLUSTER=true, REDIS_URL naming one
  * node). BullMQ needs its queue prefix in a hash tag; every key of ours shares it, so the queue's
  * and the event bus' multi-key scripts never span slots.
  */

@@ -5,7 +5,7 @@ import { eventually } from '../support/eventually';
 import { bearer, startTestService, type TestService } from '../support/service';
 
 /**
- * Issue 45: a body the client got wrong (not the compression its `Content-Encoding` names, not
+ * A body the client got wrong (not the compression its `Content-Encoding` names, not
  * JSON, too many form fields, an encoding nobody supports) is a 4xx saying what is wrong, on the
  * API's routes and on the OAuth endpoints alike, and is logged at warn, never at error: operators
  * alert on error-level lines, which are for the service's own failures (5xx).

@@ -8,7 +8,7 @@ import { bearer, startTestService, type TestService } from '../support/service';
 import { sseMessages, type SseMessage } from '../support/sse';
 
 /**
- * Cancellation (issue 19, docs/runs.md "Cancellation"): `POST /v1/runs/:id/cancel` and the
+ * Cancellation (docs/runs.md "Cancellation"): `POST /v1/runs/:id/cancel` and the
  * `Max-Duration-Seconds` deadline, through the whole service, against a fake of fal's queue API
  * whose jobs stay queued until cancelled: the cancel reaches the provider's cancel endpoint, the
  * reservation is given back, the attempt that called out is charged what it held, and the stream

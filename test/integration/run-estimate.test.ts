@@ -5,7 +5,7 @@ import { bearer, startTestService, type TestService } from '../support/service';
 import { FAKE_MODEL, providerEnv } from '../faults/support/provider-fake';
 
 /**
- * Cost estimates (issue 19, docs/runs.md "Cost estimates"): `POST /v1/runs/estimate` answers each
+ * Cost estimates (docs/runs.md "Cost estimates"): `POST /v1/runs/estimate` answers each
  * node's worst case from its own pricing function (the reservation its step would make), its
  * expected cost from the organization's history, the totals and whether they fit; nothing runs.
  */

@@ -8,7 +8,7 @@ import { bearer, startTestService, type TestService } from '../support/service';
 import { sseMessages, type SseMessage } from '../support/sse';
 
 /**
- * Issue 11: every run event stream ends with its terminal event and `[DONE]`, or stays open
+ * Every run event stream ends with its terminal event and `[DONE]`, or stays open
  * until it can. Redis restarting and Postgres stopping are tried on servers of this file's own
  * (the stack's are shared with every other test file); a step that sleeps (a failpoint) keeps
  * the streams open across the outage.

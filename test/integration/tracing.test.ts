@@ -11,7 +11,7 @@ import { readSse } from '../support/sse';
 import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
- * Issue 18, traces: a run is one trace from `POST /v1/runs` in the API, through the queue, to
+ * A run is one trace from `POST /v1/runs` in the API, through the queue, to
  * every step and provider call in a worker process. The API runs in this process with an
  * in-memory exporter; the worker is a process of its own exporting OTLP/HTTP (JSON) to a small
  * receiver here, configured only by the standard OTEL_* variables.

@@ -8,7 +8,7 @@ import { adder, expectValid, jsonCall } from '../support/json-api';
 import { bearer, startTestService, type TestService } from '../support/service';
 
 /**
- * Webhooks (issue 19, docs/webhooks.md): a run started with `Webhook-Url` has its events POSTed
+ * Webhooks (docs/webhooks.md): a run started with `Webhook-Url` has its events POSTed
  * there, signed with the organization's secret (Standard Webhooks), verified here by the SDK's
  * verifier as a receiver would; failures are retried with backoff and given up on after
  * WEBHOOK_GIVE_UP_SECONDS; every attempt shows on the run; the address rules apply.

@@ -29,7 +29,7 @@ describe('the address rules of input fetching', () => {
     ['::ffff:a9fe:a9fe', 'a cloud metadata address'],
     ['64:ff9b::10.0.0.1', 'a private address'],
     ['not-an-ip', 'not an IP address'],
-    // Fuzzing found connections attempted to these (issue 11).
+    // Fuzzing found connections attempted to these.
     ['::7f00:1', 'an IPv4-compatible address (deprecated)'],
     ['::8.8.8.8', 'an IPv4-compatible address (deprecated)'],
     ['::ffff:0:7f00:1', 'an IPv4-translated address'],

@@ -1,5 +1,5 @@
 /**
- * B6 (issue 17): open SSE streams on one API process. Peer: a raw node:http SSE server fanning
+ * B6: open SSE streams on one API process. Peer: a raw node:http SSE server fanning
  * each message of one ioredis subscriber out to every open response. Goal: 10k streams, ≤ 20 KB
  * each, delivery p99 ≤ 5 ms at 1k streams.
  *

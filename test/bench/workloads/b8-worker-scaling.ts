@@ -20,7 +20,7 @@ const CHAIN = 10;
 const CONCURRENCY = 16;
 /** Runs in flight per worker process: two per worker slot keeps every slot busy while runs start and end. */
 const CLIENTS_PER_WORKER = 2 * CONCURRENCY;
-/** The speed-up goals of issue 17, by worker count. */
+/** The suite's speed-up goals, by worker count. */
 const GOALS: Record<number, number> = { 2: 1.8, 8: 6 };
 
 /**

@@ -7,8 +7,7 @@ import type { BenchContext, Workload } from '../support/context';
 import type { Row } from '../support/report';
 
 /**
- * B9: what the always-on instrumentation costs per call (issue 17: "measure what the metric and
- * trace hooks cost"). Every Redis command and Postgres statement of a service is timed (two
+ * B9: what the always-on instrumentation costs per call (the metric and trace hooks). Every Redis command and Postgres statement of a service is timed (two
  * clock reads, one diagnostics-channel publish, one histogram observation: metrics.ts'
  * `observeCalls`), and every operation call runs in a span (a no-op tracer unless
  * OTEL_TRACES_EXPORTER is set). Measured here on the bench stack's Redis and Postgres: the CPU

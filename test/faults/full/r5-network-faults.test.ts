@@ -110,8 +110,8 @@ it('ends every run through latency, blackholes and resets on every path, within 
 
   const check = await checkInvariants({ pool: topo.database.pool, apiUrl: topo.url, token: topo.account.token, provider: topo.provider, clients: records, settleMs: 30_000 });
   if (check.violations.length > 0) console.log('R5 checker', check.violations.slice(0, 20), check.counts);
-  // Known gap until idempotent run creation (issue 19): a POST whose commit's answer was lost is
-  // answered 503 and sent again, and the run it did create runs too (checked and paid like any).
+  // A POST without an Idempotency-Key whose commit's answer was lost is answered 503 and sent
+  // again, and the run it did create runs too (checked and paid like any); a key prevents it.
   figure(ID, 'runs created by a request answered 5xx (unacknowledged, then sent again)', check.counts.unacknowledgedRuns);
   expectFigure(ID, 'checker violations', check.violations.length, { max: 0 });
 }, 600_000);
