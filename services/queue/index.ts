@@ -6,7 +6,6 @@ export { RunEventBus } from './run-event-bus';
 export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
-export { APPEND_RUN_EVENT_LUA } from './append-run-event-script';
 export { GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';
 export type { FairStatus } from './fair-dispatch';
 export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { readLuaScript } from './lua-script-files';
 
 /**
  * A Lua script run by its SHA (EVALSHA: the script's text crosses the network once per Redis
@@ -10,8 +11,17 @@ import type { Redis } from 'ioredis';
 export class RedisScript {
   readonly sha: string;
 
-  constructor(readonly lua: string) {
+  /** `name`: the script's file name without `.lua`, for logs and timings; `lua`: its text. */
+  constructor(
+    readonly name: string,
+    readonly lua: string,
+  ) {
     this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+
+  /** The script of `scripts/<name>.lua`, its includes resolved; read when the module that runs it loads. */
+  static fromFile(name: string): RedisScript {
+    return new RedisScript(name, readLuaScript(name));
   }
 
   async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

@@ -27,15 +27,15 @@ const now = () => performance.timeOrigin + performance.now();
 /**
  * Every Redis command the service sends (the waiting ones left out, as for metrics), timed from
  * its send to its answer, scripts (`evalsha`) named: BullMQ's by the connection's defined commands
- * (ioredis' `scriptsSet`), ours by the first words of their Lua's header (each `RedisScript` notes
- * its SHA as it runs). The prototypes are wrapped before the service makes its connections (each
- * binds `sendCommand` then).
+ * (ioredis' `scriptsSet`), ours by their file names (each `RedisScript` notes its SHA as it
+ * runs). The prototypes are wrapped before the service makes its connections (each binds
+ * `sendCommand` then).
  */
 let onRedisCommand: ((name: string, seconds: number) => void) | undefined;
 const ourScripts = new Map<string, string>();
 const runScript = RedisScript.prototype.run;
 RedisScript.prototype.run = function (this: RedisScript, ...args: Parameters<RedisScript['run']>) {
-  if (!ourScripts.has(this.sha)) ourScripts.set(this.sha, `"${/[A-Za-z][^.\n]*/.exec(this.lua)?.[0].slice(0, 36) ?? this.sha.slice(0, 8)}"`);
+  if (!ourScripts.has(this.sha)) ourScripts.set(this.sha, this.name);
   return runScript.apply(this, args);
 };
 const sendCommand = Redis.prototype.sendCommand;

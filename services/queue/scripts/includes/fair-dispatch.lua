@@ -1,0 +1,107 @@
+--[[
+  The part every fair-dispatch script shares: its keys, the clock, and dispatch(), which moves
+  waiting jobs towards BullMQ one organization at a time, round robin.
+
+  Keys (one hash slot: every name starts with the deployment's prefix, a hash tag under a Redis
+  Cluster, so the per-organization keys built here share the slot of those passed in):
+    KEYS[1]  ring: organizations with jobs waiting and room to run them, in turn order (list)
+    KEYS[2]  ringed: the organizations in the ring (set; the ring holds each at most once)
+    KEYS[3]  parked: organizations with jobs waiting at their concurrency limit (set)
+    KEYS[4]  jobs: every waiting job's payload, by job id (hash)
+    KEYS[5]  BullMQ's wait list of the steps queue (list; read only)
+    KEYS[6]  adding: jobs dispatched and not yet in BullMQ's list, job id -> when, ms (sorted
+             set; the caller removes each once added, the grace forgets one whose add was lost)
+    KEYS[7]  limits: organizations' own concurrency limits, org -> limit (hash; copied from
+             Postgres by the workers; an organization without one has ARGV[4])
+    <ARGV[1]>:waiting:<org>  the organization's waiting job ids, oldest first (list)
+    <ARGV[1]>:running:<org>  its dispatched jobs: job id -> when dispatched, ms (sorted set)
+
+  Common arguments:
+    ARGV[1]  the fair-dispatch key prefix
+    ARGV[2]  BullMQ's key prefix of a job of the steps queue (the job's hash is this + its id)
+    ARGV[3]  window: at most this many jobs waiting in BullMQ's list after a dispatch
+    ARGV[4]  jobs one organization may have dispatched at once (waiting in BullMQ, active or
+             retrying), unless KEYS[7] has its own; 0: no limit
+    ARGV[5]  grace, ms: a job dispatched this recently counts as running even if BullMQ has no
+             hash for it yet (the caller adds it after the script returns)
+]]
+local ring, ringed, parked, jobs, bullWait, adding, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local fairPrefix, jobPrefix = ARGV[1], ARGV[2]
+local window, limit, grace = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local function waitingKey(org) return fairPrefix .. ':waiting:' .. org end
+local function runningKey(org) return fairPrefix .. ':running:' .. org end
+
+-- Forgets an organization's dispatched jobs that BullMQ finished or never got (their release
+-- was lost with a worker, or the add after the dispatch failed): so a count left high by a crash
+-- comes down, and a limit is never held by jobs that are gone.
+local function prune(org)
+  local key = runningKey(org)
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', key, '-inf', now - grace)) do
+    local jobKey = jobPrefix .. id
+    if redis.call('EXISTS', jobKey) == 0 or redis.call('HEXISTS', jobKey, 'finishedOn') == 1 then
+      redis.call('ZREM', key, id)
+    end
+  end
+end
+
+-- Whether the organization is at its limit, its own or the default (its stale entries pruned
+-- first: only then).
+local function full(org)
+  local own = redis.call('HGET', limits, org)
+  local max = own and tonumber(own) or limit
+  if max <= 0 then return false end
+  if redis.call('ZCARD', runningKey(org)) < max then return false end
+  prune(org)
+  return redis.call('ZCARD', runningKey(org)) >= max
+end
+
+-- Puts an organization at the ring's tail unless it is in the ring already.
+local function ringIn(org)
+  if redis.call('SISMEMBER', ringed, org) == 0 then
+    redis.call('SREM', parked, org)
+    redis.call('SADD', ringed, org)
+    redis.call('RPUSH', ring, org)
+  end
+end
+
+-- Takes the ring's head organization's oldest job, then the next organization's, ..., while the
+-- window has room (the jobs in BullMQ's list and those on their way there, which other scripts
+-- chose a moment ago): one job per organization per turn. An organization at its limit leaves the
+-- ring for the parked set (a release or the reconciling pump brings it back), one with nothing
+-- left leaves it. Each turn dispatches a job or shortens the ring, so the loop ends.
+-- Returns {id1, payload1, id2, payload2, ...}: the caller adds them to BullMQ.
+local function dispatch()
+  local out = {}
+  redis.call('ZREMRANGEBYSCORE', adding, '-inf', now - grace)
+  local room = window - redis.call('LLEN', bullWait) - redis.call('ZCARD', adding)
+  while room > 0 do
+    local org = redis.call('LPOP', ring)
+    if not org then break end
+    if full(org) then
+      redis.call('SREM', ringed, org)
+      redis.call('SADD', parked, org)
+    else
+      local id = redis.call('LPOP', waitingKey(org))
+      if id then
+        local payload = redis.call('HGET', jobs, id)
+        redis.call('HDEL', jobs, id)
+        if payload then
+          out[#out + 1] = id
+          out[#out + 1] = payload
+          redis.call('ZADD', runningKey(org), now, id)
+          redis.call('ZADD', adding, now, id)
+          room = room - 1
+        end
+      end
+      if redis.call('LLEN', waitingKey(org)) > 0 then
+        redis.call('RPUSH', ring, org)
+      else
+        redis.call('SREM', ringed, org)
+      end
+    end
+  end
+  return out
+end
