@@ -23,6 +23,37 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'process', property: 'env', message: 'Read settings through services/platform/config.ts (the CLI: services/cli/src/cli-config.ts).' }],
     },
   },
+  // One way to each store (services/store/README.md): pg through hot-sql.ts; Prisma's model API;
+  // raw SQL through Prisma only where it must share a Prisma transaction and the model API cannot say it.
+  {
+    files: ['services/**/*.ts', 'services/**/*.tsx', 'workers/**/*.ts'],
+    ignores: ['services/store/hot-sql.ts', 'services/store/database.ts', 'services/store/migration-runner.ts', 'services/store/token-changes.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { paths: [{ name: 'pg', message: 'Reach Postgres through services/store/hot-sql.ts (the pool) or Prisma; see services/store/README.md.' }] }],
+    },
+  },
+  {
+    files: ['services/**/*.ts', 'services/**/*.tsx', 'workers/**/*.ts'],
+    ignores: [
+      'services/store/prisma-client.ts',
+      'services/store/artifact-repository.ts',
+      'services/store/device-authorization-repository.ts',
+      'services/store/ledger-repository.ts',
+      'services/store/oauth-repository.ts',
+      'services/store/organization-repository.ts',
+      'services/store/token-repository.ts',
+      'services/store/workflow-publish.ts',
+      'services/store/workflow-repository.ts',
+      'services/store/workflow-resolution.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'MemberExpression[property.name=/^\\$(queryRaw|executeRaw)/]', message: 'No raw SQL through Prisma here: use the model API, or hot-sql.ts for runs, steps and money; see services/store/README.md.' },
+        { selector: "CallExpression[callee.name='rawRows']", message: 'No raw SQL through Prisma here: use the model API, or hot-sql.ts for runs, steps and money; see services/store/README.md.' },
+      ],
+    },
+  },
   {
     files: ['**/*.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly', process: 'readonly', console: 'readonly' } },

@@ -1,6 +1,6 @@
 -- Stopping a step or a run: svc_fail_step (a failed attempt fails its run), svc_fail_run (a run
 -- fails for a reason of its own) and svc_complete_run. REPEATABLE (see README.md). Callers:
--- services/store/step-sql.ts for StepRepository.failStep and RunRepository.failRun/completeRun.
+-- services/store/hot-sql.ts for StepRepository.failStep and RunRepository.failRun/completeRun.
 
 DROP FUNCTION IF EXISTS svc_fail_step(uuid, text, text, bigint, jsonb, int);
 DROP FUNCTION IF EXISTS svc_fail_step(jsonb);

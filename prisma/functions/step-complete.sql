@@ -1,5 +1,5 @@
 -- Committing a finished attempt: svc_complete_step. REPEATABLE (see README.md). Caller:
--- services/store/step-sql.ts for StepRepository.completeStep (invariants in step-repository.ts).
+-- services/store/hot-sql.ts for StepRepository.completeStep and its batches (invariants in step-repository.ts).
 
 DROP FUNCTION IF EXISTS svc_complete_step(uuid, text, text, bigint, jsonb, int, text[], jsonb, text, bigint, text);
 DROP FUNCTION IF EXISTS svc_complete_step(uuid, text, text, bigint, jsonb, int, text[], jsonb, text, bigint, text, jsonb, boolean);

@@ -1,6 +1,6 @@
 -- Starting an attempt of a step: svc_reserve_step (first attempt, or taking over a lost one) and
 -- svc_retry_step (the next attempt after a transient failure, by the same owner). REPEATABLE
--- (see README.md). Callers: services/store/step-sql.ts for StepRepository (invariants there).
+-- (see README.md). Callers: services/store/hot-sql.ts for StepRepository (invariants there).
 
 DROP FUNCTION IF EXISTS svc_reserve_step(uuid, text, bigint, int, text);
 DROP FUNCTION IF EXISTS svc_reserve_step(uuid, text, bigint, int, text, bigint, int);

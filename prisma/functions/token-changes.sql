@@ -2,7 +2,7 @@
 -- scopes, a deleted row (a user's or organization's deletion cascades here). REPEATABLE (see
 -- README.md). Each API process keeps the tokens it has authenticated in memory
 -- (services/api/auth/token-cache.ts) and LISTENs on `svc_token_changes`
--- (services/store/token-change-listener.ts); the notification is sent when the changing
+-- (services/store/token-changes.ts); the notification is sent when the changing
 -- transaction commits, whichever code path or process made the change, so no revocation path
 -- can forget to tell the caches.
 --

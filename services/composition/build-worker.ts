@@ -102,7 +102,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     },
   });
   const reaper = new RunReaper({
-    recovery: new RunRecoveryRepository(resources.database.prisma),
+    recovery: new RunRecoveryRepository(resources.database.pool),
     contexts: resources.contexts,
     lifecycle: resources.lifecycle,
     queue: resources.queue,
@@ -117,7 +117,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     },
   });
   const deadlines = new RunDeadlines({
-    recovery: new RunRecoveryRepository(resources.database.prisma),
+    recovery: new RunRecoveryRepository(resources.database.pool),
     lifecycle: resources.lifecycle,
     log,
     observer: {

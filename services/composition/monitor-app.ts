@@ -1,13 +1,14 @@
 import express, { type Express } from 'express';
 import type { ServiceResources } from './service-resources';
 import { healthRoutes, type ReadinessProbe, metricsRoute } from '../api';
+import { pingPostgres } from '../store';
 
 /** What `/readyz` checks: Redis and Postgres answer. */
 export function readinessProbes(resources: ServiceResources): ReadinessProbe[] {
   const { redis, database } = resources;
   return [
     { name: 'redis', check: async () => void (await redis.ping()) },
-    { name: 'postgres', check: async () => void (await database.prisma.$queryRaw`SELECT 1`) },
+    { name: 'postgres', check: () => pingPostgres(database.prisma) },
   ];
 }
 

@@ -7,7 +7,8 @@ import { PrismaClient } from './prisma-generated';
  * The two ways this service reaches Postgres, built side by side over one node-postgres pool:
  * Prisma for CRUD and transactions, and the pool itself for the typed SQL of the hot paths
  * (hot-sql.ts: the step and run transitions, run creation and reads), which skips Prisma's query
- * layer (it costs more CPU than those statements). The owner closes both with `close()`.
+ * layer (it costs more CPU than those statements); README.md says which way serves what. The
+ * owner closes both with `close()`.
  */
 export interface Database {
   /** Prisma over the pool: CRUD, interactive transactions. */

@@ -1,5 +1,5 @@
 export { createDatabase, type Database, type DatabaseOptions } from './database';
-export { createPrismaClient, inTransaction, PrismaClient, type Db, type PrismaClientOptions } from './prisma-client';
+export { createPrismaClient, inTransaction, pingPostgres, PrismaClient, type Db, type PrismaClientOptions } from './prisma-client';
 export { queryRows, type SqlPool } from './hot-sql';
 export { Prisma } from './prisma-generated';
 export { applyMigrations, MigrationError, type ApplyMigrationsOptions, type ApplyMigrationsResult, type MigrationErrorCode } from './migration-runner';

@@ -41,3 +41,11 @@ export function rawRows<T>(db: Db, text: string, params: readonly unknown[]): Pr
 export function inTransaction<T>(db: Db, work: (tx: Prisma.TransactionClient) => Promise<T>): Promise<T> {
   return '$transaction' in db ? db.$transaction(work) : work(db);
 }
+
+/**
+ * Answers once Postgres answers `SELECT 1` through Prisma, or throws Prisma's error: the
+ * readiness probe asks the client the API's requests use, and reports that error's message.
+ */
+export async function pingPostgres(db: Db): Promise<void> {
+  await db.$queryRaw`SELECT 1`;
+}

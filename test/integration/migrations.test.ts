@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { applyMigrations, MigrationError } from '../../services/store/migration-runner';
-import { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles } from '../../services/store/migration-files';
+import { DEFAULT_MIGRATIONS_DIR, migrationChecksum, readMigrationFiles, readRepeatableFiles } from '../../services/store/migration-files';
 import { createEmptyDatabase, type TestDatabase } from '../support/database';
 import { schemaSnapshot } from '../support/schema-snapshot';
 import { stack } from '../support/stack';
@@ -346,4 +346,30 @@ describe('migration runner', () => {
     expect(drifted.code).toBe(2);
     expect(drifted.stdout).toMatch(/ALTER TABLE "runs" ADD COLUMN\s+"error" JSONB/);
   }, 60_000);
+});
+
+describe('the headers of prisma/functions', () => {
+  /** Every `-- ` comment line of a repeatable SQL file: its header and each function's. */
+  const commentsOf = (sql: string) =>
+    sql
+      .split('\n')
+      .filter((line) => line.trimStart().startsWith('--'))
+      .join('\n');
+
+  it('name callers that exist: every services/...ts file, and every Repository.method in it', async () => {
+    const missing: string[] = [];
+    for (const file of await readRepeatableFiles()) {
+      const comments = commentsOf(file.sql);
+      for (const [caller] of comments.matchAll(/services\/[\w./-]+?\.ts\b/g)) {
+        if (!(await access(path.join(ROOT, caller)).then(() => true, () => false))) missing.push(`${file.name}: ${caller}`);
+      }
+      for (const [named, className, methods] of comments.matchAll(/\b([A-Z]\w*Repository)\.(\w+(?:\/\w+)*)/g)) {
+        const fileName = className!.replace(/([a-z0-9])([A-Z])/g, '$1-$2').toLowerCase();
+        const source = await readFile(path.join(ROOT, 'services', 'store', `${fileName}.ts`), 'utf8').catch(() => '');
+        const absent = methods!.split('/').filter((method) => !source.includes(`class ${className}`) || !new RegExp(`^\\s+(?:async )?${method}\\(`, 'm').test(source));
+        if (absent.length > 0) missing.push(`${file.name}: ${named}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
 });

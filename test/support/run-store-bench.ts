@@ -147,7 +147,7 @@ export function useRunStore(): { get(): RunStoreBench } {
       pool: database.pool,
       runs: new RunRepository(database),
       steps: new StepRepository(database, { logger: pino({ level: 'warn' }, sink) }),
-      recovery: new RunRecoveryRepository(database.prisma),
+      recovery: new RunRecoveryRepository(database.pool),
       ledger: new LedgerRepository(database.prisma),
       warnings,
     };

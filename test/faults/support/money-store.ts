@@ -94,7 +94,7 @@ export class MoneyStore {
     this.runs = new RunRepository(database);
     this.steps = new StepRepository(database);
     this.ledger = new LedgerRepository(database.prisma);
-    this.recovery = new RunRecoveryRepository(database.prisma);
+    this.recovery = new RunRecoveryRepository(database.pool);
   }
 
   /** Enough connections for a concurrent group of operations to really run at once. */
