@@ -1,3 +1,4 @@
+import { deleteExpiredRows } from './expired-rows';
 import { OAuthRepository, type OAuthGrantRecord } from './oauth-repository';
 import { inTransaction, rawRows, type Db } from './prisma-client';
 import type { TokenSummary } from './token-repository';
@@ -242,15 +243,8 @@ export class DeviceAuthorizationRepository {
   }
 
   /** Deletes up to `limit` authorizations that expired before `before`; returns how many. */
-  async deleteExpired(before: Date, limit = 500): Promise<number> {
-    const rows = await rawRows<{ id: string }>(
-      this.db,
-      `DELETE FROM device_authorizations
-        WHERE id IN (SELECT id FROM device_authorizations WHERE expires_at < $1::timestamptz ORDER BY expires_at LIMIT $2::int)
-       RETURNING id`,
-      [before, limit],
-    );
-    return rows.length;
+  deleteExpired(before: Date, limit = 500): Promise<number> {
+    return deleteExpiredRows(this.db, 'device_authorizations', before, limit);
   }
 }
 

@@ -1,3 +1,4 @@
+import { deleteExpiredRows } from './expired-rows';
 import type { Prisma } from './prisma-generated';
 import { inTransaction, rawRows, type Db } from './prisma-client';
 import { tokensRevokedHere } from './token-changes';
@@ -174,15 +175,8 @@ export class OAuthRepository {
   }
 
   /** Deletes up to `limit` codes that expired before `before`. */
-  async deleteExpiredCodes(before: Date, limit = 500): Promise<number> {
-    const rows = await rawRows<{ id: string }>(
-      this.db,
-      `DELETE FROM oauth_authorization_codes
-        WHERE id IN (SELECT id FROM oauth_authorization_codes WHERE expires_at < $1::timestamptz ORDER BY expires_at LIMIT $2::int)
-       RETURNING id`,
-      [before, limit],
-    );
-    return rows.length;
+  deleteExpiredCodes(before: Date, limit = 500): Promise<number> {
+    return deleteExpiredRows(this.db, 'oauth_authorization_codes', before, limit);
   }
 
   /**

@@ -62,12 +62,13 @@ function signedOut(res: Response): void {
 export function createSessionRouter(deps: SessionRouteDeps): Router {
   const router = Router();
   const json = express.json({ limit: SIGN_IN_BODY_LIMIT, type: () => true, strict: true });
-
-  router.post('/auth/sign-in', route('/auth/sign-in', ['POST']), (req: Request, _res: Response, next: NextFunction) => {
-    // Before the body is read: a forged post is refused whatever it holds.
+  // Before the body is read: a forged post is refused whatever it holds.
+  const sameOriginOnly = (req: Request, _res: Response, next: NextFunction): void => {
     assertSameOrigin(req);
     next();
-  }, json, async (req: Request, res: Response) => {
+  };
+
+  router.post('/auth/sign-in', route('/auth/sign-in', ['POST']), sameOriginOnly, json, async (req: Request, res: Response) => {
     const body: SessionBody = await deps.browserSessions.signIn(req, res, req.body);
     res.set('Cache-Control', 'no-store');
     res.status(200).json(body);
@@ -78,11 +79,7 @@ export function createSessionRouter(deps: SessionRouteDeps): Router {
     res.status(204).end();
   });
 
-  router.post('/auth/switch', route('/auth/switch', ['POST']), (req: Request, _res: Response, next: NextFunction) => {
-    // Before the body is read: a forged post is refused whatever it holds.
-    assertSameOrigin(req);
-    next();
-  }, json, async (req: Request, res: Response) => {
+  router.post('/auth/switch', route('/auth/switch', ['POST']), sameOriginOnly, json, async (req: Request, res: Response) => {
     const body: SessionBody = await deps.browserSessions.switchOrganization(req, res, req.body);
     res.set('Cache-Control', 'no-store');
     res.status(200).json(body);

@@ -1,21 +1,10 @@
 import { AppError } from '../../platform/app-error';
 import type { NodeDefinition } from '../node-definition';
-import type { LlmCall, LlmRequest } from './llm-node';
+import type { LlmCall, LlmNodeSettings, LlmRequest } from './llm-node';
 import { llmNode } from './llm-node';
-import type { ModelPrice } from './llm-pricing';
 import { providerFetch } from './provider-http';
 import { malformedResponse } from './provider-response';
-import { eventStreamBody, parseStreamJson, readSseEvents } from './sse-lines';
-
-export interface AnthropicMessagesSettings {
-  apiKey: string;
-  /** e.g. `https://api.anthropic.com` (the path `/v1/messages` is appended). */
-  baseUrl: string;
-  models: readonly string[];
-  prices: ReadonlyMap<string, ModelPrice>;
-  timeoutMs: number;
-  progressIntervalMs?: number;
-}
+import { eventStreamBody, parseStreamJson, readSseEvents, streamedErrorMessage } from './sse-lines';
 
 const PROVIDER = 'anthropic';
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -52,7 +41,7 @@ export function messagesBody(request: LlmRequest): Record<string, unknown> {
   return body;
 }
 
-function anthropicCall(settings: AnthropicMessagesSettings): LlmCall {
+function anthropicCall(settings: LlmNodeSettings): LlmCall {
   const url = `${settings.baseUrl.replace(/\/+$/, '')}/v1/messages`;
   return async (request, signal, onText) => {
     const response = await providerFetch({
@@ -92,8 +81,8 @@ function anthropicCall(settings: AnthropicMessagesSettings): LlmCall {
           break;
         case 'error': {
           // overloaded_error, api_error… mid-stream: transient for the step executor.
-          const message = (data.error?.message ?? 'an error without a message').split(settings.apiKey).join('[redacted]');
-          throw new AppError({ code: data.error?.type === 'invalid_request_error' ? 'bad_request' : 'unavailable', message: `${PROVIDER} failed while streaming (${data.error?.type ?? 'error'}): ${message.slice(0, 500)}` });
+          const message = streamedErrorMessage(data.error?.message, settings.apiKey);
+          throw new AppError({ code: data.error?.type === 'invalid_request_error' ? 'bad_request' : 'unavailable', message: `${PROVIDER} failed while streaming (${data.error?.type ?? 'error'}): ${message}` });
         }
         default:
           break; // ping, content_block_start, content_block_stop
@@ -108,8 +97,11 @@ function anthropicCall(settings: AnthropicMessagesSettings): LlmCall {
   };
 }
 
-/** `anthropic-messages`: Claude models through the Anthropic Messages API. */
-export function anthropicMessagesNode(settings: AnthropicMessagesSettings): NodeDefinition {
+/**
+ * `anthropic-messages`: Claude models through the Anthropic Messages API. `settings.baseUrl`,
+ * e.g. `https://api.anthropic.com`, is without the path `/v1/messages`, which is appended.
+ */
+export function anthropicMessagesNode(settings: LlmNodeSettings): NodeDefinition {
   return llmNode({
     id: 'anthropic-messages',
     title: 'Chat (Anthropic)',

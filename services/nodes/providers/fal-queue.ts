@@ -1,12 +1,11 @@
 import type { Artifact } from '../../contract';
-import { AppError } from '../../platform/app-error';
 import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
-import { downloadResult, offered, rehostImage, type ResultSource } from './media-rehost';
+import { downloadResult, offered, priceIn, rehostImage, type ResultSource } from './media-rehost';
 import { providerFetch } from './provider-http';
 import { jsonBody, malformedResponse } from './provider-response';
-import { pause, withCancel } from './provider-queue';
+import { jobUrl, pause, withCancel, type JobHost } from './provider-queue';
 
 /** What the fal node needs from the configuration. */
 export interface FalSettings {
@@ -30,15 +29,6 @@ interface FalSubmitted {
   cancel_url?: string;
 }
 
-/** Our key goes only to the configured queue host: a returned URL elsewhere is refused. */
-function queueUrl(settings: FalSettings, url: unknown, what: string): string {
-  if (typeof url !== 'string' || !URL.canParse(url)) throw malformedResponse(FAL, `an answer without a valid ${what}`);
-  if (new URL(url).origin !== new URL(settings.baseUrl).origin) {
-    throw new AppError({ code: 'unavailable', message: `fal returned a ${what} outside ${new URL(settings.baseUrl).origin}; refusing to send our key there` });
-  }
-  return url;
-}
-
 /** Result image bytes: a data URI (inline) or a download from fal's CDN. */
 async function imageBytes(call: ResultSource, url: string): Promise<Buffer> {
   const inline = /^data:[^;,]*;base64,(.*)$/s.exec(url);
@@ -52,8 +42,8 @@ async function imageBytes(call: ResultSource, url: string): Promise<Buffer> {
  */
 export function falImageNode(settings: FalSettings): NodeDefinition {
   const apps = offered(settings.apps);
-  const priceOf = (app: unknown) => settings.apps[String(app)] ?? Math.max(...Object.values(settings.apps));
   const auth = { authorization: `Key ${settings.key}` };
+  const queueHost: JobHost = { provider: FAL, baseUrl: settings.baseUrl, answer: 'an answer', credential: 'key' };
   return defineNode({
     spec: {
       id: 'fal-image',
@@ -73,8 +63,8 @@ export function falImageNode(settings: FalSettings): NodeDefinition {
       }),
       outputs: ports({ image: connector('IMAGE'), images: connector('IMAGE', { isArray: true }) }),
     },
-    estimate: (inputs) => priceOf(inputs.app) * Number(inputs.num_images),
-    price: (inputs, outputs) => priceOf(inputs.app) * (outputs.images as unknown[]).length,
+    estimate: (inputs) => priceIn(settings.apps, inputs.app) * Number(inputs.num_images),
+    price: (inputs, outputs) => priceIn(settings.apps, inputs.app) * (outputs.images as unknown[]).length,
     async execute(inputs, ctx) {
       const app = String(inputs.app);
       const input: Record<string, unknown> = { prompt: inputs.prompt, num_images: inputs.num_images };
@@ -87,9 +77,9 @@ export function falImageNode(settings: FalSettings): NodeDefinition {
         ctx.signal,
         async (signal) => {
           const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
-          const statusUrl = queueUrl(settings, submitted.status_url, 'status_url');
-          const responseUrl = queueUrl(settings, submitted.response_url, 'response_url');
-          cancelUrl = queueUrl(settings, submitted.cancel_url, 'cancel_url');
+          const statusUrl = jobUrl(queueHost, submitted.status_url, 'status_url');
+          const responseUrl = jobUrl(queueHost, submitted.response_url, 'response_url');
+          cancelUrl = jobUrl(queueHost, submitted.cancel_url, 'cancel_url');
           state.submitted = true;
           ctx.progress(submitted.request_id ? `fal request ${submitted.request_id} queued` : 'fal request queued');
           let last = '';

@@ -32,6 +32,18 @@ export interface LlmResult {
  */
 export type LlmCall = (request: LlmRequest, signal: AbortSignal, onText: (delta: string) => void) => Promise<LlmResult>;
 
+/** What an LLM provider's node is built from (configuration, read by llm-provider-nodes.ts). */
+export interface LlmNodeSettings {
+  apiKey: string;
+  /** The provider's API root; each adapter appends its own path. */
+  baseUrl: string;
+  /** The selectable models, the first the default; each must have a price. */
+  models: readonly string[];
+  prices: ReadonlyMap<string, ModelPrice>;
+  timeoutMs: number;
+  progressIntervalMs?: number;
+}
+
 export interface LlmNodeOptions {
   id: string;
   title: string;

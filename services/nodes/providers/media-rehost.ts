@@ -92,3 +92,8 @@ export function offered(prices: Record<string, number>): { names: string[]; firs
   const names = Object.keys(prices);
   return { names, first: names[0]! };
 }
+
+/** The price of `model` in a price list; a name not in it is priced as the dearest (the worst case). */
+export function priceIn(prices: Record<string, number>, model: unknown): number {
+  return prices[String(model)] ?? Math.max(...Object.values(prices));
+}

@@ -3,7 +3,7 @@ import { ceilMicros } from '../../engine';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { invalidInput } from '../node-inputs';
 import { connector, ports } from '../spec-builders';
-import { offered } from './media-rehost';
+import { offered, priceIn } from './media-rehost';
 import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
 import { expectMediaType, jsonBody, malformedResponse, readCapped } from './provider-response';
 
@@ -22,7 +22,6 @@ const SPEECH_FORMATS: Record<string, string> = {
   pcm: 'audio/pcm',
 };
 
-const priceIn = (prices: Record<string, number>, model: unknown) => prices[String(model)] ?? Math.max(...Object.values(prices));
 const priceNote = (prices: Record<string, number>) => Object.entries(prices).map(([m, p]) => `${m} ${p}`).join(', ');
 
 /** `openai-speech`: POST /audio/speech; priced by the characters of the input (known up front). */

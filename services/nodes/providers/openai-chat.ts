@@ -1,21 +1,11 @@
 import { AppError } from '../../platform/app-error';
 import type { NodeDefinition } from '../node-definition';
-import type { LlmCall, LlmRequest } from './llm-node';
+import type { LlmCall, LlmNodeSettings, LlmRequest } from './llm-node';
 import { llmNode } from './llm-node';
-import type { ModelPrice, TokenUsage } from './llm-pricing';
+import type { TokenUsage } from './llm-pricing';
 import { providerFetch } from './provider-http';
 import { malformedResponse } from './provider-response';
-import { eventStreamBody, parseStreamJson, readSseEvents } from './sse-lines';
-
-export interface OpenAiChatSettings {
-  apiKey: string;
-  /** e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1` (Ollama), a vLLM server's `/v1`. */
-  baseUrl: string;
-  models: readonly string[];
-  prices: ReadonlyMap<string, ModelPrice>;
-  timeoutMs: number;
-  progressIntervalMs?: number;
-}
+import { eventStreamBody, parseStreamJson, readSseEvents, streamedErrorMessage } from './sse-lines';
 
 const PROVIDER = 'openai';
 
@@ -44,7 +34,7 @@ export function chatCompletionBody(request: LlmRequest): Record<string, unknown>
   return body;
 }
 
-function openAiCall(settings: OpenAiChatSettings): LlmCall {
+function openAiCall(settings: LlmNodeSettings): LlmCall {
   const url = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   return async (request, signal, onText) => {
     const response = await providerFetch({
@@ -65,8 +55,8 @@ function openAiCall(settings: OpenAiChatSettings): LlmCall {
       if (event.data.trim() === '[DONE]') break;
       const chunk = parseStreamJson<ChatChunk>(event.data, PROVIDER);
       if (chunk.error) {
-        const message = (chunk.error.message ?? 'an error without a message').split(settings.apiKey).join('[redacted]');
-        throw new AppError({ code: 'unavailable', message: `${PROVIDER} failed while streaming: ${message.slice(0, 500)}` });
+        const message = streamedErrorMessage(chunk.error.message, settings.apiKey);
+        throw new AppError({ code: 'unavailable', message: `${PROVIDER} failed while streaming: ${message}` });
       }
       const choice = chunk.choices?.[0];
       const delta = choice?.delta;
@@ -93,8 +83,12 @@ function reportedUsage(reported: ChatChunk['usage']): TokenUsage | undefined {
   return { inputTokens: input!, outputTokens: output! };
 }
 
-/** `openai-chat`: chat completions of OpenAI or any OpenAI-compatible server. */
-export function openAiChatNode(settings: OpenAiChatSettings): NodeDefinition {
+/**
+ * `openai-chat`: chat completions of OpenAI or any OpenAI-compatible server. `settings.baseUrl`
+ * ends with the API's version, e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`
+ * (Ollama), a vLLM server's `/v1`.
+ */
+export function openAiChatNode(settings: LlmNodeSettings): NodeDefinition {
   return llmNode({
     id: 'openai-chat',
     title: 'Chat (OpenAI-compatible)',

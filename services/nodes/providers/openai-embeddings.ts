@@ -1,7 +1,7 @@
 import { ceilMicros } from '../../engine';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
-import { offered } from './media-rehost';
+import { offered, priceIn } from './media-rehost';
 import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
 import { jsonBody, malformedResponse } from './provider-response';
 
@@ -17,7 +17,6 @@ const maxTokens = (text: unknown) => Buffer.byteLength(String(text), 'utf8');
 export function openaiEmbeddingNode(settings: OpenAiMediaSettings): NodeDefinition {
   const prices = settings.embeddingPrices;
   const models = offered(prices);
-  const perMillion = (model: unknown) => prices[String(model)] ?? Math.max(...Object.values(prices));
   return defineNode({
     spec: {
       id: 'openai-embed',
@@ -34,8 +33,8 @@ export function openaiEmbeddingNode(settings: OpenAiMediaSettings): NodeDefiniti
       }),
       outputs: ports({ embedding: connector('EMBEDDING'), tokens: connector('INT') }),
     },
-    estimate: (inputs) => ceilMicros((maxTokens(inputs.text) * perMillion(inputs.model)) / 1_000_000),
-    price: (inputs, outputs) => ceilMicros((Number(outputs.tokens) * perMillion(inputs.model)) / 1_000_000),
+    estimate: (inputs) => ceilMicros((maxTokens(inputs.text) * priceIn(prices, inputs.model)) / 1_000_000),
+    price: (inputs, outputs) => ceilMicros((Number(outputs.tokens) * priceIn(prices, inputs.model)) / 1_000_000),
     async execute(inputs, ctx) {
       const body: Record<string, unknown> = { model: inputs.model, input: inputs.text, encoding_format: 'float' };
       if (inputs.dimensions !== undefined) body.dimensions = inputs.dimensions;

@@ -2,7 +2,7 @@ import type { Artifact } from '../../contract';
 import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
-import { downloadResult, offered, rehostImage } from './media-rehost';
+import { downloadResult, offered, priceIn, rehostImage } from './media-rehost';
 import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
 import { jsonBody, malformedResponse } from './provider-response';
 
@@ -20,7 +20,6 @@ interface ImagesAnswer {
 export function openaiImageNode(settings: OpenAiMediaSettings): NodeDefinition {
   const prices = settings.imagePrices;
   const models = offered(prices);
-  const priceOf = (model: unknown) => prices[String(model)] ?? Math.max(...Object.values(prices));
   return defineNode({
     spec: {
       id: 'openai-image',
@@ -40,8 +39,8 @@ export function openaiImageNode(settings: OpenAiMediaSettings): NodeDefinition {
       }),
       outputs: ports({ image: connector('IMAGE'), images: connector('IMAGE', { isArray: true }) }),
     },
-    estimate: (inputs) => priceOf(inputs.model) * Number(inputs.n),
-    price: (inputs, outputs) => priceOf(inputs.model) * (outputs.images as unknown[]).length,
+    estimate: (inputs) => priceIn(prices, inputs.model) * Number(inputs.n),
+    price: (inputs, outputs) => priceIn(prices, inputs.model) * (outputs.images as unknown[]).length,
     async execute(inputs, ctx) {
       const model = String(inputs.model);
       const body: Record<string, unknown> = { model, prompt: inputs.prompt, n: inputs.n };

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../platform/app-error';
+import { malformedResponse } from './provider-response';
 
 /** How long a queued provider job may take in all before we cancel it and fail the step. */
 export const MAX_QUEUE_WAIT_MS = 15 * 60 * 1000;
@@ -37,6 +38,29 @@ export async function withCancel<T>(
   } finally {
     both.removeEventListener('abort', onAbort);
   }
+}
+
+/** Where a queue provider's job URLs must point, and how its refusals name things. */
+export interface JobHost {
+  provider: string;
+  /** The configured base URL: our credential goes to its origin only. */
+  baseUrl: string;
+  /** What carried the URL, in a malformed answer's message, e.g. `an answer`, `a prediction`. */
+  answer: string;
+  /** What the provider's requests carry, e.g. `key`, `token`. */
+  credential: string;
+}
+
+/**
+ * A job URL the provider answered with (status, result, cancel), before our credential is sent to
+ * it: anything but a URL is a malformed answer, a URL off the configured origin is refused.
+ */
+export function jobUrl(host: JobHost, url: unknown, what: string): string {
+  if (typeof url !== 'string' || !URL.canParse(url)) throw malformedResponse(host.provider, `${host.answer} without a valid ${what}`);
+  if (new URL(url).origin !== new URL(host.baseUrl).origin) {
+    throw new AppError({ code: 'unavailable', message: `${host.provider} returned a ${what} outside ${new URL(host.baseUrl).origin}; refusing to send our ${host.credential} there` });
+  }
+  return url;
 }
 
 /** Waits between polls; rejects at once when the signal aborts. */

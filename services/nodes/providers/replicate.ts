@@ -3,10 +3,10 @@ import { AppError } from '../../platform/app-error';
 import { MAX_IMAGE_BYTES } from '../limits';
 import { defineNode, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
-import { downloadResult, offered, rehostImage } from './media-rehost';
+import { downloadResult, offered, priceIn, rehostImage } from './media-rehost';
 import { providerFetch } from './provider-http';
 import { jsonBody, malformedResponse } from './provider-response';
-import { pause, withCancel } from './provider-queue';
+import { jobUrl, pause, withCancel, type JobHost } from './provider-queue';
 
 /** What the Replicate node needs from the configuration. */
 export interface ReplicateSettings {
@@ -33,15 +33,6 @@ interface Prediction {
   urls?: { get?: string; cancel?: string };
 }
 
-/** Our token goes only to the configured API host: a returned URL elsewhere is refused. */
-function apiUrl(settings: ReplicateSettings, url: unknown, what: string): string {
-  if (typeof url !== 'string' || !URL.canParse(url)) throw malformedResponse(REPLICATE, `a prediction without a valid ${what}`);
-  if (new URL(url).origin !== new URL(settings.baseUrl).origin) {
-    throw new AppError({ code: 'unavailable', message: `replicate returned a ${what} outside ${new URL(settings.baseUrl).origin}; refusing to send our token there` });
-  }
-  return url;
-}
-
 /** Where to create a prediction of a model: the model's endpoint, or /v1/predictions with a pinned version. */
 function createRequest(settings: ReplicateSettings, model: string, input: Record<string, unknown>): { url: string; json: unknown } {
   const [name, version] = model.split(':', 2) as [string, string | undefined];
@@ -56,8 +47,8 @@ function createRequest(settings: ReplicateSettings, model: string, input: Record
  */
 export function replicateImageNode(settings: ReplicateSettings): NodeDefinition {
   const models = offered(settings.models);
-  const priceOf = (model: unknown) => settings.models[String(model)] ?? Math.max(...Object.values(settings.models));
   const auth = { authorization: `Bearer ${settings.token}` };
+  const apiHost: JobHost = { provider: REPLICATE, baseUrl: settings.baseUrl, answer: 'a prediction', credential: 'token' };
   // Replicate holds a request at most 60 s; keep the wait well inside our own request timeout.
   const waitSeconds = Math.max(1, Math.min(60, Math.floor(settings.timeoutMs / 2000)));
   return defineNode({
@@ -78,8 +69,8 @@ export function replicateImageNode(settings: ReplicateSettings): NodeDefinition 
       }),
       outputs: ports({ image: connector('IMAGE'), images: connector('IMAGE', { isArray: true }) }),
     },
-    estimate: (inputs) => priceOf(inputs.model) * Number(inputs.num_outputs),
-    price: (inputs, outputs) => priceOf(inputs.model) * (outputs.images as unknown[]).length,
+    estimate: (inputs) => priceIn(settings.models, inputs.model) * Number(inputs.num_outputs),
+    price: (inputs, outputs) => priceIn(settings.models, inputs.model) * (outputs.images as unknown[]).length,
     async execute(inputs, ctx) {
       const extra = inputs.input;
       if (extra !== undefined && (typeof extra !== 'object' || extra === null || Array.isArray(extra))) {
@@ -100,8 +91,8 @@ export function replicateImageNode(settings: ReplicateSettings): NodeDefinition 
             await providerFetch({ ...call(signal), url: create.url, json: create.json, headers: { ...auth, prefer: `wait=${waitSeconds}` }, retries: 0 }),
             REPLICATE,
           );
-          cancelUrl = apiUrl(settings, current.urls?.cancel, 'cancel URL');
-          const getUrl = apiUrl(settings, current.urls?.get, 'prediction URL');
+          cancelUrl = jobUrl(apiHost, current.urls?.cancel, 'cancel URL');
+          const getUrl = jobUrl(apiHost, current.urls?.get, 'prediction URL');
           state.submitted = true;
           ctx.progress(`replicate prediction ${current.id ?? ''} ${current.status ?? ''}`.trim());
           while (current.status === 'starting' || current.status === 'processing') {

@@ -84,3 +84,8 @@ export function parseStreamJson<T extends object>(data: string, provider: string
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw malformedResponse(provider, `a stream event that is not a JSON object: ${data.slice(0, 100)}`);
   return parsed as T;
 }
+
+/** The message of an error event a provider streamed, fit for our own error message: never our key, at most 500 characters. */
+export function streamedErrorMessage(message: string | undefined, apiKey: string): string {
+  return (message ?? 'an error without a message').split(apiKey).join('[redacted]').slice(0, 500);
+}

@@ -1,6 +1,6 @@
 import { useEffect, useRef, type ReactNode } from 'react';
 import { useSession } from '../lib/session';
-import { scopeMeaning, type OrgOption } from './approval';
+import { scopeMeaning, spendsCredit, type OrgOption } from './approval';
 
 /**
  * The frame of the approval pages (device login, MCP consent): the studio's brand, who is signed
@@ -82,6 +82,16 @@ export function ScopeFacts({ scopes }: { scopes: readonly string[] }) {
         </ul>
       </dd>
     </>
+  );
+}
+
+/** The warning of a grant that includes `run`: `who` (this client, this terminal) may spend credit unasked. */
+export function CreditWarning({ scopes, who }: { scopes: readonly string[]; who: string }) {
+  if (!spendsCredit(scopes)) return null;
+  return (
+    <p className="approval-warning" role="note">
+      With <strong>run</strong>, {who} can start runs that spend the organization&apos;s credit without asking you again.
+    </p>
   );
 }
 

@@ -3,8 +3,8 @@ import { Navigate, useLocation } from 'react-router';
 import type { ConsentRequestBody } from '../../../contract';
 import { client, errorText, sendJson } from '../lib/api';
 import { useSession } from '../lib/session';
-import { orgOptions, spendsCredit } from './approval';
-import { ApprovalFrame, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
+import { orgOptions } from './approval';
+import { ApprovalFrame, CreditWarning, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
 import './approval.css';
 
 /** The authorization request as `GET /oauth/mcp/authorize/request` describes it. */
@@ -128,11 +128,7 @@ export function ConsentPage() {
             Access tokens for {request.accessMinutes} minutes, renewed for up to {request.refreshDays} days of inactivity. Revoke it any time under Settings, API tokens.
           </dd>
         </dl>
-        {spendsCredit(request.scopes) && (
-          <p className="approval-warning" role="note">
-            With <strong>run</strong>, this client can start runs that spend the organization&apos;s credit without asking you again.
-          </p>
-        )}
+        <CreditWarning scopes={request.scopes} who="this client" />
         <div className="approval-actions">
           <button type="submit" name="action" value="deny" className="button" aria-busy={sending === 'deny'}>
             {sending === 'deny' ? 'Denying…' : 'Deny'}

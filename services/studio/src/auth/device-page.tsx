@@ -3,8 +3,8 @@ import { useSearchParams } from 'react-router';
 import { client, errorText } from '../lib/api';
 import { formatTime } from '../lib/format';
 import { useSession } from '../lib/session';
-import { expiresIn, normalizeUserCode, orgOptions, refusalHeading, spendsCredit, statusOf } from './approval';
-import { ApprovalFrame, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
+import { expiresIn, normalizeUserCode, orgOptions, refusalHeading, statusOf } from './approval';
+import { ApprovalFrame, CreditWarning, OrganizationFact, Refusal, ScopeFacts } from './approval-frame';
 import './approval.css';
 
 /** A pending login request as `device.lookup` answers it. */
@@ -193,11 +193,7 @@ export function DevicePage() {
           <time dateTime={request.expires_at}>{formatTime(request.expires_at)}</time> <span className="muted">({expiresIn(request.expires_at)})</span>
         </dd>
       </dl>
-      {spendsCredit(request.scopes) && (
-        <p className="approval-warning" role="note">
-          With <strong>run</strong>, this terminal can start runs that spend the organization&apos;s credit without asking you again.
-        </p>
-      )}
+      <CreditWarning scopes={request.scopes} who="this terminal" />
       <div className="approval-actions">
         <button type="button" className="button" disabled={busy} onClick={() => void decide(request, 'deny')}>
           {busy && step.decision === 'deny' ? 'Denying…' : 'Deny'}

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import type { EditorWorkflow, GraphNode, WorkflowVersionDetail, WorkflowVersionEntry } from '../../../contract';
 import { GraphView } from '../editor/graph-view';
 import { client, errorText } from '../lib/api';
@@ -259,19 +259,26 @@ function useRevealed<T extends HTMLElement>(key: string) {
   return ref;
 }
 
+/** A pane's heading row, with the button that hides the pane. */
+function PaneHeading({ onClose, children }: { onClose(): void; children: ReactNode }) {
+  return (
+    <div className="row">
+      <h3>{children}</h3>
+      <span className="spacer" />
+      <button type="button" className="button small subtle" onClick={onClose}>
+        Hide
+      </button>
+    </div>
+  );
+}
+
 function VersionView({ detail, version, onClose }: { detail: Detail | undefined; version: string; onClose(): void }) {
   const ref = useRevealed<HTMLElement>(`${version}:${detail?.status}`);
   return (
     <section className="history-pane" aria-label={`Version ${version}`} ref={ref}>
-      <div className="row">
-        <h3>
-          Version <span className="mono">{version}</span> <span className="badge">read-only</span>
-        </h3>
-        <span className="spacer" />
-        <button type="button" className="button small subtle" onClick={onClose}>
-          Hide
-        </button>
-      </div>
+      <PaneHeading onClose={onClose}>
+        Version <span className="mono">{version}</span> <span className="badge">read-only</span>
+      </PaneHeading>
       {(!detail || detail.status === 'loading') && <p className="muted" role="status">Loading {version}…</p>}
       {detail?.status === 'failed' && <p className="error-text" role="alert">{detail.message}</p>}
       {detail?.status === 'ready' && (
@@ -296,15 +303,9 @@ function DiffView({ a, b, from, to, onClose }: { a: Detail | undefined; b: Detai
   const ref = useRevealed<HTMLElement>(`${from}:${to}:${Boolean(diff)}`);
   return (
     <section className="history-pane" aria-label={`Changes from ${from} to ${to}`} ref={ref}>
-      <div className="row">
-        <h3>
-          Changes from <span className="mono">{from}</span> to <span className="mono">{to}</span>
-        </h3>
-        <span className="spacer" />
-        <button type="button" className="button small subtle" onClick={onClose}>
-          Hide
-        </button>
-      </div>
+      <PaneHeading onClose={onClose}>
+        Changes from <span className="mono">{from}</span> to <span className="mono">{to}</span>
+      </PaneHeading>
       {failed && <p className="error-text" role="alert">{failed.message}</p>}
       {!failed && !diff && <p className="muted" role="status">Loading both versions…</p>}
       {diff && graph && ready && (
