@@ -48,6 +48,29 @@ module.exports = {
     // The studio is a browser client: the SDK, the contract's types, and the engine's pure checks.
     layer('studio', ['sdk', 'contract', 'engine']),
     layer('runs', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs']),
+    {
+      // runs reaches store, queue and blobs only through the ports it declares in services/runs/ports.ts.
+      name: 'runs-through-ports',
+      severity: 'error',
+      from: {
+        path: '^services/runs/',
+        pathNot: [
+          '^services/runs/ports\\.ts$',
+          // Temporary: a store error (InsufficientCreditError) and a blob error (BlobNotFoundError)
+          // still caught as classes here, until they become coded AppErrors.
+          '^services/runs/start/run-launcher\\.ts$',
+          '^services/runs/sweeps/retention-sweeper\\.ts$',
+        ],
+      },
+      to: { path: '^services/(store|queue|blobs)/' },
+    },
+    {
+      // The ports name the adapters' types; no value of an adapter enters runs.
+      name: 'runs-ports-type-only',
+      severity: 'error',
+      from: { path: '^services/runs/ports\\.ts$' },
+      to: { path: '^services/(store|queue|blobs)/', dependencyTypesNot: ['type-only'] },
+    },
     layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'runs', 'mcp']),
     {
       name: 'nothing-imports-workers',

@@ -1,7 +1,7 @@
 import type { RunError, RunEvent } from '../../contract';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
-import type { FailStepInput, StepRepository } from '../../store';
+import type { FailStepInput, StepFailureStore } from '../ports';
 import type { RunContext } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import type { RunEventAppender, StepQueuePort } from '../ports';
@@ -35,7 +35,7 @@ export interface RunOutboxDeps {
   events: RunEventAppender;
   queue: StepQueuePort;
   lifecycle: RunLifecycle;
-  steps: StepRepository;
+  steps: StepFailureStore;
   failpoints: Failpoints;
   log: Logger;
 }

@@ -2,7 +2,7 @@ import { MissingValueError, resolveStepInputs } from '../../engine';
 import type { NodeDefinition } from '../../nodes';
 import { AppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
-import type { RunRepository, StepRepository } from '../../store';
+import type { StepInputStore, StepTransitionStore } from '../ports';
 import { UnpreparableRunError, type RunContext, type RunContextCache } from '../run-context-cache';
 import { HeldStart, startsAndEndsTogether } from './held-start';
 import type { RunOutbox } from '../events/run-outbox';
@@ -13,8 +13,8 @@ import type { PreparedStep } from './prepared-step';
 import { nodeIdOf, type NextStep, type OutputsInHand, type ReservedStep, type StepStart } from './step-start';
 
 export interface StepAdmissionDeps {
-  runs: RunRepository;
-  steps: StepRepository;
+  runs: StepInputStore;
+  steps: StepTransitionStore;
   contexts: RunContextCache;
   findNode(id: string): NodeDefinition | undefined;
   mayRunInline(uses: string): boolean;

@@ -5,12 +5,11 @@ import { AppError } from '../../platform/app-error';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
 import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
-import type { CompleteStepResult, RunRepository, StepRepository } from '../../store';
 import type { InFlightSteps } from './in-flight-steps';
 import type { RunContextCache } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import { RunOutbox, STALE_RESULT_DROPPED, type RunEffect } from '../events/run-outbox';
-import type { RunEventAppender, StepQueuePort } from '../ports';
+import type { CompleteStepResult, RunEventAppender, StepInputStore, StepQueuePort, StepTransitionStore } from '../ports';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
 import type { CacheLookup, OutputCache } from './output-cache';
@@ -37,8 +36,8 @@ export interface StepObserver {
 }
 
 export interface StepExecutorDeps {
-  runs: RunRepository;
-  steps: StepRepository;
+  runs: StepInputStore;
+  steps: StepTransitionStore;
   contexts: RunContextCache;
   lifecycle: RunLifecycle;
   events: RunEventAppender;
