@@ -1,10 +1,9 @@
 import type { RunError, RunEvent } from '../../contract';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
-import type { FailStepInput, StepFailureStore } from '../ports';
 import type { RunContext } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
-import type { RunEventAppender, StepQueuePort } from '../ports';
+import type { FailStepInput, RunEventAppender, StepFailureStore, StepQueuePort } from '../ports';
 
 /**
  * What a committed transition leaves to do, in the order it is to be seen. Only `events` goes
