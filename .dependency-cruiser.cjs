@@ -79,6 +79,29 @@ module.exports = {
       from: { path: '^services/runs/[^/]+\\.ts$', pathNot: '^services/runs/index\\.ts$' },
       to: { path: '^services/runs/[^/]+/' },
     },
+    {
+      // runs reaches store, queue and blobs only through the ports it declares in services/runs/ports.ts.
+      name: 'runs-through-ports',
+      severity: 'error',
+      from: {
+        path: '^services/runs/',
+        pathNot: [
+          '^services/runs/ports\\.ts$',
+          // Temporary: a store error (InsufficientCreditError) and a blob error (BlobNotFoundError)
+          // still caught as classes here, until they become coded AppErrors.
+          '^services/runs/start/run-launcher\\.ts$',
+          '^services/runs/sweeps/retention-sweeper\\.ts$',
+        ],
+      },
+      to: { path: '^services/(store|queue|blobs)/' },
+    },
+    {
+      // The ports name the adapters' types; no value of an adapter enters runs.
+      name: 'runs-ports-type-only',
+      severity: 'error',
+      from: { path: '^services/runs/ports\\.ts$' },
+      to: { path: '^services/(store|queue|blobs)/', dependencyTypesNot: ['type-only'] },
+    },
     layer('api', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs', 'runs', 'mcp']),
     // The API's rooms: pages and auth ← handlers ← invoke ← (http, mcp) ← routes; the root files
     // (app, server, api-limits, index) assemble them, and no room imports those.

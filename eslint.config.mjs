@@ -38,6 +38,7 @@ export default tseslint.config(
       'services/store/prisma-client.ts',
       'services/store/artifact-repository.ts',
       'services/store/device-authorization-repository.ts',
+      'services/store/expired-rows.ts',
       'services/store/ledger-repository.ts',
       'services/store/oauth-repository.ts',
       'services/store/organization-repository.ts',

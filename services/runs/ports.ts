@@ -1,5 +1,46 @@
 import type { RunEvent } from '../contract';
-import type { OutputCacheRepository } from '../store';
+import type { ArtifactRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, StepRepository, WebhookRepository } from '../store';
+
+/**
+ * What `runs` may touch of the stores: each port names only the methods runs calls, and the
+ * adapters (the repositories of `store`, the queue of `queue`) satisfy them. Everything under
+ * `services/runs` reaches `store`, `queue` and `blobs` through this file (`make lint` checks it).
+ */
+
+export type { AttemptRefusal, ClaimedWebhook, CompleteStepInput, CompleteStepResult, ExpiredArtifact, FailStepInput, FollowerStep, RunRecord, StepAttempt } from '../store';
+
+/** Storing a run with its steps, and giving back the idempotency key of a start that failed (`RunStarter`). */
+export type RunCreationStore = Pick<RunRepository, 'createRunOnce' | 'forgetIdempotencyKey'>;
+
+/** A run's prepared workflow, inputs and options, as its context is built from them (`RunContextCache`). */
+export type RunContextStore = Pick<RunRepository, 'getRunContext'>;
+
+/** Outputs of a run's completed steps, read as the inputs of the steps after them. */
+export type StepInputStore = Pick<RunRepository, 'stepInputs'>;
+
+/** A run's end: its outputs collected and its completion recorded, or its failure (`RunLifecycle`). */
+export type RunEndStore = Pick<RunRepository, 'stepInputs' | 'completeRun' | 'failRun'>;
+
+/** An attempt's transitions (docs/money.md): reserve, retry, complete (with a batch's followers), fail. */
+export type StepTransitionStore = Pick<StepRepository, 'reserve' | 'retryAttempt' | 'completeStep' | 'failStep'>;
+
+/** Failing a step's attempt, as the run's outbox releases it. */
+export type StepFailureStore = Pick<StepRepository, 'failStep'>;
+
+/** What the reaper finds in Postgres to repair: lost jobs, stuck steps, runs to finish or time out. */
+export type RunRecoveryStore = Pick<RunRecoveryRepository, 'findTimedOut' | 'findFinishable' | 'findStuck' | 'listRunnable' | 'deleteExpiredIdempotencyKeys' | 'findOpenInStopped'>;
+
+/** Runs past their own deadline (`RunDeadlines`). */
+export type RunDeadlineStore = Pick<RunRecoveryRepository, 'findPastDeadline'>;
+
+/** Where expired artifacts are found and marked deleted (the retention sweeper). */
+export type ArtifactExpiryStore = Pick<ArtifactRepository, 'sweepExpiredBatch'>;
+
+/** What the webhook dispatcher reads and writes of its deliveries. */
+export type WebhookStore = Pick<WebhookRepository, 'claimDue' | 'delivery' | 'recordAttempt' | 'release'>;
+
+/** Where the output cache's entries live (docs/runs.md, Output caching). */
+export type OutputCacheStore = Pick<OutputCacheRepository, 'get' | 'put'>;
 
 /** Where run events go: the run event bus (`RunEventBus` satisfies it). */
 export interface RunEventAppender {
@@ -21,6 +62,3 @@ export interface StepQueuePort extends StepEnqueuer {
 
 /** Tells every worker process that a run stopped, so its in-flight steps abort. */
 export type RunAbortPublisher = (runId: string) => Promise<void>;
-
-/** Where the output cache's entries live (docs/runs.md, Output caching). */
-export type OutputCacheStore = Pick<OutputCacheRepository, 'get' | 'put'>;

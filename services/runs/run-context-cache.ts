@@ -1,6 +1,6 @@
 import type { ArtifactInput, OutputCacheMode, Workflow } from '../contract';
 import { outputSources, prepareWorkflow, type PreparedWorkflow, type SpecLookup } from '../engine';
-import type { RunRepository } from '../store';
+import type { RunContextStore } from './ports';
 
 /** A run as its steps see it: immutable once the run exists, so it is cached per process. */
 export interface RunContext {
@@ -39,7 +39,7 @@ export class RunContextCache {
   private readonly cache = new Map<string, Promise<RunContext | null>>();
 
   constructor(
-    private readonly runs: RunRepository,
+    private readonly runs: RunContextStore,
     private readonly specs: SpecLookup,
     private readonly max = 500,
   ) {}

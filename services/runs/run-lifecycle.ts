@@ -2,7 +2,7 @@ import type { Outputs, RunError, RunEvent } from '../contract';
 import { collectRunOutputs, outputSources } from '../engine';
 import { AppError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
-import type { RunRepository } from '../store';
+import type { RunEndStore } from './ports';
 import type { RunContext } from './run-context-cache';
 import type { RunAbortPublisher, RunEventAppender } from './ports';
 
@@ -13,7 +13,7 @@ import type { RunAbortPublisher, RunEventAppender } from './ports';
 const LOST_AFTER_STOP: RunError = { code: 'step_attempts_exhausted', message: 'the run stopped while attempts of its steps were lost with their workers' };
 
 export interface RunLifecycleDeps {
-  runs: RunRepository;
+  runs: RunEndStore;
   events: RunEventAppender;
   publishAbort: RunAbortPublisher;
   log: Logger;

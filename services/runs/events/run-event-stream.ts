@@ -1,5 +1,5 @@
 import { TERMINAL_EVENT_TYPES, type Outputs, type RunEvent, type RunStatus, type SequencedEvent } from '../../contract';
-import type { RunRecord } from '../../store';
+import type { RunRecord } from '../ports';
 
 /**
  * A run's event stream as clients get it (`POST /v1/runs`, `runs.node`, `GET /v1/runs/:id/events`).

@@ -1,10 +1,9 @@
 import type { RunError, RunEvent } from '../../contract';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
-import type { FailStepInput, StepRepository } from '../../store';
 import type { RunContext } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
-import type { RunEventAppender, StepQueuePort } from '../ports';
+import type { FailStepInput, RunEventAppender, StepFailureStore, StepQueuePort } from '../ports';
 
 /**
  * What a committed transition leaves to do, in the order it is to be seen. Only `events` goes
@@ -35,7 +34,7 @@ export interface RunOutboxDeps {
   events: RunEventAppender;
   queue: StepQueuePort;
   lifecycle: RunLifecycle;
-  steps: StepRepository;
+  steps: StepFailureStore;
   failpoints: Failpoints;
   log: Logger;
 }

@@ -5,7 +5,7 @@ import type { NodeDefinition } from '../../nodes';
 import { annotateSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
-import type { RunRepository } from '../../store';
+import type { RunCreationStore } from '../ports';
 import { createRunContext, type RunContextCache } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import type { RunEventAppender, StepEnqueuer } from '../ports';
@@ -38,7 +38,7 @@ export interface RunRequest {
 }
 
 export interface RunStarterDeps {
-  runs: RunRepository;
+  runs: RunCreationStore;
   events: RunEventAppender;
   queue: StepEnqueuer;
   lifecycle: RunLifecycle;

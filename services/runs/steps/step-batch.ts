@@ -1,6 +1,6 @@
 import type { RunEvent } from '../../contract';
 import { microsToUsd } from '../../engine';
-import type { CompleteStepInput, CompleteStepResult, FollowerStep } from '../../store';
+import type { CompleteStepInput, CompleteStepResult, FollowerStep } from '../ports';
 import type { PreparedStep } from './prepared-step';
 
 /** A finished step whose commit is about to be made, or waits for its batch's. */

@@ -1,7 +1,7 @@
 import type { RunError } from '../../contract';
 import { microsToUsd, MissingOutputError } from '../../engine';
 import { AppError } from '../../platform/app-error';
-import type { AttemptRefusal } from '../../store';
+import type { AttemptRefusal } from '../ports';
 
 /** Error codes of `step.failed` and `run.failed` events that the service itself produces (docs/runs.md). */
 export const RUN_ERROR_CODES = {

@@ -1,66 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunError, RunEvent } from '../../contract';
-import type { ArtifactStore, NodeDefinition } from '../../nodes';
 import { AppError } from '../../platform/app-error';
-import type { Failpoints } from '../../platform/failpoints';
-import type { Logger } from '../../platform/logger';
-import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
-import type { CompleteStepResult, RunRepository, StepRepository } from '../../store';
-import type { InFlightSteps } from './in-flight-steps';
-import type { RunContextCache } from '../run-context-cache';
-import type { RunLifecycle } from '../run-lifecycle';
 import { RunOutbox, STALE_RESULT_DROPPED, type RunEffect } from '../events/run-outbox';
-import type { RunEventAppender, StepQueuePort } from '../ports';
+import type { CompleteStepResult } from '../ports';
+import { HeldStart, startsAndEndsTogether } from './held-start';
+import { LocalSteps } from './local-steps';
+import type { CacheLookup } from './output-cache';
+import type { PreparedStep } from './prepared-step';
+import { callStepNode } from './step-call';
+import { StepAdmission, startOfJob, sumOfEstimates, withAttempt } from './step-admission';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
-import type { CacheLookup, OutputCache } from './output-cache';
-import { cachedResult, checkResult } from './step-result';
-import { StepAdmission, startOfJob } from './step-admission';
-import { planJobs, type JobPlan } from './step-groups';
-import type { PreparedStep } from './prepared-step';
+import type { StepExecutorDeps } from './step-executor-deps';
+import { cachedResult, checkResult, finishedStep } from './step-result';
 import { nodeIdOf, type NextStep, type ReservedStep } from './step-start';
 
-/** How transient provider failures are retried inside a step. */
-export interface RetryPolicy {
-  /** Attempts in all, the first included (1 = no retry), of one delivery of the step's job. */
-  attempts: number;
-  /** Attempts of the step in all, in-step retries and redeliveries together (`STEP_MAX_ATTEMPTS`). */
-  maxAttempts: number;
-  /** Delay before the first retry; doubled each time, with ±25 % jitter. */
-  baseDelayMs: number;
-}
-
-/** What the executor reports for metrics: each attempt's end, and what it was charged. */
-export interface StepObserver {
-  /** `retried`: the attempt failed transiently and another attempt of the step follows. */
-  stepFinished(nodeUses: string, outcome: 'completed' | 'failed' | 'retried', seconds: number, costMicros: number): void;
-}
-
-export interface StepExecutorDeps {
-  runs: RunRepository;
-  steps: StepRepository;
-  contexts: RunContextCache;
-  lifecycle: RunLifecycle;
-  events: RunEventAppender;
-  queue: StepQueuePort;
-  inFlight: InFlightSteps;
-  /** The definition of a platform node by id. */
-  findNode(id: string): NodeDefinition | undefined;
-  /** The artifact store of one run (outputs under its prefix), for one attempt: `signal` stops its remote reads. */
-  artifactsFor(runId: string, signal: AbortSignal): ArtifactStore;
-  /**
-   * Whether a step of this node may run inline, in the job of its predecessor: local nodes with
-   * bounded work. Steps of slow nodes (providers) get their own job, so the queue sees them alive.
-   */
-  mayRunInline(uses: string): boolean;
-  retry: RetryPolicy;
-  log: Logger;
-  /** Fault injection for the fault suite (`step.afterReserve`, `step.beforeSettle`, `run.beforeAnnounce`). */
-  failpoints: Failpoints;
-  observer: StepObserver;
-  /** Answers eligible steps from earlier identical calls, and keeps what they return (docs/runs.md, Output caching). */
-  outputCache: OutputCache;
-}
+export type { RetryPolicy, StepExecutorDeps, StepObserver } from './step-executor-deps';
 
 /** Most steps one job runs inline before it hands the chain back to the queue (fairness between runs). */
 const MAX_INLINE_STEPS = 256;
@@ -74,18 +29,17 @@ interface Settled {
   runOutputs: Record<string, unknown> | undefined;
 }
 
-/** One attempt's outcome. */
-type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { ok: false; err: unknown };
-
 /**
  * Executes one step of a run (the `step.execute` job), and the chain of local steps it makes
- * ready, as `ARCHITECTURE.md` beside this file describes: inputs → reserve → attempts → settle →
- * `step.completed` and the dependents → the run's completion. What a transition makes happen
- * (events, enqueues, failures) is released, in order, by the run's outbox.
+ * ready. Read top to bottom, this class is a step's life (ARCHITECTURE.md beside this file): the
+ * job → admit (context, inputs, estimate, reserve) → `step.started` → attempts (retries) → settle
+ * (deferred into a batch, or committed) → what the commit made happen, released in order by the
+ * run's outbox → the next step. The modules it imports are helpers that answer one question each.
  */
 export class StepExecutor {
   private readonly outbox: RunOutbox;
   private readonly admission: StepAdmission;
+  private readonly local: LocalSteps;
   /** Attempts a step may have in all (config keeps it at least `retry.attempts`). */
   private readonly maxAttempts: number;
 
@@ -93,13 +47,14 @@ export class StepExecutor {
     this.outbox = new RunOutbox(deps);
     this.maxAttempts = deps.retry.maxAttempts;
     this.admission = new StepAdmission({ ...deps, outbox: this.outbox, maxAttempts: this.maxAttempts });
+    this.local = new LocalSteps(deps.mayRunInline);
   }
 
   /**
-   * Runs the step of a `step.execute` job, then, while a dependent it made ready may run inline
-   * (a local node: bounded work in this process), that dependent in the same job with the
-   * predecessor's outputs in hand. `redelivered`: BullMQ handed this job out again after its
-   * worker went silent. `attemptToken`: the step was reserved with its run under this token.
+   * The job: runs its step, then, while a dependent it made ready may run inline (a local node:
+   * bounded work in this process), that dependent in the same job with the predecessor's outputs
+   * in hand. `redelivered`: BullMQ handed this job out again after its worker went silent.
+   * `attemptToken`: the step was reserved with its run under this token.
    */
   async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string; group?: readonly string[] } = {}): Promise<void> {
     let next: NextStep | null = { start: startOfJob(nodeId, options), outputsInHand: new Map() };
@@ -113,7 +68,7 @@ export class StepExecutor {
           await this.outbox.release(runId, [{ kind: 'enqueue', nodeIds: [nodeIdOf(start)], groups: group }]);
           return;
         }
-        const step = await this.admission.admit(runId, next, inline + 1 < MAX_INLINE_STEPS, nodeId);
+        const step = await this.admit(runId, next, inline + 1 < MAX_INLINE_STEPS, nodeId);
         if (!step) return;
         try {
           await this.deps.failpoints.hit('step.afterReserve', step.nodeId);
@@ -130,7 +85,68 @@ export class StepExecutor {
     }
   }
 
-  /** Calls the node until an attempt succeeds (then settles it) or the step fails. */
+  /**
+   * Admission: the step `next` names gets its attempt, according to its `StepStart` (its run's
+   * context, its inputs and worst case, its reservation), and its `step.started` goes out (or is
+   * held). Null when it does not run (now, or here); whatever stopped it is released already.
+   */
+  private async admit(runId: string, next: NextStep, mayContinue: boolean, job: string): Promise<ReservedStep | null> {
+    const { start } = next;
+    const nodeId = nodeIdOf(start);
+    const context = await this.admission.contextOf(runId);
+    if (!context) return null;
+    const planned = context.prepared.plan.steps.get(nodeId);
+    if (!planned || !context.prepared.workflow.nodes.has(nodeId)) {
+      this.deps.log.warn({ runId, nodeId }, 'step job for a node that is not a step of its run; dropped');
+      return null;
+    }
+    const { dependents } = planned;
+    // Reserved already (by a batch's head, or by the predecessor's commit), inputs in hand; its start went out with that commit or is held by the batch.
+    if (start.how === 'inBatch') return withAttempt(start.step, { context, runId, attemptToken: start.batch.headToken, dependents, batch: start.batch, mayContinue, job });
+    if (start.how === 'reservedWithCommit') return withAttempt(start.step, { context, runId, attemptToken: start.attemptToken, dependents, batch: start.lease, mayContinue, job });
+
+    // Inputs: those in hand, the rest from Postgres (the group's with the head's, in one read).
+    const group = (start.how === 'reservedWithRun' ? undefined : start.group)?.filter((id) => id !== nodeId && context.prepared.plan.steps.has(id)) ?? [];
+    const stepOutputs = new Map(next.outputsInHand);
+    const needed = new Set([...planned.dependsOn, ...group.flatMap((id) => context.prepared.plan.steps.get(id)!.dependsOn)]);
+    const missing = [...needed].filter((id) => !stepOutputs.has(id));
+    for (const [id, output] of await this.deps.runs.stepInputs(runId, missing)) stepOutputs.set(id, output);
+    // A predecessor not completed: the job came early (a duplicate, or a re-enqueue by the
+    // reaper); the step is enqueued again when its last predecessor completes. Its group, ready
+    // siblings with no jobs of their own, get theirs (a step that already ran refuses its job).
+    if (planned.dependsOn.some((id) => !stepOutputs.has(id))) return this.enqueueAlone(runId, group);
+
+    // Estimate, then reserve (the run's start reserved a lone local first step already).
+    const prepared = await this.admission.prepare(context, nodeId, stepOutputs);
+    if (!prepared) return this.enqueueAlone(runId, group);
+    const members = this.admission.prepareGroup(context, group, stepOutputs);
+    const reserved =
+      start.how === 'reservedWithRun'
+        ? { attemptToken: start.attemptToken, groupHeld: false }
+        : await this.admission.reserve(runId, prepared, members.ready, { dependents: start.how === 'redelivered' ? dependents : [], group, job });
+    if (reserved === null) return null;
+    const { attemptToken } = reserved;
+    // Siblings that run in jobs of their own: those that cannot be prepared here, and all of them when their worst cases did not fit beside this step's.
+    const inGroup = reserved.groupHeld ? members.ready : [];
+    await this.enqueueAlone(runId, reserved.groupHeld ? members.alone : [...members.alone, ...members.ready.map((m) => m.nodeId)]);
+    const batch = inGroup.length > 0 ? new StepBatch(attemptToken, sumOfEstimates(inGroup), inGroup) : undefined;
+
+    // Started: a quick local step's start is held to go out with its outcome (HeldStart).
+    const node = context.prepared.workflow.nodes.get(nodeId)!;
+    if (node.role === 'platform' && this.deps.mayRunInline(node.uses) && startsAndEndsTogether(prepared.definition)) {
+      return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld: new HeldStart(nodeId) });
+    }
+    await this.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
+    return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job });
+  }
+
+  /** Enqueues `nodeIds` (ready steps with no jobs of their own) each in a job of its own; null for `admit`. */
+  private async enqueueAlone(runId: string, nodeIds: readonly string[]): Promise<null> {
+    await this.outbox.release(runId, [{ kind: 'enqueue', nodeIds }]);
+    return null;
+  }
+
+  /** Attempts: calls the node until an attempt succeeds (then settles it) or the step fails. */
   private async runAttempts(step: ReservedStep): Promise<NextStep | null> {
     const started = performance.now();
     const cached = await this.lookUpCache(step);
@@ -140,7 +156,7 @@ export class StepExecutor {
       return this.settle(step, { ...finishedStep(step, cached.outputs, costMicros, performance.now() - started), cached: true }, runOutputs);
     }
     for (let attempt = 1; ; attempt++) {
-      let outcome = await this.attempt(step);
+      let outcome = await callStepNode(step, this.deps, this.progressOf(step));
       const ms = performance.now() - started;
       if (outcome.ok) {
         // The call's fields written out: a property after an object spread is slow to define (see withAttempt in step-admission.ts).
@@ -174,30 +190,13 @@ export class StepExecutor {
   }
 
   /**
-   * One call of the node, abortable by the run, its progress reported as events in order (held by
-   * the batch of a step run inside a lease, until that batch is committed).
+   * Where the progress of the step's attempt goes: held by the batch of a step run inside a lease
+   * until that batch is committed, else released in order, behind its held start.
    */
-  private async attempt(step: ReservedStep): Promise<AttemptOutcome> {
-    const { runId } = step.context;
+  private progressOf(step: ReservedStep): (event: RunEvent) => void {
     const held = step.batch?.holding ? step.batch : undefined;
-    const signal = this.deps.inFlight.hold(runId);
-    try {
-      const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
-      const outputs = await inSpan('node.execute', { attributes: node }, () => step.definition.execute(step.inputs, {
-        signal,
-        artifacts: this.deps.artifactsFor(runId, signal),
-        progress: (message) => {
-          const event: RunEvent = { type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) };
-          if (held) held.hold(event);
-          else void this.outbox.release(runId, [{ kind: 'events', events: [...(step.startHeld?.take() ?? []), event] }]);
-        },
-      }));
-      return { ok: true, outputs };
-    } catch (err) {
-      return { ok: false, err: signal.aborted ? new AbortedByRun() : err };
-    } finally {
-      this.deps.inFlight.release(runId);
-    }
+    if (held) return (event) => held.hold(event);
+    return (event) => void this.outbox.release(step.context.runId, [{ kind: 'events', events: [...(step.startHeld?.take() ?? []), event] }]);
   }
 
   /** Records a failed attempt: the step, alone under its own attempt token, when it is retried; else null (it failed or stopped). */
@@ -211,7 +210,7 @@ export class StepExecutor {
       if (token === null) return null;
       attemptToken = token;
     }
-    const costMicros = costOfFailure(err, this.admission.lostChargeOf(step));
+    const costMicros = costOfFailure(err, this.local.lostCharge(step));
     if (err instanceof AbortedByRun) {
       // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
       await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
@@ -221,12 +220,12 @@ export class StepExecutor {
     let error: RunError;
     if (isTransient(err) && attempt < this.deps.retry.attempts) {
       // The retry holds the estimate alone: a lease this attempt had is given back.
-      const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros, estimateMicros: step.estimate, lostChargeMicros: this.admission.lostChargeOf(step), maxAttempts: this.maxAttempts });
+      const retry = await this.deps.steps.retryAttempt({ runId, nodeId, attemptToken, costMicros, estimateMicros: step.estimate, lostChargeMicros: this.local.lostCharge(step), maxAttempts: this.maxAttempts });
       if (retry.ok) {
         this.deps.log.info({ runId, nodeId, attempt, err }, 'transient failure; retrying the step');
         this.deps.observer.stepFinished(definition.spec.id, 'retried', ms / 1000, costMicros);
         // The retry holds this step's estimate alone: its group's siblings go to other jobs.
-        const plan = this.planJobs(step.context, step.batch?.takeUnrun() ?? [], false);
+        const plan = this.local.planJobs(step.context, step.batch?.takeUnrun() ?? [], false);
         await this.outbox.release(runId, [
           { kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] },
           { kind: 'enqueue', nodeIds: plan.enqueue, groups: plan.groups },
@@ -250,8 +249,31 @@ export class StepExecutor {
   }
 
   /**
-   * Commits a finished step: alone, or with what its batch holds, or deferred into the batch when
-   * its only dependent fits in the lease. Returns the step this job runs next, if any.
+   * Commits what a batch holds, when the step running inside it failed: with `reserveFailed`,
+   * that step is reserved in the same call, on its own, and its new attempt token returned. Null
+   * when the batch could not be committed, or nothing was reserved.
+   */
+  private async commitHeld(step: ReservedStep, batch: StepBatch, reserveFailed: boolean): Promise<string | null> {
+    const { runId, nodeId, estimate } = step;
+    const commit = batch.commit();
+    const next = reserveFailed ? { nodeId, estimateMicros: estimate } : undefined;
+    const result = await this.deps.steps.completeStep({ runId, attemptToken: batch.headToken, ...commit.input(), next });
+    if (!result.committed) return null;
+    const refused = !commit.dropped(result) && result.next?.ok === false ? result.next : undefined;
+    // Made ready and not reserved here (a stopped run has none): other jobs run them. The group's
+    // siblings not run stay in the batch: a retry hands them on, a failure of the run skips them.
+    const plan = this.local.planJobs(step.context, result.ready, false);
+    await this.outbox.release(runId, [
+      { kind: 'events', events: this.observe(commit, result) },
+      { kind: 'enqueue', nodeIds: plan.enqueue, groups: plan.groups },
+      refused && { kind: 'failRun', error: attemptRefused(refused.reason, nodeId, estimate, this.maxAttempts), nodeId },
+    ]);
+    return !commit.dropped(result) && result.next?.ok ? result.next.attemptToken : null;
+  }
+
+  /**
+   * Settling: commits a finished step alone, or with what its batch holds, or defers it into the
+   * batch when its only dependent (or its group's next sibling) runs now inside the lease.
    */
   private async settle(step: ReservedStep, done: FinishedStep, runOutputs: Record<string, unknown> | undefined): Promise<NextStep | null> {
     const { context, runId, batch } = step;
@@ -266,7 +288,7 @@ export class StepExecutor {
     }
     // Several local dependents (a fan-out) run as groups, the first one here under one reservation:
     // none of them is reserved alone with this commit.
-    const candidate = this.severalLocal(context, done.dependents) ? undefined : this.admission.candidateAfter(context, done.dependents, outputsInHand);
+    const candidate = this.local.severalLocal(context, done.dependents) ? undefined : this.admission.candidateAfter(context, done.dependents, outputsInHand);
     if (batch && candidate && step.mayContinue && batch.admits(done, candidate.estimate)) {
       // The only dependent fits in the lease: it runs now, and this step commits with it later.
       batch.defer(done, candidate);
@@ -283,7 +305,7 @@ export class StepExecutor {
     return this.afterCommit(step, { done, commit, result, candidate, runOutputs });
   }
 
-  /** Releases what a settling commit made happen; returns the step this job runs next, if any. */
+  /** The outbox after a settling commit: releases what it made happen, in order; returns the step this job runs next, if any. */
   private async afterCommit(step: ReservedStep, settled: Settled): Promise<NextStep | null> {
     const { context, runId } = step;
     const { done, commit, result, candidate, runOutputs } = settled;
@@ -304,7 +326,7 @@ export class StepExecutor {
     const reserved = candidate && result.next?.ok ? { step: candidate, attemptToken: result.next.attemptToken, leaseMicros: result.next.leaseMicros } : undefined;
     // Reserved with this commit, or else local steps now ready (a group's siblings not run among
     // them): this job runs the first of them next, with its group; the rest go in new jobs.
-    const plan = this.planJobs(context, [...(step.batch?.takeUnrun() ?? []), ...result.ready], !reserved);
+    const plan = this.local.planJobs(context, [...(step.batch?.takeUnrun() ?? []), ...result.ready], !reserved);
     // The group this job runs next is recorded under this job (head and siblings: no step of it has a job of its own).
     const groups = plan.here ? new Map([...plan.groups, [step.job, [plan.here.nodeId, ...plan.here.group]]]) : plan.groups;
     const enqueue: RunEffect = { kind: 'enqueue', nodeIds: plan.enqueue, groups };
@@ -315,50 +337,12 @@ export class StepExecutor {
         ? [{ kind: 'announceCompletion', outputs: runOutputs!, preceding: released, nodeId: done.nodeId }, enqueue]
         : [{ kind: 'events', events: released }, enqueue, result.remaining === 0 && { kind: 'completeRun', context, outputsInHand }],
     );
+
+    // The next step: reserved with this commit (heading a batch with a lease), or a ready local one to reserve, or none.
     if (result.runCompleted) return null;
     if (!reserved) return plan.here ? { start: { how: 'reserve', nodeId: plan.here.nodeId, group: plan.here.group }, outputsInHand } : null;
     const lease = reserved.leaseMicros > 0 ? new StepBatch(reserved.attemptToken, reserved.leaseMicros) : undefined;
     return { start: { how: 'reservedWithCommit', step: reserved.step, attemptToken: reserved.attemptToken, lease }, outputsInHand };
-  }
-
-  /**
-   * Commits what a batch holds, when the step running inside it failed: with `reserveFailed`,
-   * that step is reserved in the same call, on its own, and its new attempt token returned. Null
-   * when the batch could not be committed, or nothing was reserved.
-   */
-  private async commitHeld(step: ReservedStep, batch: StepBatch, reserveFailed: boolean): Promise<string | null> {
-    const { runId, nodeId, estimate } = step;
-    const commit = batch.commit();
-    const next = reserveFailed ? { nodeId, estimateMicros: estimate } : undefined;
-    const result = await this.deps.steps.completeStep({ runId, attemptToken: batch.headToken, ...commit.input(), next });
-    if (!result.committed) return null;
-    const refused = !commit.dropped(result) && result.next?.ok === false ? result.next : undefined;
-    // Made ready and not reserved here (a stopped run has none): other jobs run them. The group's
-    // siblings not run stay in the batch: a retry hands them on, a failure of the run skips them.
-    const plan = this.planJobs(step.context, result.ready, false);
-    await this.outbox.release(runId, [
-      { kind: 'events', events: this.observe(commit, result) },
-      { kind: 'enqueue', nodeIds: plan.enqueue, groups: plan.groups },
-      refused && { kind: 'failRun', error: attemptRefused(refused.reason, nodeId, estimate, this.maxAttempts), nodeId },
-    ]);
-    return !commit.dropped(result) && result.next?.ok ? result.next.attemptToken : null;
-  }
-
-  /** Whether more than one of `nodeIds` is a local node (may run in this job). */
-  private severalLocal(context: ReservedStep['context'], nodeIds: readonly string[]): boolean {
-    let local = 0;
-    for (const id of nodeIds) if (this.isLocal(context, id) && ++local > 1) return true;
-    return false;
-  }
-
-  /** How ready steps of the run are shared out between this job (`runHere`) and new jobs. */
-  private planJobs(context: ReservedStep['context'], ready: readonly string[], runHere: boolean): JobPlan {
-    return planJobs(ready, (id) => this.isLocal(context, id), runHere);
-  }
-
-  /** Whether step `id` of the run is a local node (may run in this job). */
-  private isLocal(context: ReservedStep['context'], id: string): boolean {
-    return this.deps.mayRunInline(context.prepared.workflow.nodes.get(id)!.uses);
   }
 
   /** The events of a commit, each step it committed told to metrics. */
@@ -366,9 +350,4 @@ export class StepExecutor {
     for (const { step, micros } of commit.committed(result)) this.deps.observer.stepFinished(step.specId, 'completed', step.ms / 1000, result.duplicate ? 0 : micros);
     return commit.events(result);
   }
-}
-
-/** A step whose attempt returned `output`, priced `costMicros`, before its commit. */
-function finishedStep(step: ReservedStep, output: Record<string, unknown>, costMicros: number, ms: number): FinishedStep {
-  return { nodeId: step.nodeId, specId: step.definition.spec.id, costMicros, estimateMicros: step.estimate, output, ms, dependents: step.dependents };
 }

@@ -1,7 +1,9 @@
 import { collectRunOutputs } from '../../engine';
 import type { NodeDefinition } from '../../nodes';
 import type { RunContext } from '../run-context-cache';
+import type { FinishedStep } from './step-batch';
 import { FailedAfterCall } from './step-errors';
+import type { ReservedStep } from './step-start';
 
 /** A call that returned: its node, inputs, worst case and outputs. */
 export interface ReturnedCall {
@@ -61,4 +63,9 @@ export function cachedResult(
 ): { costMicros: 0; runOutputs: Record<string, unknown> | undefined } {
   const inHand = outputsFrom(context, new Map([[nodeId, outputs]]));
   return { costMicros: 0, runOutputs: inHand && !hasForeignRefs(inHand) ? inHand : undefined };
+}
+
+/** A step whose attempt returned `output`, priced `costMicros`, before its commit. */
+export function finishedStep(step: ReservedStep, output: Record<string, unknown>, costMicros: number, ms: number): FinishedStep {
+  return { nodeId: step.nodeId, specId: step.definition.spec.id, costMicros, estimateMicros: step.estimate, output, ms, dependents: step.dependents };
 }

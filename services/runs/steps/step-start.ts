@@ -1,4 +1,4 @@
-import type { StepAttempt } from '../../store';
+import type { StepAttempt } from '../ports';
 import type { RunContext } from '../run-context-cache';
 import type { HeldStart } from './held-start';
 import type { PreparedStep } from './prepared-step';

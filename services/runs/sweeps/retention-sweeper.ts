@@ -1,11 +1,11 @@
 import { BlobNotFoundError, type BlobStore } from '../../blobs';
 import type { Logger } from '../../platform/logger';
-import type { ArtifactRepository, ExpiredArtifact } from '../../store';
+import type { ArtifactExpiryStore, ExpiredArtifact } from '../ports';
 
 /** Options of {@link createRetentionSweeper}. */
 export interface RetentionSweeperOptions {
   /** Where expired artifacts are found and marked deleted. */
-  artifacts: Pick<ArtifactRepository, 'sweepExpiredBatch'>;
+  artifacts: ArtifactExpiryStore;
   /** The store their blobs live in. */
   blobs: BlobStore;
   log: Logger;

@@ -1,11 +1,11 @@
 import type { Logger } from '../../platform/logger';
-import type { RunRecoveryRepository } from '../../store';
+import type { RunDeadlineStore } from '../ports';
 import type { RunLifecycle } from '../run-lifecycle';
 import { RepeatingSweep } from './repeating-sweep';
 import { RUN_ERROR_CODES } from '../steps/step-errors';
 
 export interface RunDeadlinesOptions {
-  recovery: Pick<RunRecoveryRepository, 'findPastDeadline'>;
+  recovery: RunDeadlineStore;
   lifecycle: Pick<RunLifecycle, 'cancel'>;
   log: Logger;
   batchSize?: number;

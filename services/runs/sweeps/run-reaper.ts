@@ -1,5 +1,5 @@
 import type { Logger } from '../../platform/logger';
-import type { RunRecoveryRepository } from '../../store';
+import type { RunRecoveryStore } from '../ports';
 import type { RunContextCache } from '../run-context-cache';
 import { UnpreparableRunError } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
@@ -12,7 +12,7 @@ export interface StepRequeuer {
 }
 
 export interface RunReaperOptions {
-  recovery: RunRecoveryRepository;
+  recovery: RunRecoveryStore;
   contexts: RunContextCache;
   lifecycle: RunLifecycle;
   queue: StepRequeuer;

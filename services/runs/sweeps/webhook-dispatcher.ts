@@ -3,17 +3,9 @@ import { TERMINAL_EVENT_TYPES, WEBHOOK_HEADERS, webhookSecretKeyBase64, webhookS
 import type { PostAnswer } from '../../nodes';
 import { AppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
-import type { ClaimedWebhook, RunRecord, WebhookDeliveryRecord } from '../../store';
+import type { ClaimedWebhook, RunRecord, WebhookStore } from '../ports';
 import { RepeatingSweep } from './repeating-sweep';
 import { isFinished, terminalEventOf } from '../events/run-event-stream';
-
-/** What the dispatcher reads and writes (`WebhookRepository`). */
-export interface WebhookStore {
-  claimDue(limit: number, leaseMs: number): Promise<ClaimedWebhook[]>;
-  delivery(runId: string, seq: number): Promise<WebhookDeliveryRecord | null>;
-  recordAttempt(runId: string, seq: number, eventType: string, outcome: { status: 'delivered' | 'pending' | 'failed'; statusCode: number | null; error: string | null; nextAttemptAt: Date | null }): Promise<void>;
-  release(runId: string, state: { cursorSeq: number; done: boolean; nextAt: Date }): Promise<void>;
-}
 
 export interface WebhookDispatcherOptions {
   store: WebhookStore;

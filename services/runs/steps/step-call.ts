@@ -1,0 +1,37 @@
+import type { RunEvent } from '../../contract';
+import type { ArtifactStore } from '../../nodes';
+import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
+import type { InFlightSteps } from './in-flight-steps';
+import { AbortedByRun } from './step-errors';
+import type { ReservedStep } from './step-start';
+
+/** One attempt's outcome. */
+export type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { ok: false; err: unknown };
+
+/** What a call of a node needs of the process: the run's abort signal and its artifact store. */
+export interface StepCallDeps {
+  inFlight: InFlightSteps;
+  artifactsFor(runId: string, signal: AbortSignal): ArtifactStore;
+}
+
+/**
+ * One call of the step's node, abortable by the run (a call aborted so fails with `AbortedByRun`),
+ * in a trace span; each progress message goes to `progress` as a `step.progress` event.
+ */
+export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progress: (event: RunEvent) => void): Promise<AttemptOutcome> {
+  const { runId } = step.context;
+  const signal = deps.inFlight.hold(runId);
+  try {
+    const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
+    const outputs = await inSpan('node.execute', { attributes: node }, () => step.definition.execute(step.inputs, {
+      signal,
+      artifacts: deps.artifactsFor(runId, signal),
+      progress: (message) => progress({ type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) }),
+    }));
+    return { ok: true, outputs };
+  } catch (err) {
+    return { ok: false, err: signal.aborted ? new AbortedByRun() : err };
+  } finally {
+    deps.inFlight.release(runId);
+  }
+}
