@@ -41,7 +41,7 @@ export {
 } from './validate-workflow';
 export { deriveInterface, type InterfaceInput, type InterfaceOutput, type WorkflowInterface } from './workflow-interface';
 export type { WorkflowProblem } from './workflow-problems';
-export { coerceToConnector, collectRunOutputs, MissingOutputError, MissingValueError, outputSources, resolveStepInputs, type RunValues } from './step-values';
+export { coerceToConnector, collectRunOutputs, outputSources, resolveStepInputs, type RunValues } from './step-values';
 export { prepareWorkflow, type PreparedWorkflow, type PrepareResult } from './prepare-workflow';
 export { expandMounts, mountedAddresses, mountOf, type ExpandResult, type MountedDefinitions, type MountProblemCode } from './expand-mounts';
 export { MOUNT_SEPARATOR } from './mount-separator';
