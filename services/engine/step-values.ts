@@ -1,8 +1,9 @@
 import type { Artifact, ArtifactInput, Connector } from '../contract';
 import { AppError } from '../platform/app-error';
-import { artifactKindOf, isDataConnector } from './connector-values';
+import { artifactKindOf, coerceToConnector, isDataConnector } from './connector-values';
 import { parseReference, type Reference } from './references';
-import { VALUE_PORT, type CheckedNode, type CheckedWorkflow } from './validate-workflow';
+import { startValue } from './start-values';
+import type { CheckedNode, CheckedWorkflow } from './validate-workflow';
 import { literalConnector } from './workflow-interface';
 
 /**
@@ -40,19 +41,6 @@ function missingOutput(ref: Reference): AppError {
 /** An optional output its node did not produce, with no default: an optional input reading it is omitted, a run output absent. */
 const ABSENT: unique symbol = Symbol('absent output');
 
-/**
- * The value an input or const node holds from the start of a run: a const's literal, an input's
- * artifact (data ports) or its plain JSON value (value ports). Undefined for a run input that is
- * not there.
- */
-export function startValue(source: CheckedNode, inputs: Record<string, ArtifactInput>): unknown {
-  if (source.role === 'const') return source.inputs.value;
-  // Own keys only: an input node may be named "constructor" or "toString".
-  const artifact = Object.hasOwn(inputs, source.id) ? inputs[source.id] : undefined;
-  if (!artifact) return undefined;
-  return isDataConnector(source.outputs![VALUE_PORT]!.id) ? artifact : artifact.value;
-}
-
 /** The value a reference reads: run input, const literal, or a completed step's output. */
 function referencedValue(values: RunValues, ref: Reference): unknown {
   const source = values.workflow.nodes.get(ref.nodeId);
@@ -70,25 +58,6 @@ function referencedValue(values: RunValues, ref: Reference): unknown {
   if (connector?.defaultValue !== undefined) return connector.defaultValue;
   if (connector?.isOptional) return ABSENT;
   throw missingOutput(ref);
-}
-
-function coerceOne(value: unknown, target: Connector['id']): unknown {
-  if (target === 'TEXT' && (typeof value === 'number' || typeof value === 'boolean')) return JSON.stringify(value);
-  return value;
-}
-
-/**
- * Applies the coercions docs/connectors.md allows on the way into a port: INT/FLOAT/BOOLEAN into
- * TEXT become their JSON text, a single value into a list port becomes a one-item list. Anything
- * else passes unchanged and is checked by the node against its connector (a STRUCTURED value of
- * the wrong type fails the step there).
- */
-export function coerceToConnector(value: unknown, target: Connector): unknown {
-  if (target.isArray) {
-    const list = Array.isArray(value) ? value : [value];
-    return list.map((item) => coerceOne(item, target.id));
-  }
-  return coerceOne(value, target.id);
 }
 
 /**
