@@ -85,13 +85,7 @@ module.exports = {
       severity: 'error',
       from: {
         path: '^services/runs/',
-        pathNot: [
-          '^services/runs/ports\\.ts$',
-          // Temporary: a store error (InsufficientCreditError) and a blob error (BlobNotFoundError)
-          // still caught as classes here, until they become coded AppErrors.
-          '^services/runs/start/run-launcher\\.ts$',
-          '^services/runs/sweeps/retention-sweeper\\.ts$',
-        ],
+        pathNot: '^services/runs/ports\\.ts$',
       },
       to: { path: '^services/(store|queue|blobs)/' },
     },

@@ -4,13 +4,14 @@ import { createBlobStoreFromConfig } from '../blobs/blob-store-from-config';
 import type { BlobStore, BlobUrlSigner } from '../blobs';
 import { BlobArtifactStore, createInputFetcher, createNodeRegistry, type NodeCatalog, type RemoteFetcher, type NodeDefinition } from '../nodes';
 import { configuredNodes } from '../nodes/configured-nodes';
+import { isAppError } from '../platform/app-error';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
 import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue } from '../queue';
 import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
-import { presentingMountEvents, type RunEventAppender, RunContextCache, UnpreparableRunError, RunLifecycle } from '../runs';
+import { presentingMountEvents, type RunEventAppender, RunContextCache, RunLifecycle } from '../runs';
 
 /**
  * What every process of the service shares, built once from the configuration and handed to
@@ -162,7 +163,7 @@ async function orgOfRun(contexts: RunContextCache, runId: string): Promise<strin
   try {
     return (await contexts.get(runId))?.orgId ?? NO_ORGANIZATION;
   } catch (err) {
-    if (err instanceof UnpreparableRunError) return NO_ORGANIZATION;
+    if (isAppError(err, 'run_unpreparable')) return NO_ORGANIZATION;
     throw err;
   }
 }

@@ -106,3 +106,22 @@ export function connectorsCompatible(source: Connector, target: Connector): bool
   if (s === 'STRUCTURED' && ['TEXT', 'INT', 'FLOAT', 'BOOLEAN', 'EMBEDDING'].includes(t)) return true;
   return false;
 }
+
+function coerceOne(value: unknown, target: Connector['id']): unknown {
+  if (target === 'TEXT' && (typeof value === 'number' || typeof value === 'boolean')) return JSON.stringify(value);
+  return value;
+}
+
+/**
+ * Applies the coercions docs/connectors.md allows on the way into a port: INT/FLOAT/BOOLEAN into
+ * TEXT become their JSON text, a single value into a list port becomes a one-item list. Anything
+ * else passes unchanged and is checked by the node against its connector (a STRUCTURED value of
+ * the wrong type fails the step there).
+ */
+export function coerceToConnector(value: unknown, target: Connector): unknown {
+  if (target.isArray) {
+    const list = Array.isArray(value) ? value : [value];
+    return list.map((item) => coerceOne(item, target.id));
+  }
+  return coerceOne(value, target.id);
+}

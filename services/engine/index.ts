@@ -22,7 +22,7 @@ export {
   type WorkflowId,
   type WorkflowRef,
 } from './workflow-ref';
-export { artifactKindOf, checkLiteral, connectorsCompatible, isDataConnector } from './connector-values';
+export { artifactKindOf, checkLiteral, coerceToConnector, connectorsCompatible, isDataConnector } from './connector-values';
 export { planWorkflow, readySteps, type Plan, type PlannedStep } from './plan';
 export { formatReference, looksLikeBrokenReference, NODE_ID_PATTERN, parseReference, type Reference } from './references';
 export { checkRunInputs, type RunInputsCheck } from './run-inputs';
@@ -41,7 +41,7 @@ export {
 } from './validate-workflow';
 export { deriveInterface, type InterfaceInput, type InterfaceOutput, type WorkflowInterface } from './workflow-interface';
 export type { WorkflowProblem } from './workflow-problems';
-export { coerceToConnector, collectRunOutputs, MissingOutputError, MissingValueError, outputSources, resolveStepInputs, type RunValues } from './step-values';
+export { collectRunOutputs, outputSources, resolveStepInputs, type RunValues } from './step-values';
 export { prepareWorkflow, type PreparedWorkflow, type PrepareResult } from './prepare-workflow';
 export { expandMounts, mountedAddresses, mountOf, type ExpandResult, type MountedDefinitions, type MountProblemCode } from './expand-mounts';
 export { MOUNT_SEPARATOR } from './mount-separator';

@@ -1,7 +1,6 @@
 import type { ArtifactInput } from '../contract';
-import { checkLiteral } from './connector-values';
-import { coerceToConnector, startValue } from './step-values';
-import type { CheckedNode, CheckedWorkflow } from './validate-workflow';
+import { checkLiteral, coerceToConnector, isDataConnector } from './connector-values';
+import { VALUE_PORT, type CheckedNode, type CheckedWorkflow } from './validate-workflow';
 import { ProblemList, type WorkflowProblem } from './workflow-problems';
 
 function origin(source: CheckedNode, given: Record<string, ArtifactInput>): string {
@@ -36,4 +35,17 @@ export function checkStartValues(workflow: CheckedWorkflow, inputs: Record<strin
     }
   }
   return problems.items;
+}
+
+/**
+ * The value an input or const node holds from the start of a run: a const's literal, an input's
+ * artifact (data ports) or its plain JSON value (value ports). Undefined for a run input that is
+ * not there.
+ */
+export function startValue(source: CheckedNode, inputs: Record<string, ArtifactInput>): unknown {
+  if (source.role === 'const') return source.inputs.value;
+  // Own keys only: an input node may be named "constructor" or "toString".
+  const artifact = Object.hasOwn(inputs, source.id) ? inputs[source.id] : undefined;
+  if (!artifact) return undefined;
+  return isDataConnector(source.outputs![VALUE_PORT]!.id) ? artifact : artifact.value;
 }

@@ -1,7 +1,9 @@
 import type { Artifact, ArtifactInput, Connector } from '../contract';
-import { artifactKindOf, isDataConnector } from './connector-values';
+import { AppError } from '../platform/app-error';
+import { artifactKindOf, coerceToConnector, isDataConnector } from './connector-values';
 import { parseReference, type Reference } from './references';
-import { VALUE_PORT, type CheckedNode, type CheckedWorkflow } from './validate-workflow';
+import { startValue } from './start-values';
+import type { CheckedNode, CheckedWorkflow } from './validate-workflow';
 import { literalConnector } from './workflow-interface';
 
 /**
@@ -19,79 +21,43 @@ export interface RunValues {
   stepOutputs: ReadonlyMap<string, Record<string, unknown>>;
 }
 
-/** Thrown when a value a step needs is not there: the caller asked too early, or the data is corrupt. */
-export class MissingValueError extends Error {
-  constructor(readonly ref: Reference) {
-    super(`the value of \${${ref.nodeId}.${ref.port}} is not available`);
-    this.name = 'MissingValueError';
-  }
+/** A value a step needs is not there (code `missing_value`): the caller asked too early, or the data is corrupt. */
+function missingValue(ref: Reference): AppError {
+  return new AppError({ code: 'missing_value', message: `the value of \${${ref.nodeId}.${ref.port}} is not available`, details: { nodeId: ref.nodeId, port: ref.port } });
 }
 
 /**
- * Thrown when a completed step did not produce the port a reference reads and the port has no
- * `defaultValue`: a deterministic failure (code `missing_output`), never retried.
+ * A completed step did not produce the port a reference reads and the port has no
+ * `defaultValue` (code `missing_output`): a deterministic failure, never retried.
  */
-export class MissingOutputError extends Error {
-  readonly code = 'missing_output';
-
-  constructor(readonly ref: Reference) {
-    super(`node "${ref.nodeId}" completed without its output "${ref.port}", and the port has no default value; \${${ref.nodeId}.${ref.port}} cannot be read`);
-    this.name = 'MissingOutputError';
-  }
+function missingOutput(ref: Reference): AppError {
+  return new AppError({
+    code: 'missing_output',
+    message: `node "${ref.nodeId}" completed without its output "${ref.port}", and the port has no default value; \${${ref.nodeId}.${ref.port}} cannot be read`,
+    details: { nodeId: ref.nodeId, port: ref.port },
+  });
 }
 
 /** An optional output its node did not produce, with no default: an optional input reading it is omitted, a run output absent. */
 const ABSENT: unique symbol = Symbol('absent output');
 
-/**
- * The value an input or const node holds from the start of a run: a const's literal, an input's
- * artifact (data ports) or its plain JSON value (value ports). Undefined for a run input that is
- * not there.
- */
-export function startValue(source: CheckedNode, inputs: Record<string, ArtifactInput>): unknown {
-  if (source.role === 'const') return source.inputs.value;
-  // Own keys only: an input node may be named "constructor" or "toString".
-  const artifact = Object.hasOwn(inputs, source.id) ? inputs[source.id] : undefined;
-  if (!artifact) return undefined;
-  return isDataConnector(source.outputs![VALUE_PORT]!.id) ? artifact : artifact.value;
-}
-
 /** The value a reference reads: run input, const literal, or a completed step's output. */
 function referencedValue(values: RunValues, ref: Reference): unknown {
   const source = values.workflow.nodes.get(ref.nodeId);
-  if (!source) throw new MissingValueError(ref);
+  if (!source) throw missingValue(ref);
   if (source.role === 'input' || source.role === 'const') {
     const value = startValue(source, values.inputs);
-    if (value === undefined && source.role === 'input') throw new MissingValueError(ref);
+    if (value === undefined && source.role === 'input') throw missingValue(ref);
     return value;
   }
   const outputs = values.stepOutputs.get(ref.nodeId);
-  if (!outputs) throw new MissingValueError(ref);
+  if (!outputs) throw missingValue(ref);
   if (Object.hasOwn(outputs, ref.port)) return outputs[ref.port];
   // The step completed without this port: its default stands in; an optional port without one is absent.
   const connector = source.outputs?.[ref.port];
   if (connector?.defaultValue !== undefined) return connector.defaultValue;
   if (connector?.isOptional) return ABSENT;
-  throw new MissingOutputError(ref);
-}
-
-function coerceOne(value: unknown, target: Connector['id']): unknown {
-  if (target === 'TEXT' && (typeof value === 'number' || typeof value === 'boolean')) return JSON.stringify(value);
-  return value;
-}
-
-/**
- * Applies the coercions docs/connectors.md allows on the way into a port: INT/FLOAT/BOOLEAN into
- * TEXT become their JSON text, a single value into a list port becomes a one-item list. Anything
- * else passes unchanged and is checked by the node against its connector (a STRUCTURED value of
- * the wrong type fails the step there).
- */
-export function coerceToConnector(value: unknown, target: Connector): unknown {
-  if (target.isArray) {
-    const list = Array.isArray(value) ? value : [value];
-    return list.map((item) => coerceOne(item, target.id));
-  }
-  return coerceOne(value, target.id);
+  throw missingOutput(ref);
 }
 
 /**
@@ -113,7 +79,7 @@ export function resolveStepInputs(node: CheckedNode, values: RunValues): Record<
     if (value === ABSENT) {
       // An optional input is omitted (the node fills its own default); a required one cannot run.
       if (connector?.isOptional) continue;
-      throw new MissingOutputError(ref);
+      throw missingOutput(ref);
     }
     resolved[key] = connector ? coerceToConnector(value, connector) : value;
   }

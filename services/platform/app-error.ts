@@ -1,8 +1,9 @@
-import { type ErrorCode, isErrorCode, statusOf } from '../contract/error-codes';
+import { type ErrorCode, isErrorCode } from '../contract/error-codes';
+import { APP_ERROR_CODES, type AppErrorCode } from './error-codes';
 
 export interface AppErrorOptions {
-  code: ErrorCode;
-  /** Tells the caller what to fix; safe to show to them. */
+  code: AppErrorCode;
+  /** Tells the caller what to fix; safe to show to them (an internal code's is only logged). */
   message: string;
   /** Extra fields for the error body (for example `balanceUsd` on 402). */
   details?: Record<string, unknown>;
@@ -11,7 +12,7 @@ export interface AppErrorOptions {
 
 /** The one error type of the service. Its code decides the HTTP status and retryability. */
 export class AppError extends Error {
-  readonly code: ErrorCode;
+  readonly code: AppErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
   constructor(options: AppErrorOptions) {
@@ -22,15 +23,28 @@ export class AppError extends Error {
   }
 
   get status(): number {
-    return statusOf(this.code);
+    return APP_ERROR_CODES[this.code].status;
   }
 }
 
-/** Turns anything thrown into an AppError; unknown failures become `internal` with a generic message. */
-export function toAppError(err: unknown): AppError {
-  if (err instanceof AppError) return err;
+/** An AppError a client may be shown: its code is one of the contract's. */
+export type CallerError = AppError & { readonly code: ErrorCode };
+
+/** Whether `err` is an AppError with `code`. */
+export function isAppError<C extends AppErrorCode>(err: unknown, code: C): err is AppError & { readonly code: C } {
+  return err instanceof AppError && err.code === code;
+}
+
+/** Whether `err` is written for callers: an AppError with a public code (an internal one is an unexpected failure to them). */
+export function isCallerError(err: unknown): err is CallerError {
+  return err instanceof AppError && isErrorCode(err.code);
+}
+
+/** Turns anything thrown into an AppError for callers; unknown and internal failures become `internal` with a generic message. */
+export function toAppError(err: unknown): CallerError {
+  if (isCallerError(err)) return err;
   if (err instanceof Error && isErrorCode((err as { code?: unknown }).code) && (err as { expose?: boolean }).expose) {
-    return new AppError({ code: (err as unknown as { code: ErrorCode }).code, message: err.message, cause: err });
+    return new AppError({ code: (err as unknown as { code: ErrorCode }).code, message: err.message, cause: err }) as CallerError;
   }
-  return new AppError({ code: 'internal', message: 'internal error; the failure was logged', cause: err });
+  return new AppError({ code: 'internal', message: 'internal error; the failure was logged', cause: err }) as CallerError;
 }

@@ -1,6 +1,6 @@
 export { InFlightSteps } from './steps/in-flight-steps';
 export type { RunAbortPublisher, RunEventAppender, StepEnqueuer, StepQueuePort } from './ports';
-export { createRunContext, RunContextCache, UnpreparableRunError, type RunContext } from './run-context-cache';
+export { createRunContext, RunContextCache, type RunContext } from './run-context-cache';
 export { RunLifecycle, type RunLifecycleDeps } from './run-lifecycle';
 export { RunStarter, type RunRequest, type RunStarterDeps } from './start/run-starter';
 export { StepExecutor, type RetryPolicy, type StepExecutorDeps, type StepObserver } from './steps/step-executor';

@@ -1,3 +1,4 @@
+import type { BlobStore } from '../blobs';
 import type { RunEvent } from '../contract';
 import type { ArtifactRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, StepRepository, WebhookRepository } from '../store';
 
@@ -35,6 +36,9 @@ export type RunDeadlineStore = Pick<RunRecoveryRepository, 'findPastDeadline'>;
 
 /** Where expired artifacts are found and marked deleted (the retention sweeper). */
 export type ArtifactExpiryStore = Pick<ArtifactRepository, 'sweepExpiredBatch'>;
+
+/** Where expired artifacts' blobs are deleted (`BlobStore` satisfies it). */
+export type BlobDeleter = Pick<BlobStore, 'delete'>;
 
 /** What the webhook dispatcher reads and writes of its deliveries. */
 export type WebhookStore = Pick<WebhookRepository, 'claimDue' | 'delivery' | 'recordAttempt' | 'release'>;

@@ -1,5 +1,6 @@
 import type { ArtifactInput, OutputCacheMode, Workflow } from '../contract';
 import { outputSources, prepareWorkflow, type PreparedWorkflow, type SpecLookup } from '../engine';
+import { AppError } from '../platform/app-error';
 import type { RunContextStore } from './ports';
 
 /** A run as its steps see it: immutable once the run exists, so it is cached per process. */
@@ -19,15 +20,9 @@ export function createRunContext(runId: string, orgId: string, prepared: Prepare
   return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow), outputCache };
 }
 
-/** Why a stored run cannot be prepared again (the catalog changed under it, or the row is corrupt). */
-export class UnpreparableRunError extends Error {
-  constructor(
-    readonly runId: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'UnpreparableRunError';
-  }
+/** A stored run that cannot be prepared again (code `run_unpreparable`): the catalog changed under it, or the row is corrupt. */
+function unpreparableRun(runId: string, message: string): AppError {
+  return new AppError({ code: 'run_unpreparable', message, details: { runId } });
 }
 
 /**
@@ -74,7 +69,7 @@ export class RunContextCache {
     const row = await this.runs.getRunContext(runId);
     if (!row) return null;
     const prepared = prepareWorkflow(row.definition as Workflow, this.specs, (row.inputs ?? {}) as Record<string, ArtifactInput>, { spliced: true });
-    if (!prepared.ok) throw new UnpreparableRunError(runId, `the stored workflow no longer validates: ${prepared.message}`);
+    if (!prepared.ok) throw unpreparableRun(runId, `the stored workflow no longer validates: ${prepared.message}`);
     return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs, row.outputCache);
   }
 }

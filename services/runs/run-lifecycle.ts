@@ -1,6 +1,6 @@
 import type { Outputs, RunError, RunEvent } from '../contract';
 import { collectRunOutputs, outputSources } from '../engine';
-import { AppError } from '../platform/app-error';
+import { isCallerError } from '../platform/app-error';
 import type { Logger } from '../platform/logger';
 import type { RunEndStore } from './ports';
 import type { RunContext } from './run-context-cache';
@@ -60,8 +60,8 @@ export class RunLifecycle {
       try {
         outputs = (await this.deps.adoptOutputs(runId, outputs)) as typeof outputs;
       } catch (err) {
-        if (!(err instanceof AppError)) this.deps.log.error({ err, runId }, 'outputs of a finished run could not be stored');
-        return this.fail(runId, err instanceof AppError ? { code: err.code, message: `an output could not be stored: ${err.message}` } : { code: 'internal', message: 'an output could not be stored; the failure was logged' });
+        if (!isCallerError(err)) this.deps.log.error({ err, runId }, 'outputs of a finished run could not be stored');
+        return this.fail(runId, isCallerError(err) ? { code: err.code, message: `an output could not be stored: ${err.message}` } : { code: 'internal', message: 'an output could not be stored; the failure was logged' });
       }
     }
     if (!(await this.deps.runs.completeRun(runId, outputs))) return false;

@@ -26,7 +26,7 @@ export {
 } from './device-authorization-repository';
 export { LedgerRepository, type LedgerEntry, type LedgerKind, type LedgerPosting, type NewLedgerEntry } from './ledger-repository';
 export { type NewRun, type RunContextRecord, type RunRecord, type RunStepRecord, type RunWebhookRecord, type WebhookDeliveryRecord } from './run-records';
-export { InsufficientCreditError, RunRepository, type FailRunResult } from './run-repository';
+export { insufficientCredit, RunRepository, type FailRunResult } from './run-repository';
 export { RunCosts } from './run-costs';
 export { OutputCacheRepository, type NewOutputCacheEntry } from './output-cache-repository';
 export { WebhookRepository, type ClaimedWebhook } from './webhook-repository';

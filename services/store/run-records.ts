@@ -84,7 +84,7 @@ export interface NewRun {
   outputCache?: OutputCacheMode;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */
   start?: boolean;
-  /** Refuse (InsufficientCreditError) unless the organization's balance is positive, checked in the same statement. */
+  /** Refuse (`insufficient_credit`, see insufficientCredit) unless the organization's balance is positive, checked in the same statement. */
   requireCredit?: boolean;
   /**
    * One entry per executable node; `pendingDeps` = its executable predecessors. A step with a

@@ -17,15 +17,12 @@ import { KeyedBatcher, sendTogether } from './keyed-batcher';
 import { isDatabaseUnavailable } from './store-outage';
 
 /**
- * `createRun` with `requireCredit` refused: what the organization may still spend (its balance
- * less what its unfinished runs hold) is not positive, or does not cover the first step reserved
- * with the run.
+ * `createRun` with `requireCredit` refused (code `insufficient_credit`): what the organization may
+ * still spend (its balance less what its unfinished runs hold, `details.balanceMicros`) is not
+ * positive, or does not cover the first step reserved with the run.
  */
-export class InsufficientCreditError extends Error {
-  constructor(readonly balanceMicros: number) {
-    super(`the organization's available balance is ${balanceMicros} micro-USD`);
-    this.name = 'InsufficientCreditError';
-  }
+export function insufficientCredit(balanceMicros: number): AppError {
+  return new AppError({ code: 'insufficient_credit', message: `the organization's available balance is ${balanceMicros} micro-USD`, details: { balanceMicros } });
 }
 
 /** What {@link RunRepository.failRun} did. */
@@ -136,7 +133,7 @@ export class RunRepository {
     }
     if (row.id !== null) return { id: row.id, existing: false };
     if (row.available_micros === null) throw new AppError({ code: 'not_found', message: `organization ${input.orgId} does not exist` });
-    throw new InsufficientCreditError(row.available_micros);
+    throw insufficientCredit(row.available_micros);
   }
 
   /**

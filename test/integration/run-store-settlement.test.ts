@@ -1,4 +1,4 @@
-import { InsufficientCreditError, RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
+import { insufficientCredit, RunRepository, StepRepository, type Database, type LedgerRepository, type NewRun, type PrismaClient, type RunRecoveryRepository } from '../../services/store';
 import type pg from 'pg';
 import { FLUSH } from '../../services/store/hot-sql';
 import { eventually } from '../support/eventually';
@@ -537,7 +537,7 @@ describe('run store: settling steps and runs', () => {
     const settled = await Promise.allSettled(Array.from({ length: 40 }, () => startHeldRun(batched, account, { a: [] }, 100_000)));
     // In arrival order, as one after another: 25 runs hold 100_000 each, then nothing is left.
     expect(settled.map((r) => r.status)).toEqual([...Array<string>(25).fill('fulfilled'), ...Array<string>(15).fill('rejected')]);
-    for (const r of settled.slice(25)) expect((r as PromiseRejectedResult).reason).toEqual(new InsufficientCreditError(0));
+    for (const r of settled.slice(25)) expect((r as PromiseRejectedResult).reason).toEqual(insufficientCredit(0));
     // The first went alone; the 39 that queued behind it went as one batch of 32 and one of 7 (runs of one transaction share its xmin).
     const [stored] = (await pool.query<{ runs: number; transactions: number; held: string }>(
       `SELECT count(*)::int AS runs, count(DISTINCT r.xmin::text)::int AS transactions, max(o.held_micros)::text AS held

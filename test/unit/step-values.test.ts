@@ -1,5 +1,5 @@
 import type { NodeSpec, Workflow } from '../../services/contract';
-import { coerceToConnector, collectRunOutputs, MissingOutputError, MissingValueError, outputSources, prepareWorkflow, resolveStepInputs, type SpecLookup } from '../../services/engine';
+import { coerceToConnector, collectRunOutputs, outputSources, prepareWorkflow, resolveStepInputs, type SpecLookup } from '../../services/engine';
 import { createNodeCatalog } from '../../services/nodes';
 import { connector, ports } from '../../services/nodes/spec-builders';
 
@@ -41,7 +41,7 @@ describe('values flowing through a run', () => {
     expect(resolveStepInputs(p.workflow.nodes.get('add')!, values)).toEqual({ a: 41, b: 1 });
     // A FLOAT result into a list of TEXT: wrapped and turned into its JSON text.
     expect(resolveStepInputs(p.workflow.nodes.get('join')!, values)).toEqual({ texts: ['42'], separator: '+' });
-    expect(() => resolveStepInputs(p.workflow.nodes.get('join')!, { ...values, stepOutputs: new Map() })).toThrow(MissingValueError);
+    expect(() => resolveStepInputs(p.workflow.nodes.get('join')!, { ...values, stepOutputs: new Map() })).toThrow(expect.objectContaining({ name: 'AppError', code: 'missing_value' }));
   });
 
   it('collects the run’s outputs as artifacts typed by their source, and names the steps they read', () => {
@@ -109,7 +109,7 @@ describe('optional outputs a node did not produce', () => {
       { id: 'o', uses: 'output', inputs: { value: '${x.value}' } },
     ]);
     const x = values.workflow.nodes.get('x')!;
-    expect(() => resolveStepInputs(x, values)).toThrow(MissingOutputError);
+    expect(() => resolveStepInputs(x, values)).toThrow(expect.objectContaining({ name: 'AppError', code: 'missing_output' }));
     expect(() => resolveStepInputs(x, values)).toThrow('node "m" completed without its output "extra"');
     const optionalOnly = run([
       { id: 'm', uses: 'maker' },
@@ -124,6 +124,6 @@ describe('optional outputs a node did not produce', () => {
       { id: 'm', uses: 'maker' },
       { id: 'o', uses: 'output', inputs: { value: '${m.main}' } },
     ]);
-    expect(() => collectRunOutputs({ ...values, stepOutputs: new Map([['m', {}]]) })).toThrow(MissingOutputError);
+    expect(() => collectRunOutputs({ ...values, stepOutputs: new Map([['m', {}]]) })).toThrow(expect.objectContaining({ name: 'AppError', code: 'missing_output' }));
   });
 });

@@ -1,5 +1,5 @@
 import { OPERATIONS, ROUTES, isOpName, validate, type Operation, type SequencedEvent } from '../../contract';
-import { AppError } from '../../platform/app-error';
+import { AppError, isCallerError } from '../../platform/app-error';
 import { inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { RateLimitResult } from '../../queue';
 import type { AuthContext } from '../auth/auth-context';
@@ -64,7 +64,7 @@ export function createInvoker(deps: InvokerDeps): Invoke {
         deps.observe?.(name, 'ok');
         return result;
       } catch (err) {
-        const outcome = err instanceof AppError ? err.code : 'internal';
+        const outcome = isCallerError(err) ? err.code : 'internal';
         span.setAttribute(SPAN_ATTRIBUTES.outcome, outcome);
         deps.observe?.(name, outcome);
         throw err;

@@ -1,6 +1,6 @@
 import { OPERATIONS, type OpName, type OpOutput } from '../../contract';
 import { ToolFailure, type ToolCaller, type ToolCallOptions } from '../../mcp';
-import { AppError } from '../../platform/app-error';
+import { isCallerError } from '../../platform/app-error';
 import type { EventStream } from '../handlers/handler-types';
 import type { Invoke, InvokeContext } from '../invoke/invoke';
 
@@ -43,7 +43,7 @@ async function followRun(events: EventStream, options: ToolCallOptions): Promise
 /** The one translation of the API's errors into the MCP tools' failures. */
 function toolFailureOf(err: unknown, signal: AbortSignal): ToolFailure {
   if (err instanceof ToolFailure) return signal.aborted ? new ToolFailure({ code: 'cancelled', message: 'the call was cancelled; the run, if one started, goes on', runId: err.runId }) : err;
-  if (!(err instanceof AppError)) return new ToolFailure({ code: 'internal', message: 'internal error; the failure was logged', cause: err });
+  if (!isCallerError(err)) return new ToolFailure({ code: 'internal', message: 'internal error; the failure was logged', cause: err });
   const details = err.details ?? {};
   const runError = details.runError as { code: string; message: string } | undefined;
   const runId = typeof details.runId === 'string' ? details.runId : undefined;

@@ -16,9 +16,8 @@ import {
   type WorkflowRef,
 } from '../../engine';
 import type { NodeDefinition } from '../../nodes';
-import { AppError } from '../../platform/app-error';
+import { AppError, isAppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
-import { InsufficientCreditError } from '../../store';
 import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
 import { estimateRun, uniqueUses, type CostSources, type RunEstimate } from './run-estimate';
 import type { RunStarter } from './run-starter';
@@ -209,9 +208,9 @@ async function withCredit(start: () => Promise<string>): Promise<string> {
   try {
     return await start();
   } catch (err) {
-    if (!(err instanceof InsufficientCreditError)) throw err;
+    if (!isAppError(err, 'insufficient_credit')) throw err;
     // What may still be spent: the balance less what unfinished runs hold (docs/money.md, Holds); never shown below zero.
-    const balanceUsd = microsToUsd(Math.max(0, err.balanceMicros));
+    const balanceUsd = microsToUsd(Math.max(0, err.details?.balanceMicros as number));
     throw new AppError({
       code: 'insufficient_credit',
       message: `your organization's available balance is $${balanceUsd} (its balance less what its unfinished runs hold); add credit, or wait for those runs to finish`,

@@ -25,7 +25,7 @@ export interface RunRequest {
   capMicros: number;
   workflowId?: string | null;
   workflowVersionId?: string | null;
-  /** Refuse with `InsufficientCreditError` unless the organization's balance is positive (checked as the run is stored). */
+  /** Refuse with `insufficient_credit` unless the organization's balance is positive (checked as the run is stored). */
   requireCredit?: boolean;
   /** The run is cancelled if still unfinished this long after it is stored. */
   maxDurationSeconds?: number;

@@ -1,5 +1,6 @@
 import type { Artifact } from '../../contract';
 import type { ArtifactStore } from '../../nodes';
+import { AppError, isAppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import { bytesHash, outputCacheKey, refsIn } from './output-cache-key';
 import type { OutputCacheStore } from '../ports';
@@ -27,7 +28,9 @@ export interface OutputCacheOptions {
 export type CacheLookup = { key: string; outputs: Record<string, unknown> | undefined };
 
 /** A data input that is not the service's own file: its bytes are not ours to hash (it would be fetched), so the step is not cached. */
-class ForeignInput extends Error {}
+function foreignInput(): AppError {
+  return new AppError({ code: 'foreign_input', message: 'an input is not a file of this service' });
+}
 
 /** Content hashes remembered per process, by ref: a signed URL names one immutable blob. */
 const HASHES_KEPT = 1000;
@@ -63,7 +66,7 @@ export class OutputCache {
       key = await outputCacheKey(step.definition, step.inputs, (artifact) => this.contentHash(artifact, artifacts));
     } catch (err) {
       // An unreadable input fails the node itself, which reads it next; the cache just stays out of it.
-      if (!(err instanceof ForeignInput)) this.options.log.info({ err, runId: step.runId, nodeId: step.nodeId }, 'output cache: no key (an input could not be read)');
+      if (!isAppError(err, 'foreign_input')) this.options.log.info({ err, runId: step.runId, nodeId: step.nodeId }, 'output cache: no key (an input could not be read)');
       return undefined;
     }
     try {
@@ -107,7 +110,7 @@ export class OutputCache {
 
   private contentHash(artifact: Artifact, artifacts: ArtifactStore): Promise<string> {
     const ref = artifact.ref as string;
-    if (!this.options.isOwnRef(ref)) return Promise.reject(new ForeignInput());
+    if (!this.options.isOwnRef(ref)) return Promise.reject(foreignInput());
     let hash = this.hashes.get(ref);
     if (hash) {
       this.hashes.delete(ref);

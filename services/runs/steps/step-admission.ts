@@ -1,9 +1,9 @@
-import { MissingValueError, resolveStepInputs } from '../../engine';
+import { resolveStepInputs } from '../../engine';
 import type { NodeDefinition } from '../../nodes';
-import { AppError } from '../../platform/app-error';
+import { AppError, isAppError, isCallerError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import type { StepTransitionStore } from '../ports';
-import { UnpreparableRunError, type RunContext, type RunContextCache } from '../run-context-cache';
+import type { RunContext, RunContextCache } from '../run-context-cache';
 import type { RunOutbox } from '../events/run-outbox';
 import { attemptRefused, stepError } from './step-errors';
 import { lostChargeOf } from './step-result';
@@ -38,7 +38,7 @@ export class StepAdmission {
       if (!context) this.deps.log.warn({ runId }, 'step job for a run that does not exist; dropped');
       return context;
     } catch (err) {
-      if (!(err instanceof UnpreparableRunError)) throw err;
+      if (!isAppError(err, 'run_unpreparable')) throw err;
       await this.deps.outbox.release(runId, [{ kind: 'failRun', error: { code: 'run_unrecoverable', message: err.message } }]);
       return null;
     }
@@ -53,10 +53,10 @@ export class StepAdmission {
       const inputs = resolveStepInputs(node, { workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs });
       return { nodeId, definition, inputs, estimate: definition.estimate(inputs) };
     } catch (err) {
-      if (err instanceof MissingValueError) return null;
+      if (isAppError(err, 'missing_value')) return null;
       // Inputs that only turned out wrong at run time (a STRUCTURED value of the wrong type):
       // the step fails before any money is held.
-      if (!(err instanceof AppError)) this.deps.log.error({ err, runId: context.runId, nodeId }, 'step could not be prepared');
+      if (!isCallerError(err)) this.deps.log.error({ err, runId: context.runId, nodeId }, 'step could not be prepared');
       await this.deps.outbox.release(context.runId, [{ kind: 'failRun', error: stepError(err, nodeId), nodeId }]);
       return null;
     }

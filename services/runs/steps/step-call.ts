@@ -2,7 +2,7 @@ import type { RunEvent } from '../../contract';
 import type { ArtifactStore } from '../../nodes';
 import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { InFlightSteps } from './in-flight-steps';
-import { AbortedByRun } from './step-errors';
+import { abortedByRun } from './step-errors';
 import type { ReservedStep } from './step-start';
 
 /** One attempt's outcome. */
@@ -15,7 +15,7 @@ export interface StepCallDeps {
 }
 
 /**
- * One call of the step's node, abortable by the run (a call aborted so fails with `AbortedByRun`),
+ * One call of the step's node, abortable by the run (a call aborted so fails with `aborted_by_run`),
  * in a trace span; each progress message goes to `progress` as a `step.progress` event.
  */
 export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progress: (event: RunEvent) => void): Promise<AttemptOutcome> {
@@ -30,7 +30,7 @@ export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progr
     }));
     return { ok: true, outputs };
   } catch (err) {
-    return { ok: false, err: signal.aborted ? new AbortedByRun() : err };
+    return { ok: false, err: signal.aborted ? abortedByRun() : err };
   } finally {
     deps.inFlight.release(runId);
   }

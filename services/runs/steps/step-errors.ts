@@ -1,6 +1,6 @@
 import type { RunError } from '../../contract';
-import { microsToUsd, MissingOutputError } from '../../engine';
-import { AppError } from '../../platform/app-error';
+import { microsToUsd } from '../../engine';
+import { AppError, isAppError, isCallerError } from '../../platform/app-error';
 import type { AttemptRefusal } from '../ports';
 
 /** Error codes of `step.failed` and `run.failed` events that the service itself produces (docs/runs.md). */
@@ -17,26 +17,17 @@ export const RUN_ERROR_CODES = {
 } as const;
 
 /** The run stopped (another step failed, or it timed out) while this attempt ran: its call was aborted. */
-export class AbortedByRun extends Error {
-  constructor() {
-    super('the run stopped');
-    this.name = 'AbortedByRun';
-  }
+export function abortedByRun(): AppError {
+  return new AppError({ code: 'aborted_by_run', message: 'the run stopped' });
 }
 
 /**
  * A node call that returned, but whose result cannot be used (an output the run needs is
  * missing, the result cannot be priced or read): the call was made, so it is paid (`costMicros`),
- * and the failure is deterministic, so it is not retried.
+ * and the failure is deterministic, so it is not retried. `reason` is its cause.
  */
-export class FailedAfterCall extends Error {
-  constructor(
-    readonly reason: unknown,
-    readonly costMicros: number,
-  ) {
-    super(reason instanceof Error ? reason.message : String(reason));
-    this.name = 'FailedAfterCall';
-  }
+export function failedAfterCall(reason: unknown, costMicros: number): AppError {
+  return new AppError({ code: 'failed_after_call', message: reason instanceof Error ? reason.message : String(reason), details: { costMicros }, cause: reason });
 }
 
 /**
@@ -48,7 +39,7 @@ export class FailedAfterCall extends Error {
  * an answer that is not a completion (`malformed_provider_response`: paid, and not made again).
  */
 export function isTransient(err: unknown): boolean {
-  if (err instanceof FailedAfterCall) return false;
+  if (isAppError(err, 'failed_after_call')) return false;
   if ((err as { httpFinal?: unknown } | null)?.httpFinal === true) return false;
   if (err instanceof AppError) return err.code === 'unavailable' || err.code === 'rate_limited';
   if (err instanceof Error && (err as { transient?: unknown }).transient === true) return true;
@@ -60,7 +51,7 @@ export function isTransient(err: unknown): boolean {
  * its cost: it was aborted, or timed out, after the request went out.
  */
 function outcomeUnknown(err: unknown): boolean {
-  if (err instanceof AbortedByRun) return true;
+  if (isAppError(err, 'aborted_by_run')) return true;
   if (err instanceof Error && err.name === 'TimeoutError') return true;
   return (err as { outcomeUnknown?: unknown } | null)?.outcomeUnknown === true;
 }
@@ -70,7 +61,7 @@ function outcomeUnknown(err: unknown): boolean {
  * else `lostCharge` (the estimate of a node that calls out) when the outcome is unknown, else 0.
  */
 export function costOfFailure(err: unknown, lostCharge: number): number {
-  const cost = (err as { costMicros?: unknown } | null)?.costMicros;
+  const cost = isAppError(err, 'failed_after_call') ? err.details?.costMicros : (err as { costMicros?: unknown } | null)?.costMicros;
   if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 0) return cost;
   return outcomeUnknown(err) ? lostCharge : 0;
 }
@@ -81,10 +72,10 @@ export function costOfFailure(err: unknown, lostCharge: number): number {
  * reported without internals (the log has them).
  */
 export function stepError(err: unknown, nodeId: string): RunError {
-  if (err instanceof FailedAfterCall) return stepError(err.reason, nodeId);
-  if (err instanceof MissingOutputError) return { code: RUN_ERROR_CODES.missingOutput, message: err.message };
-  if (err instanceof AppError && err.code !== 'internal') return { code: err.code, message: err.message };
-  if (err instanceof AppError) return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed: ${err.message}` };
+  if (isAppError(err, 'failed_after_call')) return stepError(err.cause, nodeId);
+  if (isAppError(err, 'missing_output')) return { code: RUN_ERROR_CODES.missingOutput, message: err.message };
+  if (isCallerError(err) && err.code !== 'internal') return { code: err.code, message: err.message };
+  if (isAppError(err, 'internal')) return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed: ${err.message}` };
   return { code: RUN_ERROR_CODES.internal, message: `node "${nodeId}" failed unexpectedly; the failure was logged` };
 }
 

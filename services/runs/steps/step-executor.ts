@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RunError, RunEvent } from '../../contract';
-import { AppError } from '../../platform/app-error';
+import { isAppError, isCallerError } from '../../platform/app-error';
 import { RunOutbox, STALE_RESULT_DROPPED, type RunEffect } from '../events/run-outbox';
 import type { CompleteStepResult } from '../ports';
 import { HeldStart, startsAndEndsTogether } from './held-start';
@@ -10,7 +10,7 @@ import type { PreparedStep } from './prepared-step';
 import { callStepNode } from './step-call';
 import { StepAdmission, startOfJob, sumOfEstimates, withAttempt } from './step-admission';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
-import { AbortedByRun, attemptRefused, costOfFailure, FailedAfterCall, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
+import { attemptRefused, costOfFailure, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
 import type { StepExecutorDeps } from './step-executor-deps';
 import { cachedResult, checkResult, finishedStep } from './step-result';
 import { nodeIdOf, type NextStep, type ReservedStep } from './step-start';
@@ -206,12 +206,12 @@ export class StepExecutor {
     if (step.batch?.holding) {
       // A step run inside a lease failed: what ran before it is committed, and it gets a
       // reservation of its own, under which its failure (or its next attempt) is recorded.
-      const token = await this.commitHeld(step, step.batch, !(err instanceof AbortedByRun));
+      const token = await this.commitHeld(step, step.batch, !isAppError(err, 'aborted_by_run'));
       if (token === null) return null;
       attemptToken = token;
     }
     const costMicros = costOfFailure(err, this.local.lostCharge(step));
-    if (err instanceof AbortedByRun) {
+    if (isAppError(err, 'aborted_by_run')) {
       // The run failed elsewhere: settle what this attempt spent; the run's terminal event is already out.
       await this.deps.steps.failStep({ runId, nodeId, attemptToken, costMicros, error: { code: RUN_ERROR_CODES.aborted, message: 'stopped because the run failed' }, ms });
       this.deps.observer.stepFinished(definition.spec.id, 'failed', ms / 1000, costMicros);
@@ -240,7 +240,7 @@ export class StepExecutor {
       if (retry.reason === 'run_not_running') return null; // the run stopped
       error = retryRefused(retry.reason, err, nodeId, this.maxAttempts);
     } else {
-      if (!(err instanceof AppError) && !(err instanceof FailedAfterCall)) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
+      if (!isCallerError(err) && !isAppError(err, 'failed_after_call')) this.deps.log.error({ err, runId, nodeId }, 'node failed unexpectedly');
       error = stepError(err, nodeId);
     }
     await this.outbox.release(runId, [{ kind: 'failStep', nodeId, attemptToken, costMicros, ms, error }]);

@@ -1,8 +1,9 @@
 import { collectRunOutputs } from '../../engine';
+import type { AppError } from '../../platform/app-error';
 import type { NodeDefinition } from '../../nodes';
 import type { RunContext } from '../run-context-cache';
 import type { FinishedStep } from './step-batch';
-import { FailedAfterCall } from './step-errors';
+import { failedAfterCall } from './step-errors';
 import type { ReservedStep } from './step-start';
 
 /** A call that returned: its node, inputs, worst case and outputs. */
@@ -31,14 +32,14 @@ export function checkResult(
   context: RunContext,
   call: ReturnedCall,
   hasForeignRefs: (outputs: Record<string, unknown>) => boolean,
-): { ok: true; costMicros: number; runOutputs: Record<string, unknown> | undefined } | { ok: false; err: FailedAfterCall } {
+): { ok: true; costMicros: number; runOutputs: Record<string, unknown> | undefined } | { ok: false; err: AppError } {
   let costMicros = call.estimate;
   try {
     costMicros = call.definition.price(call.inputs, call.outputs);
     const inHand = outputsFrom(context, new Map([[call.nodeId, call.outputs]]));
     return { ok: true, costMicros, runOutputs: inHand && !hasForeignRefs(inHand) ? inHand : undefined };
   } catch (err) {
-    return { ok: false, err: new FailedAfterCall(err, costMicros) };
+    return { ok: false, err: failedAfterCall(err, costMicros) };
   }
 }
 

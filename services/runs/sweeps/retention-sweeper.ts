@@ -1,13 +1,13 @@
-import { BlobNotFoundError, type BlobStore } from '../../blobs';
+import { isAppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
-import type { ArtifactExpiryStore, ExpiredArtifact } from '../ports';
+import type { ArtifactExpiryStore, BlobDeleter, ExpiredArtifact } from '../ports';
 
 /** Options of {@link createRetentionSweeper}. */
 export interface RetentionSweeperOptions {
   /** Where expired artifacts are found and marked deleted. */
   artifacts: ArtifactExpiryStore;
   /** The store their blobs live in. */
-  blobs: BlobStore;
+  blobs: BlobDeleter;
   log: Logger;
   /** Artifacts held (and their blobs deleted) per database transaction. */
   batchSize: number;
@@ -82,7 +82,8 @@ export function createRetentionSweeper(options: RetentionSweeperOptions): Retent
         await blobs.delete(artifact.blobKey);
         gone.push(artifact.id);
       } catch (err) {
-        if (err instanceof BlobNotFoundError) {
+        // A store that reports a missing blob (`not_found`) has nothing left to delete.
+        if (isAppError(err, 'not_found')) {
           gone.push(artifact.id);
           return;
         }

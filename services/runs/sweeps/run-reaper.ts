@@ -1,7 +1,7 @@
+import { isAppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import type { RunRecoveryStore } from '../ports';
 import type { RunContextCache } from '../run-context-cache';
-import { UnpreparableRunError } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import { RepeatingSweep } from './repeating-sweep';
 
@@ -133,7 +133,7 @@ export class RunReaper {
     try {
       return await this.options.contexts.get(runId);
     } catch (err) {
-      if (!(err instanceof UnpreparableRunError)) throw err;
+      if (!isAppError(err, 'run_unpreparable')) throw err;
       if (await this.options.lifecycle.fail(runId, { code: 'run_unrecoverable', message: err.message })) report.failed++;
       return null;
     }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createDatabase, InsufficientCreditError, LedgerRepository, RunRecoveryRepository, RunRepository, StepRepository, type Database } from '../../../services/store';
+import { createDatabase, LedgerRepository, RunRecoveryRepository, RunRepository, StepRepository, type Database } from '../../../services/store';
+import { isAppError } from '../../../services/platform/app-error';
 import { MAX_ATTEMPTS, NODES, type Answer, type MState, type Resolved } from './money-model';
 
 /**
@@ -252,8 +253,8 @@ export class MoneyAccount {
       });
       return { answer: { ok: true }, tokens: op.preReserve === null ? [] : [token], runs: [id] };
     } catch (err) {
-      if (!(err instanceof InsufficientCreditError)) throw err;
-      return { answer: { ok: false, available: err.balanceMicros }, tokens: [], runs: [] };
+      if (!isAppError(err, 'insufficient_credit')) throw err;
+      return { answer: { ok: false, available: err.details?.balanceMicros as number }, tokens: [], runs: [] };
     }
   }
 
