@@ -5,7 +5,7 @@ import { AppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import type { ClaimedWebhook, RunRecord, WebhookDeliveryRecord } from '../../store';
 import { RepeatingSweep } from './repeating-sweep';
-import { isFinished, terminalEventOf } from '../events/run-event-stream';
+import { isFinished, terminalEventOf } from '../events/run-ending';
 
 /** What the dispatcher reads and writes (`WebhookRepository`). */
 export interface WebhookStore {
