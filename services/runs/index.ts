@@ -12,7 +12,8 @@ export { RunReaper, type ReaperReport, type RunReaperOptions, type StepRequeuer 
 export { presentEvent, presentingMountEvents } from './events/mount-events';
 export { RunLauncher, type RunCaller, type RunLauncherDeps, type RunOrigin, type WorkflowResolver } from './start/run-launcher';
 export { startFollowed, type FollowDeps, type FollowedRun } from './start/followed-start';
-export { DEFAULT_RECORD_CHECK_MS, followRunEvents, replayEvents, type RunEventStream } from './events/run-event-stream';
+export { DEFAULT_RECORD_CHECK_MS, followRunEvents, type RunEventStream } from './events/run-event-stream';
+export { replayEvents } from './events/run-replay';
 export { isFinished, terminalEventOf, type StoredRun } from './events/run-ending';
 export type { RunEventSource, RunLogFeed, RunLogReader } from './events/run-event-source';
 export { createRetentionSweeper, type RetentionSweeper, type RetentionSweeperOptions } from './sweeps/retention-sweeper';
