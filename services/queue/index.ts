@@ -3,7 +3,8 @@ export { JOB_QUEUES, stepJobId, type JobCatalog, type JobName, type JobPayload }
 export { QUEUE_NAMES, type QueueName } from './queue-names';
 export { createRedisConnection, createRedisSubscriber, redisTargetOf, type RedisTarget } from './redis-connection';
 export { RunEventBus } from './run-event-bus';
-export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
+export type { RunLogFeed, RunLogReader } from './run-log-feed';
+export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunLogFeedOptions } from './run-event-bus-options';
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
 export { GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';

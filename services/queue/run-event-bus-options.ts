@@ -10,7 +10,7 @@ export interface RunEventBusOptions {
   /**
    * Dedicated connection that the bus puts in subscriber mode; one per process, shared by every
    * stream. Create it with `createRedisConnection` (commands queue while it reconnects). Leave it
-   * out in processes that only append (workers): `events()` then throws.
+   * out in processes that only append (workers): a stream of `events()` or `feed()` then fails.
    */
   subscriber?: Redis;
   /** Namespace of every key and channel, so deployments and test files can share a Redis. */
@@ -19,8 +19,8 @@ export interface RunEventBusOptions {
   logTtlSeconds?: number;
 }
 
-/** Options of one stream from `RunEventBus.events`. */
-export interface RunEventStreamOptions {
+/** Options of one stream of a run's log (`RunEventBus.events`, `RunEventBus.feed`). */
+export interface RunLogFeedOptions {
   /** Yield only events with a greater seq: 0 for all, the SSE `Last-Event-ID` to resume. */
   afterSeq?: number;
   /** Ends the iteration (without an error) when aborted, e.g. when the client goes away. */

@@ -4,7 +4,8 @@ import { appendRunEventScript } from './append-run-event-script';
 import { ChannelFanout } from './channel-fanout';
 import { RunEventCursor, type RunLogRead } from './run-event-cursor';
 import { RunEventIterator } from './run-event-iterator';
-import { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunEventStreamOptions } from './run-event-bus-options';
+import { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunLogFeedOptions } from './run-event-bus-options';
+import { RunLogFeed } from './run-log-feed';
 import { runEventKeys, runStartedJson } from './run-event-keys';
 import { decodeSequencedEvent, parseSequencedEvent, type SequencedEvent } from './sequenced-event';
 
@@ -76,12 +77,21 @@ export class RunEventBus {
    * (`ChannelFanout`). `return()` ends it at once, even with a `next()`
    * waiting (see `RunEventIterator`); call `next()` once at a time, as `for await` does.
    */
-  events(runId: string, options: RunEventStreamOptions = {}): RunEventIterator {
+  events(runId: string, options: RunLogFeedOptions = {}): RunEventIterator {
+    return new RunEventIterator(this.feed(runId, options));
+  }
+
+  /**
+   * The same events as `events`, told to a reader (`RunLogFeed`) rather than iterated: for a
+   * stream that iterates once itself (the API's `RunEventStream`) instead of over an iteration.
+   * Bad arguments or a bus without a subscriber connection are told to the first `wait`.
+   */
+  feed(runId: string, options: RunLogFeedOptions = {}): RunLogFeed {
     const { afterSeq = 0, signal, fresh = false } = options;
     const fanout = this.fanout;
-    if (!fanout) return new RunEventIterator(undefined, undefined, new Error('this run event bus has no subscriber connection'));
-    if (!Number.isInteger(afterSeq) || afterSeq < 0) return new RunEventIterator(undefined, undefined, new RangeError(`afterSeq must be a non-negative integer, got ${afterSeq}`));
-    if (this.closed || signal?.aborted) return new RunEventIterator(undefined, undefined);
+    if (!fanout) return new RunLogFeed(undefined, undefined, new Error('this run event bus has no subscriber connection'));
+    if (!Number.isInteger(afterSeq) || afterSeq < 0) return new RunLogFeed(undefined, undefined, new RangeError(`afterSeq must be a non-negative integer, got ${afterSeq}`));
+    if (this.closed || signal?.aborted) return new RunLogFeed(undefined, undefined);
     const { channel } = runEventKeys(this.prefix, runId);
     const cursor = new RunEventCursor(runId, afterSeq, (after) => this.readWithTail(runId, after));
     // The cursor is the abort listener itself (handleEvent): no closure per stream.
@@ -90,7 +100,7 @@ export class RunEventBus {
     cursors.add(cursor);
     // Methods, not arrows bound to properties: tsx names those, and a named closure carries a
     // property dictionary (about 256 bytes) for as long as the stream is open.
-    return new RunEventIterator(cursor, {
+    return new RunLogFeed(cursor, {
       open() {
         return fanout.add(channel, cursor);
       },

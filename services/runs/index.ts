@@ -12,7 +12,10 @@ export { RunReaper, type ReaperReport, type RunReaperOptions, type StepRequeuer 
 export { presentEvent, presentingMountEvents } from './events/mount-events';
 export { RunLauncher, type RunCaller, type RunLauncherDeps, type RunOrigin, type WorkflowResolver } from './start/run-launcher';
 export { startFollowed, type FollowDeps, type FollowedRun } from './start/followed-start';
-export { DEFAULT_RECORD_CHECK_MS, followRunEvents, isFinished, replayEvents, terminalEventOf, type RunEventSource, type StoredRun } from './events/run-event-stream';
+export { DEFAULT_RECORD_CHECK_MS, followRunEvents, type RunEventStream } from './events/run-event-stream';
+export { replayEvents } from './events/run-replay';
+export { isFinished, terminalEventOf, type StoredRun } from './events/run-ending';
+export type { RunEventSource, RunLogFeed, RunLogReader } from './ports';
 export { createRetentionSweeper, type RetentionSweeper, type RetentionSweeperOptions } from './sweeps/retention-sweeper';
 export { OutputCache } from './steps/output-cache';
 export { RepeatingSweep } from './sweeps/repeating-sweep';

@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import type { Response } from 'express';
 import { TERMINAL_EVENT_TYPES, type SequencedEvent } from '../../contract';
 import { corkForTurn } from '../../platform/socket-cork';
-import type { EventStream } from '../handlers/handler-types';
 
 /** What a stream tells metrics: opened and closed, and each event written with its append time. */
 export interface StreamMetrics {
@@ -159,7 +158,7 @@ export interface SseOptions {
  * comment line as heartbeat so proxies keep idle streams open, and `data: [DONE]` after the
  * terminal event. A client that goes away stops the writing, never the run.
  */
-export async function writeEventStream(res: Response, events: EventStream, options: SseOptions): Promise<void> {
+export async function writeEventStream(res: Response, events: AsyncIterable<SequencedEvent>, options: SseOptions): Promise<void> {
   res.status(200);
   res.set({
     'Content-Type': 'text/event-stream; charset=utf-8',

@@ -1,11 +1,11 @@
-import { OPERATIONS, ROUTES, isOpName, validate, type Operation, type SequencedEvent } from '../../contract';
+import { OPERATIONS, ROUTES, isOpName, validate, type Operation } from '../../contract';
 import { AppError, isCallerError } from '../../platform/app-error';
 import { inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { RateLimitResult } from '../../queue';
 import type { AuthContext } from '../auth/auth-context';
 import { admitCaller } from '../auth/admit-caller';
 import type { CallContext, CallName, EventStream, Handlers } from '../handlers/handler-types';
-import { takeStreamSlot, type CountedCall, type StreamSlot, type StreamSlots, type TokenLimit } from '../auth/call-limits';
+import { takeStreamSlot, type CountedCall, type StreamSlots, type TokenLimit } from '../auth/call-limits';
 
 /**
  * An input read only once the caller is admitted: HTTP reads the body after authentication,
@@ -95,66 +95,26 @@ function unobservedInvoker(deps: InvokerDeps): Invoke {
     // (asking for it beside the token's count saved a round trip and let slow bodies take every
     // slot: S4 in docs/guarantees.md).
     const slot = await takeStreamSlot(deps.streamSlots, (auth as AuthContext).orgId);
-    // Given back as soon as the caller goes away, even while the stream's own cleanup goes on.
-    ctx.signal.addEventListener('abort', () => slot.release(), { once: true });
+    // Given back as soon as the caller goes away while the handler runs (runs.node waits for its
+    // run); a stream, once returned, gives it back itself.
+    const giveBack = () => slot.release();
+    ctx.signal.addEventListener('abort', giveBack, { once: true });
     let result: unknown;
     try {
       result = await handler(checked.value, ctx);
     } catch (err) {
       slot.release();
       throw err;
+    } finally {
+      ctx.signal.removeEventListener('abort', giveBack);
     }
     if (op.response !== 'sse') {
       slot.release();
       return result;
     }
-    return holding(result as EventStream, slot);
+    // However the stream ends (its last event, the caller going away, a failure, the consumer's
+    // `return()`), and at once if it has ended already.
+    (result as EventStream).hold(slot);
+    return result;
   };
-}
-
-/**
- * The stream, holding its slot until it ends however it ends: its last event, a failure, or the
- * consumer's `return()`. An iterator object, not an async generator (`yield*` in a `try`): one
- * small object per open stream instead of a generator's suspended frame and its delegation, and
- * one promise hop less per event (docs/performance/streams.md).
- */
-class SlotHeldStream implements AsyncIterableIterator<SequencedEvent> {
-  private readonly events: AsyncIterator<SequencedEvent>;
-
-  constructor(
-    events: EventStream,
-    private readonly slot: StreamSlot,
-  ) {
-    this.events = events[Symbol.asyncIterator]();
-  }
-
-  [Symbol.asyncIterator](): this {
-    return this;
-  }
-
-  // Not an async function: one promise hop per event, not three (they add up over every stream of a run).
-  next(): Promise<IteratorResult<SequencedEvent>> {
-    return this.events.next().then(
-      (result) => {
-        if (result.done) this.slot.release();
-        return result;
-      },
-      (err: unknown) => {
-        this.slot.release();
-        throw err;
-      },
-    );
-  }
-
-  async return(value?: unknown): Promise<IteratorResult<SequencedEvent>> {
-    try {
-      return (await this.events.return?.(value)) ?? { done: true, value: undefined };
-    } finally {
-      this.slot.release();
-    }
-  }
-}
-
-function holding(events: EventStream, slot: StreamSlot): EventStream {
-  return new SlotHeldStream(events, slot);
 }

@@ -5,7 +5,7 @@ import { AppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import type { ClaimedWebhook, RunRecord, WebhookStore } from '../ports';
 import { RepeatingSweep } from './repeating-sweep';
-import { isFinished, terminalEventOf } from '../events/run-event-stream';
+import { isFinished, terminalEventOf } from '../events/run-ending';
 
 export interface WebhookDispatcherOptions {
   store: WebhookStore;
