@@ -10,7 +10,7 @@ export interface JobCatalog {
    * token), so the first delivery runs it without reserving; a redelivery reserves as usual.
    * `trace`: the W3C trace context of whoever enqueued it (`traceparent`), when tracing is on.
    * `group`: ready sibling steps (local nodes, no job of their own) the job runs after its own,
-   * inside its reservation (services/runs/ARCHITECTURE.md, "Groups"). `orgId`: the run's
+   * inside its reservation (services/runs/steps/README.md, "Groups"). `orgId`: the run's
    * organization, under fair scheduling (its slot is freed when the job ends; docs/scheduling.md).
    */
   'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; group?: string[]; trace?: Record<string, string>; orgId?: string } };

@@ -12,7 +12,7 @@ import { stack } from '../support/stack';
 import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
- * Groups (services/runs/ARCHITECTURE.md, "Groups"): the branches of a fan-out of local steps run
+ * Groups (services/runs/steps/README.md, "Groups"): the branches of a fan-out of local steps run
  * in jobs of up to 128, each one reservation and one commit, with every branch's events, charge
  * and ledger entry as if it had run alone; failures, retries and a worker that dies mid-group.
  */

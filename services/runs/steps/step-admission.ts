@@ -22,7 +22,7 @@ export interface StepAdmissionDeps {
 }
 
 /**
- * The parts of a step's admission (ARCHITECTURE.md, "A step's life"), each answering one
+ * The parts of a step's admission (README.md, "A step's life"), each answering one
  * question for the executor, which calls them in order: its run's context, its inputs and worst
  * case (and its group's), its reservation. What stops a step in one of them (a run that cannot
  * be prepared, inputs that cannot be used, a refused reservation) is released through the run's

@@ -31,7 +31,7 @@ interface Settled {
 
 /**
  * Executes one step of a run (the `step.execute` job), and the chain of local steps it makes
- * ready. Read top to bottom, this class is a step's life (ARCHITECTURE.md beside this file): the
+ * ready. Read top to bottom, this class is a step's life (README.md beside this file): the
  * job → admit (context, inputs, estimate, reserve) → `step.started` → attempts (retries) → settle
  * (deferred into a batch, or committed) → what the commit made happen, released in order by the
  * run's outbox → the next step. The modules it imports are helpers that answer one question each.

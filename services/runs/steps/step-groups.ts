@@ -18,7 +18,7 @@ export interface JobPlan {
 }
 
 /**
- * Shares out ready steps (ARCHITECTURE.md, "Groups"): local ones (`isLocal`: bounded work in the
+ * Shares out ready steps (README.md, "Groups"): local ones (`isLocal`: bounded work in the
  * process) go in groups of up to GROUP_SIZE, one job each, the first group this job's own when
  * `runHere`; every other step gets a job of its own. A fan-out of a thousand local branches is
  * eight jobs, each one reservation and one commit (more when a group outlasts a batch's 10 ms), not

@@ -8,10 +8,10 @@ import type { StepBatch } from './step-batch';
 export type OutputsInHand = ReadonlyMap<string, Record<string, unknown>>;
 
 /**
- * How a step that a job runs gets its attempt (ARCHITECTURE.md, "A step's life"):
+ * How a step that a job runs gets its attempt (README.md, "A step's life"):
  * - `reserve`: the job's step, or a step the job's previous step made ready: reserved here; with
  *   a `group` (ready siblings of local nodes, with no jobs of their own), their worst cases are
- *   held with it, and they run after it inside that reservation (ARCHITECTURE.md, "Groups").
+ *   held with it, and they run after it inside that reservation (README.md, "Groups").
  * - `redelivered`: the job came back after its worker went silent: reserved here, taking over the
  *   lost attempt; when another attempt has the step, the dependents that the lost worker may have
  *   been running inline are enqueued again.
