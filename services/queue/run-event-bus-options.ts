@@ -19,7 +19,7 @@ export interface RunEventBusOptions {
   logTtlSeconds?: number;
 }
 
-/** Options of one stream of a run's log (`RunEventBus.events`, `RunEventBus.feed`). */
+/** Options of one stream of a run's log (`RunEventBus.feed`). */
 export interface RunLogFeedOptions {
   /** Yield only events with a greater seq: 0 for all, the SSE `Last-Event-ID` to resume. */
   afterSeq?: number;

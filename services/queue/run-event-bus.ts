@@ -3,7 +3,6 @@ import type { RunEvent } from '../contract';
 import { appendRunEventScript } from './append-run-event-script';
 import { ChannelFanout } from './channel-fanout';
 import { RunEventCursor, type RunLogRead } from './run-event-cursor';
-import { RunEventIterator } from './run-event-iterator';
 import { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunLogFeedOptions } from './run-event-bus-options';
 import { RunLogFeed } from './run-log-feed';
 import { runEventKeys, runStartedJson } from './run-event-keys';
@@ -15,10 +14,10 @@ import { decodeSequencedEvent, parseSequencedEvent, type SequencedEvent } from '
  *
  * Each run has a replay log (a Redis list, index i = seq i + 1, expiring `logTtlSeconds` after
  * its last append) and a live pub/sub channel. `append` numbers, logs and publishes an event in
- * one Lua script. `events` subscribes first, then reads the log, then follows live messages,
+ * one Lua script. `feed` subscribes first, then reads the log, then follows live messages,
  * filling any gap from the log, so a stream sees every event once, in order.
  *
- * Expired or unknown logs: `events` cannot tell "not started yet" from "expired", so it waits
+ * Expired or unknown logs: `feed` cannot tell "not started yet" from "expired", so it waits
  * for live events in both cases (a new run's stream may well open before its first append).
  * Callers resuming an old run check `lastSeq(runId)` first: 0 means no log, and the run's
  * record in Postgres is the answer. A log that loses events under a live stream (deleted, or
@@ -66,25 +65,16 @@ export class RunEventBus {
   }
 
   /**
-   * Every event of the run with seq > `afterSeq`, in seq order and each once: first from the
-   * log, then live; ends after the terminal event (`run.completed`, `run.failed`), when the
-   * consumer breaks out, when `signal` aborts, or when the bus closes. Resumed at the terminal
-   * event, it ends at once; resumed past it (the log was lost and begun again under the stream's
-   * feet), it fails as `unavailable`: the run's record has the ending. The subscription starts
-   * with the first `next()`: the log replay makes subscribing before the run's first append
-   * unnecessary. It is released when the iteration ends: no message reaches the stream after
-   * that, and the channel is unsubscribed within 50 ms, together with the others left meanwhile
-   * (`ChannelFanout`). `return()` ends it at once, even with a `next()`
-   * waiting (see `RunEventIterator`); call `next()` once at a time, as `for await` does.
-   */
-  events(runId: string, options: RunLogFeedOptions = {}): RunEventIterator {
-    return new RunEventIterator(this.feed(runId, options));
-  }
-
-  /**
-   * The same events as `events`, told to a reader (`RunLogFeed`) rather than iterated: for a
-   * stream that iterates once itself (the API's `RunEventStream`) instead of over an iteration.
-   * Bad arguments or a bus without a subscriber connection are told to the first `wait`.
+   * Every event of the run with seq > `afterSeq`, in seq order and each once, told to a reader
+   * (`RunLogFeed.wait`): first from the log, then live; ends after the terminal event
+   * (`run.completed`, `run.failed`), when `signal` aborts, when the feed is closed, or when the
+   * bus closes. Resumed at the terminal event, it ends at once; resumed past it (the log was lost
+   * and begun again under the stream's feet), it fails as `unavailable`: the run's record has the
+   * ending. The subscription starts with the first `wait`: the log replay makes subscribing
+   * before the run's first append unnecessary. It is released when the feed ends: no message
+   * reaches the reader after that, and the channel is unsubscribed within 50 ms, together with
+   * the others left meanwhile (`ChannelFanout`). The API's `RunEventStream` is its reader. Bad
+   * arguments or a bus without a subscriber connection are told to the first `wait`.
    */
   feed(runId: string, options: RunLogFeedOptions = {}): RunLogFeed {
     const { afterSeq = 0, signal, fresh = false } = options;

@@ -6,6 +6,7 @@ import { ChannelFanout, createRedisConnection, createRedisSubscriber, RunEventBu
 import { MountTallyAppender } from '../../services/queue/mount-tally-appender';
 import { followRunEvents, type StoredRun } from '../../services/runs';
 import { eventually } from '../support/eventually';
+import { eventsOf } from '../support/run-event-iteration';
 import { startFaultProxy } from '../support/fault-proxy';
 import { stack, uniqueName } from '../support/stack';
 
@@ -16,6 +17,20 @@ const progress = (message: string): RunEvent => ({ type: 'step.progress', nodeId
 const stepStarted: RunEvent = { type: 'step.started', nodeId: 'n1' };
 const completed: RunEvent = { type: 'run.completed', outputs: {} };
 const failed: RunEvent = { type: 'run.failed', error: { code: 'step_failed', message: 'boom' } };
+
+/**
+ * Records the channels of each UNSUBSCRIBE `redis` sends: the method is watched, not replaced
+ * (what the fan-out asks of the connection still goes out); `restore` puts it back.
+ */
+function watchUnsubscribes(redis: Redis): { sent: string[][]; restore(): void } {
+  const sent: string[][] = [];
+  const unsubscribe = redis.unsubscribe.bind(redis);
+  redis.unsubscribe = ((...channels: string[]) => {
+    sent.push(channels);
+    return unsubscribe(...channels);
+  }) as typeof redis.unsubscribe;
+  return { sent, restore: () => void (redis.unsubscribe = unsubscribe) };
+}
 
 async function collect(stream: AsyncIterable<SequencedEvent>): Promise<SequencedEvent[]> {
   const items: SequencedEvent[] = [];
@@ -78,7 +93,7 @@ describe('the run event bus', () => {
   it('numbers 200 concurrent appends from 5 connections 2..201 after one run.started without gaps, and every subscriber sees one order', async () => {
     const runId = randomUUID();
     const appenders = Array.from({ length: 5 }, () => new RunEventBus({ redis: connect(), prefix }));
-    const streams = Array.from({ length: 3 }, () => collect(bus.events(runId)));
+    const streams = Array.from({ length: 3 }, () => collect(eventsOf(bus, runId)));
     await subscribedOnRedis(runId);
 
     const results = await Promise.all(
@@ -107,7 +122,7 @@ describe('the run event bus', () => {
     const runId = randomUUID();
     for (let i = 1; i <= 10; i++) await bus.append(runId, progress(`e${i}`)); // seqs 2..11
     const items: SequencedEvent[] = [];
-    for await (const item of bus.events(runId)) {
+    for await (const item of eventsOf(bus, runId)) {
       items.push(item);
       if (item.seq === 11) {
         for (let i = 11; i <= 15; i++) await bus.append(runId, progress(`e${i}`));
@@ -127,12 +142,12 @@ describe('the run event bus', () => {
     await bus.append(runId, runStarted(runId));
     for (let i = 2; i <= 6; i++) await bus.append(runId, progress(`e${i}`));
     const first: SequencedEvent[] = [];
-    for await (const item of bus.events(runId)) {
+    for await (const item of eventsOf(bus, runId)) {
       first.push(item);
       if (item.seq === 4) break; // the connection drops after id 4
     }
     for (let i = 7; i <= 9; i++) await bus.append(runId, progress(`e${i}`));
-    const resumed = collect(bus.events(runId, { afterSeq: 4 }));
+    const resumed = collect(eventsOf(bus, runId, { afterSeq: 4 }));
     await subscribedOnRedis(runId);
     await bus.append(runId, completed);
     expect(seqs(first)).toEqual(range(1, 4));
@@ -140,7 +155,7 @@ describe('the run event bus', () => {
     const rest = await resumed;
     expect(seqs(rest)).toEqual(range(5, 10));
     expect(events(rest)).toEqual([...range(5, 9).map((i) => progress(`e${i}`)), completed]);
-    expect(seqs(await collect(bus.events(runId, { afterSeq: 10 })))).toEqual([]);
+    expect(seqs(await collect(eventsOf(bus, runId, { afterSeq: 10 })))).toEqual([]);
   });
 
   it('shows a subscriber that starts while appends are in flight no gap and no duplicate (100 races)', async () => {
@@ -155,7 +170,7 @@ describe('the run event bus', () => {
       })();
       // Start somewhere inside the appends: before the first, in the middle, near the end.
       await new Promise((resolve) => setTimeout(resolve, round % 7));
-      const items = await collect(bus.events(runId, { afterSeq: round % 2 === 0 ? 0 : 3 }));
+      const items = await collect(eventsOf(bus, runId, { afterSeq: round % 2 === 0 ? 0 : 3 }));
       const last = await appending;
       expect(last).toBe(62); // run.started, 60 progress events, the terminal event
       expect(seqs(items)).toEqual(range(round % 2 === 0 ? 1 : 4, last));
@@ -170,7 +185,7 @@ describe('the run event bus', () => {
     const { log } = runEventKeys(prefix, runId);
     expect(await bus.append(runId, progress('e1'))).toBe(2);
     const items: SequencedEvent[] = [];
-    for await (const item of bus.events(runId)) {
+    for await (const item of eventsOf(bus, runId)) {
       items.push(item);
       if (item.seq === 2) {
         await subscribedOnRedis(runId);
@@ -185,7 +200,7 @@ describe('the run event bus', () => {
 
   it('serves 100 concurrent streams of 100 runs over one subscriber connection and leaves no subscription behind', async () => {
     const runIds = Array.from({ length: 100 }, () => randomUUID());
-    const streams = runIds.map((runId) => collect(bus.events(runId)));
+    const streams = runIds.map((runId) => collect(eventsOf(bus, runId)));
     await eventually(async () => (await clientInfo(subscriberId)).includes(' sub=100 '), { what: '100 subscriptions on the one connection' });
     expect(bus.stats()).toEqual({ streams: 100, channels: 100, listeners: 100 });
     await Promise.all(runIds.map(async (runId) => {
@@ -203,8 +218,8 @@ describe('the run event bus', () => {
   it('unsubscribes when the consumer breaks out early, and keeps the channel while another stream of the run lives', async () => {
     const runId = randomUUID();
     for (let i = 1; i <= 3; i++) await bus.append(runId, progress(`e${i}`));
-    const other = collect(bus.events(runId));
-    for await (const item of bus.events(runId)) {
+    const other = collect(eventsOf(bus, runId));
+    for await (const item of eventsOf(bus, runId)) {
       expect(item).toEqual({ seq: 1, at: appendedAt, event: runStarted(runId) });
       break;
     }
@@ -217,21 +232,15 @@ describe('the run event bus', () => {
 
   it('unsubscribes the channels of streams that end together with one UNSUBSCRIBE', async () => {
     const runIds = range(1, 20).map(() => randomUUID());
-    const streams = runIds.map((runId) => collect(bus.events(runId)));
+    const streams = runIds.map((runId) => collect(eventsOf(bus, runId)));
     for (const runId of runIds) await subscribedOnRedis(runId);
-    // Watched, not replaced: what the fan-out asks of the connection.
-    const sent: string[][] = [];
-    const unsubscribe = subscriber.unsubscribe.bind(subscriber);
-    subscriber.unsubscribe = ((...channels: string[]) => {
-      sent.push(channels);
-      return unsubscribe(...channels);
-    }) as typeof subscriber.unsubscribe;
+    const { sent, restore } = watchUnsubscribes(subscriber);
     try {
       await Promise.all(runIds.map((runId) => bus.append(runId, completed)));
       await Promise.all(streams);
       for (const runId of runIds) await unsubscribedOnRedis(runId);
     } finally {
-      subscriber.unsubscribe = unsubscribe;
+      restore();
     }
     // Each channel once; how many commands depends on how close together the streams ended (the
     // machine's speed), so the batching itself is asserted on the fan-out below.
@@ -244,12 +253,7 @@ describe('the run event bus', () => {
     const channels = range(1, 20).map(() => runEventKeys(prefix, randomUUID()).channel);
     const listener = { message: (): void => undefined, resubscribed: (): void => undefined };
     for (const channel of channels) await fanout.add(channel, listener);
-    const sent: string[][] = [];
-    const unsubscribe = own.unsubscribe.bind(own);
-    own.unsubscribe = ((...names: string[]) => {
-      sent.push(names);
-      return unsubscribe(...names);
-    }) as typeof own.unsubscribe;
+    const { sent } = watchUnsubscribes(own);
     // All twenty leave in one turn: one timer, one command, however slow the machine.
     for (const channel of channels) void fanout.remove(channel, listener);
     await eventually(async () => Number(((await admin.pubsub('NUMSUB', ...channels)) as (string | number)[]).filter((_, i) => i % 2 === 1).reduce((a, b) => Number(a) + Number(b), 0)) === 0, { what: 'the twenty channels unsubscribed' });
@@ -260,12 +264,12 @@ describe('the run event bus', () => {
   it('keeps a channel left and wanted again before its UNSUBSCRIBE went out', async () => {
     const runId = randomUUID();
     await bus.append(runId, progress('e1'));
-    for await (const item of bus.events(runId)) {
+    for await (const item of eventsOf(bus, runId)) {
       expect(item.seq).toBe(1);
       break;
     }
     // Within the leave delay: the channel is still subscribed, its UNSUBSCRIBE queued.
-    const again = collect(bus.events(runId, { afterSeq: 2 }));
+    const again = collect(eventsOf(bus, runId, { afterSeq: 2 }));
     await subscribedOnRedis(runId);
     // Well past the delay: the queued UNSUBSCRIBE must not have taken the new stream's channel.
     await sleep(200);
@@ -281,7 +285,7 @@ describe('the run event bus', () => {
       const controller = new AbortController();
       setTimeout(() => controller.abort(), i % 4);
       if (i % 10 === 0) await bus.append(runId, progress(`e${i}`));
-      const items = await collect(bus.events(runId, { signal: controller.signal }));
+      const items = await collect(eventsOf(bus, runId, { signal: controller.signal }));
       expect(seqs(items)).toEqual(range(1, items.length));
     });
     await Promise.all(churn);
@@ -290,7 +294,7 @@ describe('the run event bus', () => {
     const appended = await bus.lastSeq(runId);
     expect(appended).toBe(21); // run.started and 20 progress events
     expect(runStartedCount(await bus.read(runId))).toBe(1);
-    const last = collect(bus.events(runId, { afterSeq: appended }));
+    const last = collect(eventsOf(bus, runId, { afterSeq: appended }));
     await subscribedOnRedis(runId);
     await bus.append(runId, completed);
     expect(seqs(await last)).toEqual([appended + 1]);
@@ -304,14 +308,14 @@ describe('the run event bus', () => {
     const controller = new AbortController();
     const items: SequencedEvent[] = [];
     const done = (async () => {
-      for await (const item of bus.events(runId, { signal: controller.signal })) items.push(item);
+      for await (const item of eventsOf(bus, runId, { signal: controller.signal })) items.push(item);
     })();
     await eventually(() => items.length === 2, { what: 'the first two events' });
     controller.abort();
     await done;
     expect(items).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event: progress('e1') }]);
     await unsubscribedOnRedis(runId);
-    expect(await collect(bus.events(runId, { signal: controller.signal }))).toEqual([]);
+    expect(await collect(eventsOf(bus, runId, { signal: controller.signal }))).toEqual([]);
   });
 
   it('waits on a run without a log, which lastSeq reports as 0', async () => {
@@ -319,7 +323,7 @@ describe('the run event bus', () => {
     expect(await bus.lastSeq(runId)).toBe(0);
     expect(await bus.read(runId)).toEqual([]);
     const controller = new AbortController();
-    const stream = collect(bus.events(runId, { signal: controller.signal }));
+    const stream = collect(eventsOf(bus, runId, { signal: controller.signal }));
     await subscribedOnRedis(runId);
     setTimeout(() => controller.abort(), 50);
     expect(await stream).toEqual([]);
@@ -360,7 +364,7 @@ describe('the run event bus', () => {
     await bus.append(runId, runStarted(runId));
     await bus.append(runId, progress('e1'));
     const items: SequencedEvent[] = [];
-    for await (const item of ownBus.events(runId)) {
+    for await (const item of eventsOf(ownBus, runId)) {
       items.push(item);
       if (item.seq === 2) {
         await bus.append(runId, progress('e2'));
@@ -389,7 +393,7 @@ describe('the run event bus', () => {
     expect(await bus.read(runId)).toEqual([{ seq: 1, at: appendedAt, event: runStarted(runId) }, { seq: 2, at: appendedAt, event: stepStarted }]);
     expect(await bus.lastSeq(runId)).toBe(2);
 
-    const stream = collect(bus.events(runId, { afterSeq: 0 }));
+    const stream = collect(eventsOf(bus, runId, { afterSeq: 0 }));
     await subscribedOnRedis(runId);
     expect(await bus.append(runId, completed)).toBe(3);
     expect(await stream).toEqual([
@@ -416,7 +420,7 @@ describe('the run event bus', () => {
     const runId = randomUUID();
     expect(await bus.append(runId, runStarted(runId))).toBe(1);
     expect(await bus.append(runId, progress('a'))).toBe(2);
-    const stream = collect(bus.events(runId));
+    const stream = collect(eventsOf(bus, runId));
     await subscribedOnRedis(runId);
     // Again later (a retried start): nothing is logged or published, the answer is the last seq.
     expect(await bus.append(runId, runStarted(runId))).toBe(2);
@@ -508,7 +512,7 @@ describe('the run event bus', () => {
     // Positions 0, 2 and 4: replays of different lengths from the log, then the same live events.
     const received = [0, 2, 4].map(() => [] as SequencedEvent[]);
     const streams = [0, 2, 4].map(async (afterSeq, i) => {
-      for await (const item of bus.events(runId, { afterSeq })) received[i]!.push(item);
+      for await (const item of eventsOf(bus, runId, { afterSeq })) received[i]!.push(item);
     });
     await eventually(() => received.every((items) => items.at(-1)?.seq === 5), { what: 'every stream at the log end' });
     for (let i = 5; i <= 9; i++) await bus.append(runId, progress(`e${i}`));
@@ -530,7 +534,7 @@ describe('the run event bus', () => {
   it('fails every stream of a run on a live message that is not an event of ours, decoded once for all of them', async () => {
     const runId = randomUUID();
     await bus.append(runId, progress('e1'));
-    const streams = [0, 1].map((afterSeq) => collect(bus.events(runId, { afterSeq })));
+    const streams = [0, 1].map((afterSeq) => collect(eventsOf(bus, runId, { afterSeq })));
     await eventually(() => bus.stats().listeners === 2, { what: 'two listeners' });
     await subscribedOnRedis(runId);
     await admin.publish(runEventKeys(prefix, runId).channel, '{"not":"an event"}');
@@ -541,7 +545,7 @@ describe('the run event bus', () => {
   it("ends a stream at once when its consumer returns while a next() waits for the run's next event, and gives its subscription back", async () => {
     const runId = randomUUID();
     await bus.append(runId, progress('e1'));
-    const stream = bus.events(runId, { afterSeq: 2 });
+    const stream = eventsOf(bus, runId, { afterSeq: 2 });
     const waiting = stream.next();
     await subscribedOnRedis(runId);
     expect(bus.stats()).toEqual({ streams: 1, channels: 1, listeners: 1 });
@@ -554,11 +558,11 @@ describe('the run event bus', () => {
 
   it('reports a bad position or a bus without a subscriber on the first next(), not when the stream is asked for', async () => {
     const runId = randomUUID();
-    const bad = bus.events(runId, { afterSeq: -1 });
+    const bad = eventsOf(bus, runId, { afterSeq: -1 });
     await expect(bad.next()).rejects.toThrow(RangeError);
     expect(await bad.next()).toEqual({ value: undefined, done: true });
     const appendOnly = new RunEventBus({ redis: admin, prefix });
-    await expect(appendOnly.events(runId).next()).rejects.toThrow(/no subscriber connection/);
+    await expect(eventsOf(appendOnly, runId).next()).rejects.toThrow(/no subscriber connection/);
   });
 
   it("ends a followed stream whose client goes away while it waits, and one that ends on its run record's terminal event, each giving its subscription back", async () => {
@@ -588,7 +592,7 @@ describe('the run event bus', () => {
     const reads = jest.spyOn(redis, 'multi');
     try {
       const runId = randomUUID();
-      const stream = fresh.events(runId, { fresh: true });
+      const stream = eventsOf(fresh, runId, { fresh: true });
       const first = stream.next();
       await subscribedOnRedis(runId);
       await fresh.append(runId, progress('e1'));
@@ -601,7 +605,7 @@ describe('the run event bus', () => {
       await fresh.append(late, progress('early'));
       const items: SequencedEvent[] = [];
       const followed = (async () => {
-        for await (const item of fresh.events(late, { fresh: true })) items.push(item);
+        for await (const item of eventsOf(fresh, late, { fresh: true })) items.push(item);
       })();
       await subscribedOnRedis(late);
       expect(items).toEqual([]);

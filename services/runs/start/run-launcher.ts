@@ -210,7 +210,8 @@ async function withCredit(start: () => Promise<string>): Promise<string> {
   } catch (err) {
     if (!isAppError(err, 'insufficient_credit')) throw err;
     // What may still be spent: the balance less what unfinished runs hold (docs/money.md, Holds); never shown below zero.
-    const balanceUsd = microsToUsd(Math.max(0, err.details?.balanceMicros as number));
+    const { balanceMicros = 0 } = (err.details ?? {}) as { balanceMicros?: number };
+    const balanceUsd = microsToUsd(Math.max(0, balanceMicros));
     throw new AppError({
       code: 'insufficient_credit',
       message: `your organization's available balance is $${balanceUsd} (its balance less what its unfinished runs hold); add credit, or wait for those runs to finish`,

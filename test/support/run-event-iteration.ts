@@ -1,10 +1,17 @@
-import { ITERATION_DONE } from '../platform/iteration-done';
-import type { RunLogFeed, RunLogReader } from './run-log-feed';
-import type { SequencedEvent } from './sequenced-event';
+import { ITERATION_DONE } from '../../services/platform/iteration-done';
+import type { RunEventBus, RunLogFeed, RunLogFeedOptions, RunLogReader, SequencedEvent } from '../../services/queue';
 
 /**
- * The iteration `RunEventBus.events` returns: a feed's events, one `next()` at a time, as an
- * async generator would give them, with one difference that is the reason it is not one:
+ * A run's events from the bus, iterated: the tests read the bus' feed (`RunEventBus.feed`) this
+ * way, as the service's `RunEventStream` reads it by calls. See {@link RunEventIteration}.
+ */
+export function eventsOf(bus: Pick<RunEventBus, 'feed'>, runId: string, options: RunLogFeedOptions = {}): RunEventIteration {
+  return new RunEventIteration(bus.feed(runId, options));
+}
+
+/**
+ * A feed's events, one `next()` at a time, as an async generator would give them, with one
+ * difference that is the reason it is not one:
  * `return()` ends it at once, even while a `next()` waits for the run's next event (a
  * generator's `return()` would wait behind that `next()`, possibly for ever). A stream can so be
  * ended by its consumer without an `AbortSignal` of its own.
@@ -12,7 +19,7 @@ import type { SequencedEvent } from './sequenced-event';
  * The feed subscribes with the first `next()` and gives its subscription back when the iteration
  * ends; the call that ends it waits for that.
  */
-export class RunEventIterator implements AsyncIterableIterator<SequencedEvent>, RunLogReader {
+export class RunEventIteration implements AsyncIterableIterator<SequencedEvent>, RunLogReader {
   /** The waiting `next()`'s promise, settled by the feed through the `RunLogReader` methods. */
   private resolve: ((result: IteratorResult<SequencedEvent, undefined>) => void) | undefined;
   private reject: ((err: unknown) => void) | undefined;
@@ -24,7 +31,7 @@ export class RunEventIterator implements AsyncIterableIterator<SequencedEvent>, 
   }
 
   next(): Promise<IteratorResult<SequencedEvent, undefined>> {
-    if (this.resolve) return Promise.reject(new Error('RunEventIterator.next() called while another call waits'));
+    if (this.resolve) return Promise.reject(new Error('RunEventIteration.next() called while another call waits'));
     // The feed settles this promise itself when the event comes: no hop between the two.
     return new Promise((resolve, reject) => {
       this.resolve = resolve;
