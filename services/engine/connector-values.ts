@@ -65,6 +65,9 @@ function checkConstraints(connector: Connector, value: unknown): string | null {
   if (connector.optionValues && !connector.optionValues.some((option) => JSON.stringify(option) === JSON.stringify(value))) {
     return `must be one of ${connector.optionValues.map(describe).join(', ')}, got ${describe(value)}`;
   }
+  if (typeof value === 'string' && connector.maxLength !== undefined && value.length > connector.maxLength) {
+    return `must be a TEXT of at most ${connector.maxLength} characters, got ${value.length}`;
+  }
   if (typeof value === 'number') {
     if ((connector.minValue !== undefined && value < connector.minValue) || (connector.maxValue !== undefined && value > connector.maxValue)) {
       return `must be ${connector.id === 'INT' ? 'an INT' : `a ${connector.id}`}${range(connector)}, got ${value}`;

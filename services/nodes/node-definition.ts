@@ -52,6 +52,12 @@ export interface NodeDefinition {
   readonly inline?: boolean;
   /** Whether its outputs may come from the output cache; absent: never. */
   readonly cache?: NodeCachePolicy;
+  /**
+   * What defines the node beyond its spec, as a hash (a catalog file entry's price formula and
+   * request mapping, say): part of the output cache's key, so a changed definition never answers
+   * from an older one's outputs. Absent for nodes written in code (their spec's hash is enough).
+   */
+  readonly revision?: string;
 }
 
 function checkedMicros(spec: NodeSpec, what: string, amount: Micros): Micros {
@@ -74,6 +80,7 @@ export function defineNode(node: NodeDefinition): NodeDefinition {
     spec,
     ...(node.inline ? { inline: true } : {}),
     ...(node.cache ? { cache: cachePolicyWithDefaults(spec, node.cache) } : {}),
+    ...(node.revision !== undefined ? { revision: node.revision } : {}),
     estimate,
     price(inputs, outputs) {
       const actual = checkedMicros(spec, 'price', node.price(applyDefaults(spec, inputs), outputs));

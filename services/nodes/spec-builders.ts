@@ -18,6 +18,7 @@ export function connector(id: ConnectorId, options: ConnectorOptions = {}): Conn
   if (options.optionValues !== undefined) result.optionValues = options.optionValues;
   if (options.minValue !== undefined) result.minValue = options.minValue;
   if (options.maxValue !== undefined) result.maxValue = options.maxValue;
+  if (options.maxLength !== undefined) result.maxLength = options.maxLength;
   return result;
 }
 

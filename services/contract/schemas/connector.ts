@@ -31,5 +31,6 @@ export const ConnectorSchema = strictObject({
   optionValues: Type.Optional(Type.Array(Type.Unknown(), { description: 'Allowed enum values' })),
   minValue: Type.Optional(Type.Number()),
   maxValue: Type.Optional(Type.Number()),
+  maxLength: Type.Optional(Type.Integer({ minimum: 1, description: 'Optional; the most characters a TEXT value may have (each item of a list). A longer one fails validation before anything runs' })),
 });
 export type Connector = Static<typeof ConnectorSchema>;

@@ -21,5 +21,8 @@ export const NodeSpecSchema = strictObject({
   description: Type.String(),
   inputs: Type.Record(Type.String(), PortSchema),
   outputs: Type.Record(Type.String(), PortSchema),
+  example: Type.Optional(Type.Record(Type.String(), Type.Unknown(), {
+    description: 'Optional; example values for some of its inputs (value ports only), as a caller would write them in a workflow: display metadata for the palette and `svc nodes`',
+  })),
 });
 export type NodeSpec = Static<typeof NodeSpecSchema>;

@@ -35,7 +35,7 @@ export function speechNode(tools: LocalTools): NodeDefinition | undefined {
         `machines: "voice" picks the language and accent, "speed" is in words per minute (80 to 450). "audio" is ${formats.join(', ')} ` +
         'with metadata { format, durationSeconds }. Costs 50 micro-USD plus 1 per 100 characters.',
       inputs: ports({
-        text: connector('TEXT'),
+        text: connector('TEXT', { maxLength: MAX_SPEECH_CHARACTERS }),
         voice: connector('TEXT', { defaultValue: 'en-us', optionValues: [...ESPEAK_VOICES] }),
         speed: connector('INT', { defaultValue: 175, minValue: 80, maxValue: 450 }),
         format: connector('TEXT', { defaultValue: 'wav', optionValues: formats }),

@@ -20,7 +20,8 @@ async function keyedArtifact(value: unknown, contentHash: ContentHash): Promise<
 /**
  * The output cache's key of a node called on `inputs` (docs/runs.md, Output caching): SHA-256 over
  * a stable serialization (sorted keys) of the node's id, the hash of its spec (nodes have no
- * version of their own: a change of ports, defaults or description is a change of node) and its
+ * version of their own: a change of ports, defaults or description is a change of node), its
+ * revision when it has one (a catalog entry's hash: a changed price or request mapping) and its
  * inputs with defaults filled, each artifact of a data port by the SHA-256 of its bytes instead of
  * its ref (the same bytes uploaded twice, or made by two runs, are one input). The organization is
  * not in the key: it is the other half of the entry's identity where the entry is stored.
@@ -34,7 +35,8 @@ export async function outputCacheKey(definition: NodeDefinition, inputs: NodeInp
     const port = spec.inputs[name];
     keyed[name] = port && isDataConnector(port.connector.id) ? await keyedArtifact(value, contentHash) : value;
   }
-  return sha256(stringify({ node: spec.id, spec: sha256(stringify(spec) ?? ''), inputs: keyed }) ?? '');
+  const revision = definition.revision === undefined ? {} : { revision: definition.revision };
+  return sha256(stringify({ node: spec.id, spec: sha256(stringify(spec) ?? ''), ...revision, inputs: keyed }) ?? '');
 }
 
 /** The refs among a node's inputs or outputs (data ports hold Artifacts; value ports may carry any JSON, only their artifacts count). */
