@@ -70,6 +70,10 @@ async function main(): Promise<void> {
     log.info('stopped');
     process.exit(0);
   };
+  // SIGHUP reloads the node catalog (docs/providers.md, Reloading the catalog), as daemons reread their configuration.
+  process.on('SIGHUP', () => {
+    if (!stopping) void runtime.resources.reloadNodes();
+  });
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }

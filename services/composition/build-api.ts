@@ -125,6 +125,7 @@ function runLauncher(resources: ServiceResources): RunLauncher {
   return new RunLauncher({
     specs: resources.catalog,
     findNode: resources.findNode,
+    pinNodes: resources.pinNodes,
     resolver: resources.workflows,
     starter: { start: (request) => starter.start(request), startFailed: (request, error) => starter.startFailed(request, error) },
     events: bus,

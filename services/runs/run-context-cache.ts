@@ -1,5 +1,6 @@
 import type { ArtifactInput, OutputCacheMode, Workflow } from '../contract';
 import { outputSources, prepareWorkflow, type PreparedWorkflow, type SpecLookup } from '../engine';
+import type { NodeDefinition } from '../nodes';
 import { AppError } from '../platform/app-error';
 import type { RunContextStore } from './ports';
 
@@ -13,11 +14,30 @@ export interface RunContext {
   outputSources: string[];
   /** How its steps use the output cache (the run's `Output-Cache` option; docs/runs.md, Output caching). */
   outputCache: OutputCacheMode;
+  /**
+   * The catalog file nodes it uses, as they were when it was created (docs/providers.md, Reloading
+   * the catalog): its steps run these, not what a reload made of them since. Empty for most runs.
+   */
+  pinned: ReadonlyMap<string, NodeDefinition>;
 }
 
+/** The definition a step of the run executes for `uses`: its pinned one, else the process's. */
+export function nodeOfRun(context: RunContext, uses: string, find: (id: string) => NodeDefinition | undefined): NodeDefinition | undefined {
+  return context.pinned.get(uses) ?? find(uses);
+}
+
+const NOTHING_PINNED: ReadonlyMap<string, NodeDefinition> = new Map();
+
 /** A run's context from its prepared workflow and checked inputs. */
-export function createRunContext(runId: string, orgId: string, prepared: PreparedWorkflow, inputs: Record<string, ArtifactInput>, outputCache: OutputCacheMode): RunContext {
-  return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow), outputCache };
+export function createRunContext(
+  runId: string,
+  orgId: string,
+  prepared: PreparedWorkflow,
+  inputs: Record<string, ArtifactInput>,
+  outputCache: OutputCacheMode,
+  pinned: ReadonlyMap<string, NodeDefinition> = NOTHING_PINNED,
+): RunContext {
+  return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow), outputCache, pinned };
 }
 
 /** A stored run that cannot be prepared again (code `run_unpreparable`): the catalog changed under it, or the row is corrupt. */
@@ -36,6 +56,8 @@ export class RunContextCache {
   constructor(
     private readonly runs: RunContextStore,
     private readonly specs: SpecLookup,
+    /** The definitions of a stored run's pinned catalog entries (`NodeRegistry.restore`). */
+    private readonly restore: (entries: Record<string, unknown>) => ReadonlyMap<string, NodeDefinition> = () => NOTHING_PINNED,
     private readonly max = 500,
   ) {}
 
@@ -68,8 +90,11 @@ export class RunContextCache {
   private async load(runId: string): Promise<RunContext | null> {
     const row = await this.runs.getRunContext(runId);
     if (!row) return null;
-    const prepared = prepareWorkflow(row.definition as Workflow, this.specs, (row.inputs ?? {}) as Record<string, ArtifactInput>, { spliced: true });
+    const pinned = row.nodeEntries ? this.restore(row.nodeEntries) : NOTHING_PINNED;
+    // The run validates against the specs it started with: its pinned nodes' first.
+    const specs: SpecLookup = pinned.size === 0 ? this.specs : { get: (id) => pinned.get(id)?.spec ?? this.specs.get(id) };
+    const prepared = prepareWorkflow(row.definition as Workflow, specs, (row.inputs ?? {}) as Record<string, ArtifactInput>, { spliced: true });
     if (!prepared.ok) throw unpreparableRun(runId, `the stored workflow no longer validates: ${prepared.message}`);
-    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs, row.outputCache);
+    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs, row.outputCache, pinned);
   }
 }

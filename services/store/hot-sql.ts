@@ -163,6 +163,8 @@ export interface CreateRunArgs {
   max_duration_seconds?: number | null;
   /** How the run's steps use the output cache; null: auto. */
   output_cache?: string | null;
+  /** The catalog file entries the run started with, by node id; null: none. */
+  node_entries?: Record<string, unknown> | null;
   /** The request's Idempotency-Key, and the hash of the request it came with (both or neither). */
   idempotency_key?: string | null;
   request_hash?: string | null;

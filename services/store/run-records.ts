@@ -82,6 +82,8 @@ export interface NewRun {
   maxDurationSeconds?: number;
   /** How the run's steps use the output cache (the Output-Cache option); absent: auto. */
   outputCache?: OutputCacheMode;
+  /** The catalog file entries it starts with, by node id (`NodeRegistry.pin`); absent: none. */
+  nodeEntries?: Record<string, unknown> | null;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */
   start?: boolean;
   /** Refuse (`insufficient_credit`, see insufficientCredit) unless the organization's balance is positive, checked in the same statement. */
@@ -141,6 +143,8 @@ export interface RunContextRecord {
   inputs: unknown;
   /** How the run's steps use the output cache; `auto` unless the run asked otherwise. */
   outputCache: OutputCacheMode;
+  /** The catalog file entries the run started with, by node id (`NodeRegistry.pin`); null: none. */
+  nodeEntries: Record<string, unknown> | null;
 }
 
 /** One event's delivery as far as it has got. */

@@ -117,6 +117,7 @@ export class RunRepository {
       run_id: input.id ?? null,
       max_duration_seconds: input.maxDurationSeconds ?? null,
       output_cache: input.outputCache ?? null,
+      ...(input.nodeEntries ? { node_entries: input.nodeEntries } : {}),
       ...(input.idempotency ? { idempotency_key: input.idempotency.key, request_hash: input.idempotency.requestHash } : {}),
       ...(input.webhook ? { webhook: { url: input.webhook.url, events: input.webhook.events } } : {}),
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
@@ -190,8 +191,10 @@ export class RunRepository {
   /** What a step executor needs of a run (no steps): null when there is no such run. */
   async getRunContext(runId: string): Promise<RunContextRecord | null> {
     if (!isUuid(runId)) return null;
-    const row = await this.prisma.run.findUnique({ where: { id: runId }, select: { orgId: true, status: true, definition: true, inputs: true, outputCache: true } });
-    return row ? { orgId: row.orgId, status: parseRunStatus(row.status, runId), definition: row.definition, inputs: row.inputs, outputCache: outputCacheModeOf(row.outputCache) } : null;
+    const row = await this.prisma.run.findUnique({ where: { id: runId }, select: { orgId: true, status: true, definition: true, inputs: true, outputCache: true, nodeEntries: true } });
+    if (!row) return null;
+    const nodeEntries = row.nodeEntries !== null && typeof row.nodeEntries === 'object' && !Array.isArray(row.nodeEntries) ? (row.nodeEntries as Record<string, unknown>) : null;
+    return { orgId: row.orgId, status: parseRunStatus(row.status, runId), definition: row.definition, inputs: row.inputs, outputCache: outputCacheModeOf(row.outputCache), nodeEntries };
   }
 
   /**

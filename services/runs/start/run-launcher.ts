@@ -15,7 +15,7 @@ import {
   type SpecLookup,
   type WorkflowRef,
 } from '../../engine';
-import type { NodeDefinition } from '../../nodes';
+import type { NodeDefinition, PinnedNodes } from '../../nodes';
 import { AppError, isAppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import { startFollowed, type FollowDeps, type FollowedRun } from './followed-start';
@@ -48,6 +48,8 @@ export interface RunCaller {
 export interface RunLauncherDeps extends FollowDeps {
   specs: SpecLookup;
   findNode(id: string): NodeDefinition | undefined;
+  /** The catalog file nodes among a run's, as they are now (`NodeRegistry.pin`): what the run keeps. */
+  pinNodes(uses: Iterable<string>): PinnedNodes;
   resolver: WorkflowResolver;
   starter: Pick<RunStarter, 'start' | 'startFailed'>;
 }
@@ -159,7 +161,7 @@ export class RunLauncher {
     const checked = await this.check(definition, given, caller.orgId);
     // A pinned or recursive mount is a run-time failure (SPEC): the run is recorded and fails.
     if (!checked.ok) return withCredit(() => starter.startFailed({ ...request, definition, inputs: given }, checked.error));
-    return withCredit(() => starter.start({ ...request, definition: checked.graph, prepared: checked.prepared, inputs: checked.inputs }));
+    return withCredit(() => starter.start({ ...request, definition: checked.graph, prepared: checked.prepared, inputs: checked.inputs, pinned: checked.pinned }));
   }
 
   /**
@@ -197,11 +199,13 @@ export class RunLauncher {
     }
     const prepared = prepareWorkflow(graph, specs, given, { spliced: mounts.length > 0 });
     if (!prepared.ok) throw new AppError({ code: 'validation_failed', message: prepared.message, details: { issues: prepared.problems } });
-    return { ok: true, graph, prepared: prepared.prepared, inputs: prepared.inputs };
+    // In the same turn as the validation: a reload of the catalog cannot come between the specs checked and the definitions kept.
+    const pinned = this.deps.pinNodes(Array.from(prepared.prepared.workflow.nodes.values(), (node) => node.uses));
+    return { ok: true, graph, prepared: prepared.prepared, inputs: prepared.inputs, pinned };
   }
 }
 
-type CheckedRun = { ok: true; graph: Workflow; prepared: PreparedWorkflow; inputs: Record<string, ArtifactInput> } | { ok: false; error: RunError };
+type CheckedRun = { ok: true; graph: Workflow; prepared: PreparedWorkflow; inputs: Record<string, ArtifactInput>; pinned: PinnedNodes } | { ok: false; error: RunError };
 
 /** Runs a start that takes the run's hold on the balance as it stores the run; nothing available is 402. */
 async function withCredit(start: () => Promise<string>): Promise<string> {

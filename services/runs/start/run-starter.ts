@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../../contract';
 import { resolveStepInputs, type PreparedWorkflow } from '../../engine';
-import type { NodeDefinition } from '../../nodes';
+import type { NodeDefinition, PinnedNodes } from '../../nodes';
 import { annotateSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
@@ -35,6 +35,8 @@ export interface RunRequest {
   idempotency?: { key: string; requestHash: string };
   /** Where the run's events are POSTed, and which. */
   webhook?: { url: string; events: readonly string[] };
+  /** The catalog file nodes it uses, as they are now: stored with it, and what its steps run. */
+  pinned?: PinnedNodes;
 }
 
 export interface RunStarterDeps {
@@ -98,7 +100,7 @@ export class RunStarter {
     if (existing) return runId;
     this.deps.onStored?.();
     annotateSpan({ [SPAN_ATTRIBUTES.runId]: runId });
-    const context = createRunContext(runId, request.orgId, request.prepared, request.inputs, request.outputCache ?? 'auto');
+    const context = createRunContext(runId, request.orgId, request.prepared, request.inputs, request.outputCache ?? 'auto', request.pinned?.definitions);
     this.deps.contexts.put(context);
     await this.announce(runId);
     if (plan.order.length === 0) {
@@ -181,6 +183,7 @@ export class RunStarter {
       ...(request.outputCache === undefined ? {} : { outputCache: request.outputCache }),
       ...(request.idempotency === undefined ? {} : { idempotency: request.idempotency }),
       ...(request.webhook === undefined ? {} : { webhook: request.webhook }),
+      ...(request.pinned?.entries ? { nodeEntries: request.pinned.entries } : {}),
       steps,
     });
   }

@@ -3,7 +3,7 @@ import type { NodeDefinition } from '../../nodes';
 import { AppError, isAppError, isCallerError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import type { StepTransitionStore } from '../ports';
-import type { RunContext, RunContextCache } from '../run-context-cache';
+import { nodeOfRun, type RunContext, type RunContextCache } from '../run-context-cache';
 import type { RunOutbox } from '../events/run-outbox';
 import { attemptRefused, stepError } from './step-errors';
 import { lostChargeOf } from './step-result';
@@ -47,7 +47,7 @@ export class StepAdmission {
   /** The step's inputs and worst case; null when it cannot run (a missing value waits; unusable inputs fail the run). */
   async prepare(context: RunContext, nodeId: string, stepOutputs: OutputsInHand): Promise<PreparedStep | null> {
     const node = context.prepared.workflow.nodes.get(nodeId)!;
-    const definition = node.role === 'platform' ? this.deps.findNode(node.uses) : undefined;
+    const definition = node.role === 'platform' ? nodeOfRun(context, node.uses, (id) => this.deps.findNode(id)) : undefined;
     try {
       if (!definition) throw new AppError({ code: 'not_found', message: `node "${nodeId}" uses "${node.uses}", which this service cannot run` });
       const inputs = resolveStepInputs(node, { workflow: context.prepared.workflow, inputs: context.inputs, stepOutputs });
@@ -105,7 +105,7 @@ export class StepAdmission {
     const planned = plan.steps.get(id);
     if (!node || !planned) return null;
     if (!planned.dependsOn.every((d) => stepOutputs.has(d))) return NOT_READY;
-    const definition = node.role === 'platform' && this.deps.mayRunInline(node.uses) ? this.deps.findNode(node.uses) : undefined;
+    const definition = node.role === 'platform' && this.deps.mayRunInline(node.uses) ? nodeOfRun(context, node.uses, (id) => this.deps.findNode(id)) : undefined;
     if (!definition) return null;
     try {
       const inputs = resolveStepInputs(node, { workflow, inputs: context.inputs, stepOutputs });
