@@ -45,6 +45,7 @@ const textTemplate = defineNode({
       missing: connector('TEXT', { defaultValue: 'error', optionValues: [...MISSING_MODES] }),
     }),
     outputs: ports({ text: connector('TEXT') }),
+    example: { template: 'Hello {{user.name}}, your order {{order}} has shipped.', values: { user: { name: 'Ada' }, order: 'A-1042' } },
   },
   estimate: () => TEMPLATE_ESTIMATE,
   price: (_inputs, outputs) => {

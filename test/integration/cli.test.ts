@@ -64,6 +64,18 @@ describe('svc: nodes, node and run', () => {
       expect(limited.stderr).toBe('');
     });
 
+    it('shows one node whole when the query is its id: ports, constraints and example inputs', async () => {
+      const one = await svc(['nodes', 'text-template'], {});
+      expect(one.code).toBe(0);
+      expect(one.stdout).toMatch(/^text-template \(model, text\): Text template$/m);
+      expect(one.stdout).toMatch(/^missing\s+TEXT\s+optional; default "error"; one of "error", "keep", "empty"$/m);
+      expect(one.stdout).toContain('Example inputs:');
+      expect(one.stdout).toContain('"template": "Hello {{user.name}}, your order {{order}} has shipped."');
+      // A query that is no node's id stays a search.
+      const search = await svc(['nodes', 'text-temp'], {});
+      expect(search.stdout.split('\n')[0]).toMatch(/^ID\s+KIND/);
+    });
+
     it('refuses a bad --limit as a usage error', async () => {
       const bad = await svc(['nodes', '--limit', 'lots']);
       expect(bad.code).toBe(2);

@@ -243,6 +243,23 @@ describe('the README example workflow (local nodes only) through POST /v1/runs',
     expect([webp.format, webp.width, webp.height]).toEqual(['webp', 600, 150]);
   });
 
+  it('refuses a text over speech-espeak\'s limit before anything runs: its port says the limit, the run is never stored', async () => {
+    const spec = (await (await fetch(`${service.url}/v1/nodes?q=speech-espeak`)).json()) as { id: string; inputs: Record<string, { connector: { maxLength?: number } }> }[];
+    expect(spec.find((n) => n.id === 'speech-espeak')!.inputs.text!.connector.maxLength).toBe(5000);
+    const workflow = parseYaml(fs.readFileSync(path.join(__dirname, '../../docs/examples/local-speech.yaml'), 'utf8')) as unknown;
+    const before = await service.prisma.run.count();
+    const res = await fetch(`${service.url}/v1/runs`, {
+      method: 'POST',
+      headers: { ...bearer(service.account.token), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ workflow, inputs: { text: { value: 'a'.repeat(5001) } } }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: string; code: string };
+    expect(body.code).toBe('validation_failed');
+    expect(body.error).toContain('must be a TEXT of at most 5000 characters, got 5001');
+    expect(await service.prisma.run.count()).toBe(before);
+  });
+
   it('runs the YAML example of the CLI (docs/examples/local-speech.yaml) with a text input', async () => {
     const workflow = parseYaml(fs.readFileSync(path.join(__dirname, '../../docs/examples/local-speech.yaml'), 'utf8')) as unknown;
     const res = await fetch(`${service.url}/v1/runs`, {

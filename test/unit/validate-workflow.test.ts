@@ -24,7 +24,7 @@ const specs = createCatalog([
     title: 'Template',
     category: 'text',
     description: '',
-    inputs: { template: port('template', 'TEXT'), values: port('values', 'STRUCTURED', { isOptional: true }), tags: port('tags', 'TEXT', { isOptional: true, isArray: true }) },
+    inputs: { template: port('template', 'TEXT', { maxLength: 20 }), values: port('values', 'STRUCTURED', { isOptional: true }), tags: port('tags', 'TEXT', { isOptional: true, isArray: true, maxLength: 3 }) },
     outputs: { text: port('text', 'TEXT') },
   },
   {
@@ -98,6 +98,8 @@ describe('workflow validation rejects, naming the node and field', () => {
     ['a missing required port', [{ id: 'r', uses: 'image-resize', inputs: { width: 10 } }, out('o', '${r.image}')], 'nodes[0] "r": input "image" (IMAGE) is required'],
     ['a number out of bounds', [{ id: 'p', uses: 'input', outputType: 'IMAGE' }, { id: 'resize', uses: 'image-resize', inputs: { image: '${p.value}', width: 0 } }, out('o', '${resize.image}')], 'nodes[1] "resize": input "width" must be an INT between 1 and 8192, got 0'],
     ['a value outside optionValues', [{ id: 'p', uses: 'input', outputType: 'IMAGE' }, { id: 'r', uses: 'image-resize', inputs: { image: '${p.value}', width: 5, fit: 'stretch' } }, out('o', '${r.image}')], 'input "fit" must be one of "cover", "contain", got "stretch"'],
+    ['a text over its maxLength', [{ id: 't', uses: 'text-template', inputs: { template: 'x'.repeat(21) } }, out('o', '${t.text}')], 'nodes[0] "t": input "template" must be a TEXT of at most 20 characters, got 21'],
+    ['a list item over its maxLength', [{ id: 't', uses: 'text-template', inputs: { template: 'x', tags: ['ok', 'long'] } }, out('o', '${t.text}')], 'input "tags" item 1 must be a TEXT of at most 3 characters, got 4'],
     ['a scalar where a list is wanted', [{ id: 't', uses: 'text-template', inputs: { template: 'x', tags: 'a' } }, out('o', '${t.text}')], 'input "tags" must be a list of TEXT'],
     ['a literal where an artifact is wanted', [{ id: 'r', uses: 'image-resize', inputs: { image: 'cat.png', width: 5 } }, out('o', '${r.image}')], 'input "image" must be an artifact'],
     ['a reference to a missing node', [out('o', '${ghost.value}')], 'nodes[0] "o": input "value" refers to a node "ghost" that does not exist'],

@@ -40,6 +40,28 @@ export function nodesTable(nodes: readonly NodeSpec[]): string {
   return table(['ID', 'KIND', 'CATEGORY', 'TITLE'], nodes.map((n) => [n.id, n.kind, n.category, n.title]));
 }
 
+/** One port as `svc nodes <id>` shows it: name, connector and its constraints. */
+function portLine(name: string, c: NodeSpec['inputs'][string]['connector']): string[] {
+  const constraints = [
+    c.isOptional ? 'optional' : '',
+    c.defaultValue !== undefined ? `default ${JSON.stringify(c.defaultValue)}` : '',
+    c.optionValues ? `one of ${c.optionValues.map((o) => JSON.stringify(o)).join(', ')}` : '',
+    c.minValue !== undefined ? `min ${c.minValue}` : '',
+    c.maxValue !== undefined ? `max ${c.maxValue}` : '',
+    c.maxLength !== undefined ? `at most ${c.maxLength} characters` : '',
+  ].filter(Boolean);
+  return [name, c.isArray ? `list of ${c.id}` : c.id, constraints.join('; ')];
+}
+
+/** `svc nodes <id>` when the query is one node's id: its description, ports with their constraints, and its example inputs. */
+export function nodeDetail(spec: NodeSpec): string {
+  const lines = [`${spec.id} (${spec.kind}, ${spec.category}): ${spec.title}`, '', spec.description, ''];
+  lines.push(table(['INPUT', 'TYPE', 'CONSTRAINTS'], Object.entries(spec.inputs).map(([name, port]) => portLine(name, port.connector))), '');
+  lines.push(table(['OUTPUT', 'TYPE', ''], Object.entries(spec.outputs).map(([name, port]) => portLine(name, port.connector))));
+  if (spec.example && Object.keys(spec.example).length > 0) lines.push('', 'Example inputs:', JSON.stringify(spec.example, null, 2));
+  return lines.join('\n');
+}
+
 /** `svc run --estimate`: one line per node (its worst case, or what it depends on; its expected cost), the totals, and whether they fit. */
 export function estimateText(estimate: RunEstimateBody): string {
   const rows = estimate.nodes.map((n) => [

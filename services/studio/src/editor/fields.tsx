@@ -43,7 +43,7 @@ export function ValueField(props: ValueFieldProps) {
     <div className={`field port-field${messages.length > 0 ? ' invalid' : ''}`} data-testid={testId}>
       <div className="port-field-head">
         <label htmlFor={id}>{label}</label>
-        <span className="port-field-type">{connector.isArray ? `list of ${connector.id}` : connector.id}{connector.isOptional ? ' · optional' : ''}</span>
+        <span className="port-field-type">{connector.isArray ? `list of ${connector.id}` : connector.id}{connector.isOptional ? ' · optional' : ''}{connector.maxLength !== undefined ? ` · at most ${connector.maxLength} characters` : ''}</span>
         {present && onReset && (
           <button type="button" className="button subtle small" onClick={onReset} title={connector.defaultValue !== undefined ? 'Reset to the default' : 'Clear the value'}>
             {connector.defaultValue !== undefined ? 'Reset' : 'Clear'}
