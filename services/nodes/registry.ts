@@ -1,4 +1,4 @@
-import { createCatalog, type NodeCatalog } from './catalog';
+import { createCatalog, type NodeCatalog, type UnavailableNode } from './catalog';
 import { IMAGE_NODES } from './image-nodes';
 import { JSON_NODES } from './json-nodes';
 import { MATH_NODES } from './math-nodes';
@@ -41,25 +41,30 @@ export interface NodeRegistry {
   /** The palette (`nodes.list`, `nodes.get`) and the spec lookup for validation. */
   catalog: NodeCatalog;
   find(id: string): NodeDefinition | undefined;
+  /** What installs or enables a node that exists but is not offered here (see `NodeCatalog.unavailable`). */
+  unavailable(id: string): string | undefined;
   /** Whether a step of the node may run inline after its predecessor (see `isLocalNode`). */
   mayRunInline(id: string): boolean;
 }
 
 /**
  * A registry of the platform nodes and `extra` ones (providers with a configured key, local tools
- * that are installed). Extra nodes never run inline: they call out to other processes or hosts
- * and may take minutes, so each gets its own job.
+ * that are installed), knowing of the `unavailable` ones (a workflow naming one is told what
+ * installs it, not that the node does not exist). Extra nodes never run inline: they call out to
+ * other processes or hosts and may take minutes, so each gets its own job.
  */
-export function createNodeRegistry(extra: readonly NodeDefinition[] = []): NodeRegistry {
+export function createNodeRegistry(extra: readonly NodeDefinition[] = [], unavailable: readonly UnavailableNode[] = []): NodeRegistry {
   const all = [...PLATFORM_NODES, ...extra];
   const definitions = new Map<string, NodeDefinition>();
   for (const node of all) {
     if (definitions.has(node.spec.id)) throw new Error(`duplicate node id "${node.spec.id}"`);
     definitions.set(node.spec.id, node);
   }
+  const catalog = createCatalog(all.map((node) => node.spec), unavailable);
   return {
-    catalog: createCatalog(all.map((node) => node.spec)),
+    catalog,
     find: (id) => definitions.get(id),
+    unavailable: (id) => catalog.unavailable(id),
     mayRunInline: (id) => isLocalNode(id) || definitions.get(id)?.inline === true,
   };
 }
