@@ -42,8 +42,9 @@ apt_failure() {
 }
 
 # apt_lock_timed_out: the last apt_get gave up waiting for the lock (retrying would wait again).
+# Its error lines only: "Waiting for cache lock: Could not get lock" is printed while it waits.
 apt_lock_timed_out() {
-  grep -qE 'Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock' "$APT_LOG" 2>/dev/null
+  grep -qE '^E: (Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock)' "$APT_LOG" 2>/dev/null
 }
 
 # install_packages WHAT PACKAGE...: installs the Debian packages as root (refreshing the package

@@ -63,16 +63,18 @@ describe('apt-get in the deploy scripts', () => {
   });
 
   it('shows apt\'s error when the lock is still held at the timeout, without retrying', () => {
-    const fake = fakeApt(`echo "${LOCK_LINE}"; echo "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (unattended-upgr)" >&2; exit 100`);
+    // What apt 2.6 prints when DPkg::Lock::Timeout runs out.
+    const fake = fakeApt(`echo "${LOCK_LINE}"; echo "E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?"; exit 100`);
     const { status, stderr } = bash(fake, INSTALL, { APT_LOCK_TIMEOUT: '3' });
     expect(status).toBe(1);
     expect(fake.calls()).toHaveLength(1);
-    expect(stderr).toContain('  | E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (unattended-upgr)');
+    expect(stderr).toContain('  | E: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?');
     expect(stderr).toContain('error: could not install espeak-ng; install them with: sudo apt-get install -y --no-install-recommends espeak-ng');
   });
 
   it("refreshes the package lists after a failed install, and shows apt's own error when it fails again", () => {
-    const fake = fakeApt('[[ " $* " == *" update "* ]] && exit 0; echo "E: Unable to locate package espeak-ng" >&2; exit 100');
+    // It waited for the lock first: a wait is no reason to skip the refresh.
+    const fake = fakeApt(`[[ " $* " == *" update "* ]] && exit 0; echo "${LOCK_LINE}"; echo "E: Unable to locate package espeak-ng" >&2; exit 100`);
     const { status, stderr } = bash(fake, INSTALL);
     expect(status).toBe(1);
     expect(fake.calls().map((call) => call.split(' ')[3])).toEqual(['install', 'update', 'install']);
