@@ -5,8 +5,51 @@ die() { echo "error: $*" >&2; exit 1; }
 
 is_root() { [ "$(id -u)" = 0 ]; }
 
+# apt_get ARG...: apt-get ARG... that waits up to $APT_LOCK_TIMEOUT seconds (default 600) for
+# the dpkg/apt lock (on a fresh machine unattended-upgrades may hold it for minutes) and says so
+# once when it waits. Its whole output goes to a temporary log, named by $APT_LOG afterwards, so
+# a failure can show apt's own words (apt_failure) instead of losing them.
+apt_get() {
+  local timeout="${APT_LOCK_TIMEOUT:-600}" status=0
+  APT_LOG=$(mktemp "${TMPDIR:-/tmp}/apt-get.XXXXXX")
+  # -q, not -qq: apt names the lock's holder ("Waiting for cache lock: ... held by process N
+  # (name)") only at quiet level 1. The status goes through a file: the pipe's would be the reader's.
+  { DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout="$timeout" "$@" 2>&1 || status=$?; echo "$status" >"$APT_LOG.status"; } \
+    | apt_watch_lock "$APT_LOG" "$timeout"
+  status=$(cat "$APT_LOG.status" 2>/dev/null || echo 1)
+  rm -f "$APT_LOG.status"
+  return "$status"
+}
+
+# apt_watch_lock LOG SECONDS: copies apt's output to LOG, printing one line the first time apt
+# waits for its lock.
+apt_watch_lock() {
+  local log="$1" timeout="$2" line holder waited=""
+  while IFS= read -r line; do
+    printf '%s\n' "$line" >>"$log"
+    if [ -z "$waited" ] && [[ "$line" == *"Waiting for cache lock"* ]]; then
+      waited=1
+      holder=$(printf '%s\n' "$line" | sed -n 's/.*held by process \([0-9]*\) (\([^)]*\)).*/\2 (pid \1)/p')
+      echo "waiting for apt's lock held by ${holder:-another process} (unattended-upgrades?) up to $timeout s (APT_LOCK_TIMEOUT)" >&2
+    fi
+  done
+}
+
+# apt_failure WHAT: says that apt-get failed and shows the end of its output ($APT_LOG, kept).
+apt_failure() {
+  echo "apt-get failed while $1; its last lines (all of them in $APT_LOG):" >&2
+  tail -n 15 "$APT_LOG" | sed 's/^/  | /' >&2
+}
+
+# apt_lock_timed_out: the last apt_get gave up waiting for the lock (retrying would wait again).
+# Its error lines only: "Waiting for cache lock: Could not get lock" is printed while it waits.
+apt_lock_timed_out() {
+  grep -qE '^E: (Could not get lock|Unable to acquire the dpkg frontend lock|Unable to lock)' "$APT_LOG" 2>/dev/null
+}
+
 # install_packages WHAT PACKAGE...: installs the Debian packages as root (refreshing the package
-# lists when they are missing or stale); otherwise says which command would, and fails.
+# lists when they are missing or stale); otherwise says which command would, and fails. apt's
+# errors are shown, never swallowed.
 install_packages() {
   local what="$1"; shift
   if ! is_root; then
@@ -14,11 +57,14 @@ install_packages() {
   fi
   command -v apt-get >/dev/null 2>&1 || die "$what is missing and apt-get is not available; install: $*"
   echo "installing $* (for $what)..." >&2
-  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null 2>&1; then
-    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 || true
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null \
-      || die "could not install $*; install them by hand"
+  apt_get install -y --no-install-recommends "$@" && return 0
+  if ! apt_lock_timed_out; then
+    # Usually stale or missing package lists (a fresh image has none): refresh them and try again.
+    apt_get update || apt_failure "refreshing the package lists (apt-get update)"
+    apt_get install -y --no-install-recommends "$@" && return 0
   fi
+  apt_failure "installing $*"
+  die "could not install $*; install them with: sudo apt-get install -y --no-install-recommends $*"
 }
 
 # ensure_binary BINARY PACKAGE...: installs the Debian packages when BINARY is not on the PATH.
@@ -42,14 +88,22 @@ ensure_ceph() {
 }
 
 # ensure_media: installs the programs of the local tool nodes (speech, OCR, audio and video) that
-# are missing, in one apt-get call.
+# are missing, in one apt-get call. When that fails it says which nodes are left out of the
+# catalog and the command that installs them, and fails (callers treat it as a warning).
 ensure_media() {
-  local missing=()
-  command -v espeak-ng >/dev/null 2>&1 || missing+=(espeak-ng)
-  { command -v ffmpeg && command -v ffprobe; } >/dev/null 2>&1 || missing+=(ffmpeg)
+  local missing=() nodes=()
+  command -v espeak-ng >/dev/null 2>&1 || { missing+=(espeak-ng); nodes+=(speech-espeak); }
+  { command -v ffmpeg && command -v ffprobe; } >/dev/null 2>&1 \
+    || { missing+=(ffmpeg); nodes+=(audio-convert audio-trim audio-concat audio-waveform video-thumbnail video-frames media-probe); }
   command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
   tesseract --list-langs 2>/dev/null | grep -qx eng || missing+=(tesseract-ocr-eng)
-  [ "${#missing[@]}" -eq 0 ] || install_packages "the local tool nodes' programs" "${missing[@]}"
+  [[ " ${missing[*]} " == *" tesseract-ocr"* ]] && nodes+=(ocr-tesseract)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  ( install_packages "the local tool nodes' programs" "${missing[@]}" ) && return 0
+  echo "warning: ${nodes[*]} are left out of the node catalog (a workflow naming them gets a 400 saying so);" \
+    "install them with: sudo apt-get install -y --no-install-recommends ${missing[*]}" \
+    "(or make system-deps), then restart the service" >&2
+  return 1
 }
 
 # postgres_bin_dir: $PG_BIN_DIR when it holds a postgres, else the newest installed PostgreSQL's binaries.

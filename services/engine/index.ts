@@ -29,6 +29,7 @@ export { checkRunInputs, type RunInputsCheck } from './run-inputs';
 export {
   referenceOf,
   summarizeProblems,
+  unavailableNodeMessage,
   validateWorkflow,
   VALUE_PORT,
   type CheckedNode,

@@ -24,6 +24,18 @@ export interface ValidateOptions {
 /** Finds platform node specs by id (the node catalog). */
 export interface SpecLookup {
   get(id: string): NodeSpec | undefined;
+  /**
+   * For a node that exists but is not offered by this server (its program is not installed, its
+   * provider's key is not set): what installs or enables it. Lookups without it know only offered nodes.
+   */
+  unavailable?(id: string): string | undefined;
+}
+
+/** Why a node that exists cannot be used here, and what the operator does about it. */
+export function unavailableNodeMessage(id: string, remedy: string): string {
+  // "install espeak-ng (...)" is about a program; "set OPENAI_API_KEY" about a setting.
+  const missing = /^install\b/.test(remedy) ? 'installed' : 'enabled';
+  return `node "${id}" exists but is not ${missing} on this server: ${remedy}`;
 }
 
 export type NodeRole = 'input' | 'output' | 'const' | 'platform' | 'mounted';
@@ -143,7 +155,9 @@ function checkShape(node: GraphNode, index: number, role: NodeRole, specs: SpecL
   const spec = specs.get(node.uses);
   if (!spec) {
     if (options.skipUnknownSpecs) return checked;
-    problems.atNode(index, node.id, 'uses', `"uses" names no known node "${node.uses}"; list nodes with GET /v1/nodes?q=<text>`);
+    const remedy = specs.unavailable?.(node.uses);
+    if (remedy !== undefined) problems.atNode(index, node.id, 'uses', unavailableNodeMessage(node.uses, remedy));
+    else problems.atNode(index, node.id, 'uses', `"uses" names no known node "${node.uses}"; list nodes with GET /v1/nodes?q=<text>`);
     return checked;
   }
   checked.spec = spec;

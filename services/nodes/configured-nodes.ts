@@ -1,30 +1,60 @@
-import { LOCAL_TOOL_NODE_IDS, llmProviderNodes, localToolNodes, mediaProviderNodes, type LlmProviderSettings, type MediaProviderSettings, type NodeDefinition } from './index';
+import {
+  LOCAL_TOOL_PACKAGES,
+  llmProviderNodes,
+  localToolNodes,
+  mediaProviderNodes,
+  type LlmProviderSettings,
+  type MediaProviderSettings,
+  type NodeDefinition,
+  type UnavailableNode,
+} from './index';
 import type { ConfiguredNodeSet } from './registry';
 import type { Logger } from '../platform/logger';
 
 /** The settings of the nodes a deployment may add. */
 export type ConfiguredNodeSettings = LlmProviderSettings & MediaProviderSettings;
 
+/** The nodes this deployment offers beyond the platform's, and those it knows of but does not offer. */
+export interface ConfiguredNodes extends ConfiguredNodeSet {
+  nodes: NodeDefinition[];
+  unavailable: UnavailableNode[];
+}
+
+/** The hosted provider nodes and the key that enables each group. */
+const PROVIDER_KEYS: readonly { ids: readonly string[]; env: string; isSet(config: ConfiguredNodeSettings): boolean }[] = [
+  { ids: ['openai-chat', 'openai-image', 'openai-embed', 'openai-speech', 'openai-transcribe'], env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
+  { ids: ['anthropic-messages'], env: 'ANTHROPIC_API_KEY', isSet: (config) => !!config.anthropicApiKey },
+  { ids: ['fal-image'], env: 'FAL_KEY', isSet: (config) => !!config.falKey },
+  { ids: ['replicate-image'], env: 'REPLICATE_API_TOKEN', isSet: (config) => !!config.replicateApiToken },
+];
+
+/** What installs a local tool node's program. */
+function installAdvice(packages: readonly string[]): string {
+  const names = packages.join(' ');
+  return `install ${names} (make system-deps, or apt-get install ${names})`;
+}
+
 /**
  * The nodes this deployment adds to the platform's: hosted providers whose key is configured and
  * local tools that are installed. A provider without a key, or a tool that is missing, is left
- * out of the catalog (and logged once at start-up), never listed and then failing.
+ * out of the catalog (and logged once at start-up), never listed and then failing; it is listed
+ * as unavailable with what enables it, so a workflow naming it is told that instead of "no such node".
  */
-export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger): Promise<ConfiguredNodeSet> {
-  const llm = llmProviderNodes(config);
-  if (!config.openaiApiKey) log.info('OPENAI_API_KEY is not set: openai-chat is left out of the catalog');
-  if (!config.anthropicApiKey) log.info('ANTHROPIC_API_KEY is not set: anthropic-messages is left out of the catalog');
-  const media = mediaProviderNodes(config);
-  if (!config.openaiApiKey) log.info('OPENAI_API_KEY is not set: openai-image, openai-embed, openai-speech and openai-transcribe are left out of the catalog');
-  if (!config.falKey) log.info('FAL_KEY is not set: fal-image is left out of the catalog');
-  if (!config.replicateApiToken) log.info('REPLICATE_API_TOKEN is not set: replicate-image is left out of the catalog');
-  const tools = await localToolNodes();
-  const toolIds = new Set(tools.map((node) => node.spec.id));
-  const missingTools = LOCAL_TOOL_NODE_IDS.filter((id) => !toolIds.has(id));
-  if (missingTools.length > 0) {
-    log.info(`local tools missing (install espeak-ng ffmpeg tesseract-ocr tesseract-ocr-eng): ${missingTools.join(', ')} left out of the catalog`);
+export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger): Promise<ConfiguredNodes> {
+  const nodes = [...llmProviderNodes(config), ...mediaProviderNodes(config), ...(await localToolNodes())];
+  const offered = new Set(nodes.map((node) => node.spec.id));
+  const unavailable: UnavailableNode[] = [];
+  for (const provider of PROVIDER_KEYS) {
+    if (!provider.isSet(config)) unavailable.push(...provider.ids.map((id) => ({ id, reason: `set ${provider.env}` })));
   }
-  return { nodes: [...llm, ...media, ...tools] };
+  for (const [id, packages] of Object.entries(LOCAL_TOOL_PACKAGES)) {
+    if (!offered.has(id)) unavailable.push({ id, reason: installAdvice(packages) });
+  }
+  // One line per remedy: "openai-chat, openai-image, ... left out of the catalog: set OPENAI_API_KEY".
+  const byReason = new Map<string, string[]>();
+  for (const node of unavailable) byReason.set(node.reason, [...(byReason.get(node.reason) ?? []), node.id]);
+  for (const [reason, ids] of byReason) log.info(`${ids.join(', ')} left out of the catalog: ${reason}`);
+  return { nodes, unavailable };
 }
 
 /** A node built from a catalog file entry a run stored, with this process's provider settings; undefined when it cannot be offered here. */

@@ -1,4 +1,4 @@
-export { createCatalog, searchNodes, type NodeCatalog, type NodeQuery } from './catalog';
+export { createCatalog, searchNodes, type NodeCatalog, type NodeQuery, type UnavailableNode } from './catalog';
 export { raceAbort } from './abortable';
 export { dataKindOfMimeType, type ArtifactBytes, type ArtifactStore, type PutArtifactOptions } from './artifact-store';
 export { type ArtifactRecorder, type RecordedArtifact } from './artifact-recorder';
@@ -16,4 +16,4 @@ export { storedNameOf, uploadPrefix, Uploads, type UploadFile, type UploadsOptio
 export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } from './providers/provider-http';
 export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
-export { LOCAL_TOOL_NODE_IDS, localToolNodes, toolNodes, detectTools, type LocalTools } from './tools';
+export { LOCAL_TOOL_NODE_IDS, LOCAL_TOOL_PACKAGES, localToolNodes, toolNodes, detectTools, type LocalTools } from './tools';

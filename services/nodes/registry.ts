@@ -1,5 +1,5 @@
 import stringify from 'safe-stable-stringify';
-import { createCatalog, type NodeCatalog } from './catalog';
+import { createCatalog, type NodeCatalog, type UnavailableNode } from './catalog';
 import { IMAGE_NODES } from './image-nodes';
 import { JSON_NODES } from './json-nodes';
 import { MATH_NODES } from './math-nodes';
@@ -48,6 +48,8 @@ export interface ConfiguredNodeSet {
    * that uses one, so the run executes the definition it started with whatever is reloaded later.
    */
   entries?: ReadonlyMap<string, unknown>;
+  /** Nodes this server knows of but does not offer, with what installs or enables them. */
+  unavailable?: readonly UnavailableNode[];
 }
 
 /** The catalog file nodes a run uses, as they were when the run was created. */
@@ -66,6 +68,8 @@ export interface NodeRegistry {
   /** The palette (`nodes.list`, `nodes.get`) and the spec lookup for validation; follows reloads. */
   catalog: NodeCatalog;
   find(id: string): NodeDefinition | undefined;
+  /** What installs or enables a node that exists but is not offered here (see `NodeCatalog.unavailable`). */
+  unavailable(id: string): string | undefined;
   /** Whether a step of the node may run inline after its predecessor (see `isLocalNode`). */
   mayRunInline(id: string): boolean;
   /** The catalog file nodes among `uses`, as they are now: what a run created now keeps. */
@@ -94,10 +98,11 @@ const MAX_RESTORED = 500;
 export function createNodeRegistry(initial: ConfiguredNodeSet | readonly NodeDefinition[] = [], options: { fromEntry?: NodeFromEntry } = {}): NodeRegistry {
   let state = registryState(Array.isArray(initial) ? { nodes: initial } : (initial as ConfiguredNodeSet));
   const restored = new Map<string, NodeDefinition | undefined>();
-  const catalog: NodeCatalog = { list: () => state.catalog.list(), get: (id) => state.catalog.get(id) };
+  const catalog: NodeCatalog = { list: () => state.catalog.list(), get: (id) => state.catalog.get(id), unavailable: (id) => state.catalog.unavailable(id) };
   return {
     catalog,
     find: (id) => state.definitions.get(id),
+    unavailable: (id) => state.catalog.unavailable(id),
     mayRunInline: (id) => isLocalNode(id) || state.definitions.get(id)?.inline === true,
     pin(uses) {
       const { entries, definitions } = state;
@@ -146,5 +151,5 @@ function registryState(set: ConfiguredNodeSet): RegistryState {
     if (definitions.has(node.spec.id)) throw new Error(`duplicate node id "${node.spec.id}"`);
     definitions.set(node.spec.id, node);
   }
-  return { catalog: createCatalog(all.map((node) => node.spec)), definitions, entries: set.entries ?? new Map() };
+  return { catalog: createCatalog(all.map((node) => node.spec), set.unavailable ?? []), definitions, entries: set.entries ?? new Map() };
 }

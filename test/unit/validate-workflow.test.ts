@@ -122,6 +122,25 @@ describe('workflow validation rejects, naming the node and field', () => {
     expect(found).toContain('the references form a cycle: a -> c -> b -> a');
   });
 
+  it('a node that exists but is not offered here, saying what installs or enables it', () => {
+    const withUnavailable = createCatalog(specs.list(), [
+      { id: 'speech-espeak', reason: 'install espeak-ng (make system-deps, or apt-get install espeak-ng)' },
+      { id: 'openai-chat', reason: 'set OPENAI_API_KEY' },
+      // Offered and listed as unavailable: offered wins (an embedding supplies its own definition).
+      { id: 'text-template', reason: 'set NOTHING' },
+    ]);
+    const check = validateWorkflow(wf([
+      { id: 'say', uses: 'speech-espeak', inputs: { text: 'hi' } },
+      { id: 'ask', uses: 'openai-chat', inputs: { prompt: 'hi' } },
+      { id: 't', uses: 'text-template', inputs: { template: 'x' } },
+      out('o', '${t.text}'),
+    ]), withUnavailable);
+    expect(check.ok ? [] : check.problems.map((p) => p.message)).toEqual([
+      'nodes[0] "say": node "speech-espeak" exists but is not installed on this server: install espeak-ng (make system-deps, or apt-get install espeak-ng)',
+      'nodes[1] "ask": node "openai-chat" exists but is not enabled on this server: set OPENAI_API_KEY',
+    ]);
+  });
+
   it('every problem at once', () => {
     const found = problems(wf([{ id: 'x', uses: 'nope' }, { id: 'x', uses: 'input' }, { id: 'c', uses: 'const', outputType: 'INT', inputs: { value: 1.5 } }]));
     expect(found.length).toBeGreaterThanOrEqual(4);

@@ -6,10 +6,21 @@ import { speechNode } from './speech-node';
 import { detectTools, type DetectOptions, type LocalTools } from './tool-detection';
 import { videoNodes } from './video-nodes';
 
+/** Every local tool node, whether or not its program is installed here, and the Debian packages of its program. */
+export const LOCAL_TOOL_PACKAGES: Readonly<Record<string, readonly string[]>> = {
+  'speech-espeak': ['espeak-ng'],
+  'ocr-tesseract': ['tesseract-ocr', 'tesseract-ocr-eng'],
+  'audio-convert': ['ffmpeg'],
+  'audio-trim': ['ffmpeg'],
+  'audio-concat': ['ffmpeg'],
+  'audio-waveform': ['ffmpeg'],
+  'video-thumbnail': ['ffmpeg'],
+  'video-frames': ['ffmpeg'],
+  'media-probe': ['ffmpeg'],
+};
+
 /** Every local tool node, whether or not its program is installed here. */
-export const LOCAL_TOOL_NODE_IDS: readonly string[] = [
-  'speech-espeak', 'ocr-tesseract', 'audio-convert', 'audio-trim', 'audio-concat', 'audio-waveform', 'video-thumbnail', 'video-frames', 'media-probe',
-];
+export const LOCAL_TOOL_NODE_IDS: readonly string[] = Object.keys(LOCAL_TOOL_PACKAGES);
 
 /** The tool nodes that `tools` can run, in palette order. */
 export function toolNodes(tools: LocalTools): NodeDefinition[] {
