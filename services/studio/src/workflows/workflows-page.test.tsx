@@ -4,8 +4,9 @@ import { createMemoryRouter, RouterProvider } from 'react-router';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
 
 const routes = vi.hoisted(() => ({ 'editor.workflows.list': vi.fn(), 'editor.workflows.create': vi.fn() }));
+const ops = vi.hoisted(() => ({ 'nodes.list': vi.fn() }));
 vi.mock('../lib/api', () => ({
-  client: { routes },
+  client: { routes, ops },
   errorText: (err: unknown) => (err instanceof Error ? err.message : String(err)),
 }));
 
@@ -35,9 +36,14 @@ function renderAt(url: string) {
   return router;
 }
 
+/** A catalog of these node ids (the starters look at ids only). */
+const specs = (...ids: string[]) => ids.map((id) => ({ id, kind: 'model', title: id, category: 'x', description: '', inputs: {}, outputs: {} }));
+
 beforeEach(() => {
   routes['editor.workflows.list'].mockReset();
   routes['editor.workflows.create'].mockReset();
+  // The catalog is fetched once per page load (editor/catalog.ts): one answer for the whole file.
+  ops['nodes.list'].mockResolvedValue(specs('ocr-paddle', 'image-upscale', 'speech-espeak'));
 });
 
 describe('WorkflowsPage', () => {
@@ -80,11 +86,27 @@ describe('WorkflowsPage', () => {
     routes['editor.workflows.create'].mockResolvedValue({ id: 'new-id' });
     const router = renderAt('/');
     const user = userEvent.setup();
-    await user.click(await screen.findByRole('button', { name: 'Create a workflow' }));
+    await user.click(await screen.findByRole('button', { name: 'Create a blank workflow' }));
     await user.type(screen.getByLabelText('Name'), ' My flow ');
     await user.click(screen.getByRole('button', { name: 'Create and open' }));
     expect(routes['editor.workflows.create']).toHaveBeenCalledWith({ name: 'My flow', definition: { version: 2, nodes: [] } });
     expect(router.state.location.pathname).toBe('/workflows/new-id');
+  });
+
+  it('offers the AI starters whose nodes this server offers, and creates one with its draft', async () => {
+    routes['editor.workflows.list'].mockResolvedValue({ workflows: [] });
+    routes['editor.workflows.create'].mockResolvedValue({ id: 'starter-id' });
+    const router = renderAt('/');
+    const user = userEvent.setup();
+    const read = await screen.findByRole('button', { name: /Read the text in a photo/ });
+    expect(screen.getByRole('button', { name: /Upscale a photo/ })).toBeTruthy();
+    // Its detector (audio-detect-speech) is not in this catalog: that starter is not offered.
+    expect(screen.queryByRole('button', { name: /find the speech/ })).toBeNull();
+    await user.click(read);
+    const [request] = routes['editor.workflows.create'].mock.calls[0] as [{ name: string; definition: { nodes: { uses: string }[] } }];
+    expect(request.name).toBe('Read the text in a photo');
+    expect(request.definition.nodes.map((n) => n.uses)).toEqual(['input', 'ocr-paddle', 'output', 'output']);
+    expect(router.state.location.pathname).toBe('/workflows/starter-id');
   });
 
   it("shows a failed list in the server's words with a retry", async () => {

@@ -3,6 +3,7 @@ import { Link, useNavigate, useSearchParams } from 'react-router';
 import type { EditorWorkflowSummary } from '../../../contract';
 import { client, errorText } from '../lib/api';
 import { DialogActions, Modal, useDialogAction } from '../publish/modal';
+import { StarterList } from './starter-list';
 import { When } from './when';
 import { filterWorkflows } from './workflow-filter';
 import { LoadFailed, Loading } from '../ui/load-states';
@@ -65,8 +66,9 @@ export function WorkflowsPage() {
           <div className="workflows-empty-mark" aria-hidden>◆</div>
           <h2>Build your first workflow</h2>
           <p>Chain nodes on a canvas — text, images, audio, video — run it with a spending cap, and publish it as a versioned address your code and the CLI can call.</p>
+          <StarterList onCreated={(id) => navigate(`/workflows/${id}`)} />
           <button type="button" className="button primary" onClick={() => setCreating(true)}>
-            Create a workflow
+            Create a blank workflow
           </button>
         </div>
       )}
