@@ -133,17 +133,21 @@ async function upscale({ rgb, width, height, scale }) {
 
 const TASKS = { detectSpeech, readText, upscale };
 
-// Quiet tfjs's banner about tfjs-node.
-const warn = console.warn;
-console.warn = (...args) => (String(args[0]).includes('tfjs-node') ? undefined : warn(...args));
-
-parentPort.on('message', async ({ id, task, payload }) => {
-  inferenceStart = performance.now();
-  try {
-    const result = await TASKS[task](payload);
-    const transfer = result && result.rgb ? [result.rgb.buffer] : [];
-    parentPort.postMessage({ id, ok: true, result, ms: performance.now() - inferenceStart }, transfer);
-  } catch (err) {
-    parentPort.postMessage({ id, ok: false, error: err instanceof Error ? err.message : String(err), ms: performance.now() - inferenceStart });
-  }
-});
+if (parentPort) {
+  // Quiet tfjs's banner about tfjs-node (this thread's console only).
+  const warn = console.warn;
+  console.warn = (...args) => (String(args[0]).includes('tfjs-node') ? undefined : warn(...args));
+  parentPort.on('message', async ({ id, task, payload }) => {
+    inferenceStart = performance.now();
+    try {
+      const result = await TASKS[task](payload);
+      const transfer = result && result.rgb ? [result.rgb.buffer] : [];
+      parentPort.postMessage({ id, ok: true, result, ms: performance.now() - inferenceStart }, transfer);
+    } catch (err) {
+      parentPort.postMessage({ id, ok: false, error: err instanceof Error ? err.message : String(err), ms: performance.now() - inferenceStart });
+    }
+  });
+} else {
+  // Loaded on a main thread: the benchmark's comparison of a model run on the event loop itself.
+  module.exports = { TASKS };
+}
