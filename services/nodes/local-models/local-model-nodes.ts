@@ -26,7 +26,7 @@ export const LOCAL_MODEL_NODE_IDS = Object.keys(LOCAL_MODEL_NODES) as LocalModel
 export const MAX_SPEECH_DETECT_SECONDS = 600;
 /** Largest image `ocr-paddle` reads, pixels (4 megapixels). */
 export const MAX_OCR_PIXELS = 4_000_000;
-/** Largest input image of `image-upscale`, pixels: 256×256 (pure-JavaScript inference, about a second per 4,000 pixels on one core). */
+/** Largest input image of `image-upscale`, pixels: 256×256 (pure-JavaScript inference: 128×128 takes about 10 s of one core of the 2-core VM). */
 export const MAX_UPSCALE_PIXELS = 256 * 256;
 /** Each node's wall-clock bound on its model's work, ms. */
 export const MODEL_TIME_BOUNDS_MS: Record<LocalModelNodeId, number> = {
