@@ -117,6 +117,24 @@ describe('local model nodes with their real models', () => {
     expect(x3).toMatchObject({ metadata: { width: 144, height: 96 } });
   });
 
+  it('classifies a page of text as safe, with the five classes\' probabilities', async () => {
+    const image = await put(await textImage('Quarterly report', 400, 300, 36), 'image/png');
+    const inputs = { image };
+    const out = await node('image-classify-nsfw').execute(inputs, ctx());
+    const scores = out.scores as Record<string, number>;
+    expect(Object.keys(scores).sort()).toEqual(['Drawing', 'Hentai', 'Neutral', 'Porn', 'Sexy']);
+    expect(Object.values(scores).reduce((a, b) => a + b, 0)).toBeCloseTo(1, 2);
+    expect(out.label).toBe('Neutral');
+    expect(scores.Neutral).toBeGreaterThan(0.5);
+    expect(out.unsafe).toBe(false);
+    // A threshold of 0.05 still finds it safe; the unsafe classes are near zero.
+    expect((await node('image-classify-nsfw').execute({ image, threshold: 0.05 }, ctx())).unsafe).toBe(false);
+    const price = node('image-classify-nsfw').price(inputs, out);
+    expect(price).toBeGreaterThan(0);
+    expect(price).toBeLessThanOrEqual(node('image-classify-nsfw').estimate(inputs));
+    // The first job on a thread loads the model (about 10 s on the 2-core VM).
+  }, 90_000);
+
   it('refuses inputs over the bounds with a message naming the limit', async () => {
     const big = await put(await sharp({ create: { width: 300, height: 300, channels: 3, background: '#808080' } }).png().toBuffer(), 'image/png');
     await expect(node('image-upscale').execute({ image: big }, ctx())).rejects.toMatchObject({
@@ -157,7 +175,7 @@ describe('local model nodes with their real models', () => {
 
   it('leaves out the speech node when ffmpeg is missing', () => {
     const ids = localModelNodes({ cpuSecondMicros: CPU_SECOND_MICROS, pool }, { ffmpeg: undefined, ffprobe: undefined }).map((n) => n.spec.id);
-    expect(ids).toEqual(['ocr-paddle', 'image-upscale']);
+    expect(ids).toEqual(['ocr-paddle', 'image-upscale', 'image-classify-nsfw']);
   });
 
   it('prices by CPU time at the configured price, never above the time bound at that price', () => {

@@ -8,6 +8,7 @@ export {
   MAX_SPEECH_DETECT_SECONDS,
   MAX_UPSCALE_PIXELS,
   MODEL_TIME_BOUNDS_MS,
+  NSFW_CLASSES,
   type LocalModelNodeId,
   type LocalModelSettings,
 } from './local-model-nodes';

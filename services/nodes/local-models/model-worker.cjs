@@ -95,16 +95,49 @@ async function readText({ file }) {
   return lines.map((line) => ({ text: line.text, confidence: line.mean, box: line.box }));
 }
 
+/** TensorFlow.js on its plain JavaScript CPU backend (the native one downloads a library at install). */
+function tensorflow() {
+  return once('tensorflow', async () => {
+    const tf = require('@tensorflow/tfjs');
+    await tf.setBackend('cpu');
+    return tf;
+  });
+}
+
+function nsfwModel() {
+  return once('nsfw', async () => {
+    const tf = await tensorflow();
+    const nsfw = require('nsfwjs');
+    // Quiet its note about hosting the model elsewhere: the bundled one is the point.
+    const info = console.info;
+    console.info = () => undefined;
+    try {
+      return { tf, model: await nsfw.load('MobileNetV2') };
+    } finally {
+      console.info = info;
+    }
+  });
+}
+
+/** RGB bytes of a 224×224 image in, the five classes' probabilities out. */
+async function classifyNsfw({ rgb, width, height }) {
+  const { tf, model } = await nsfwModel();
+  const input = tf.tensor3d(rgb, [height, width, 3], 'int32');
+  try {
+    const predictions = await model.classify(input, 5);
+    return Object.fromEntries(predictions.map((p) => [p.className, p.probability]));
+  } finally {
+    input.dispose();
+  }
+}
+
 function upscaler(scale) {
   return once(`upscale-${scale}`, async () => {
-    const tf = require('@tensorflow/tfjs-core');
-    require('@tensorflow/tfjs-backend-cpu');
-    const layers = require('@tensorflow/tfjs-layers');
-    await tf.setBackend('cpu');
+    const tf = await tensorflow();
     const dir = path.join(path.dirname(require.resolve('@upscalerjs/esrgan-slim')).split(`${path.sep}dist${path.sep}`)[0], 'models', `x${scale}`);
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'model.json'), 'utf8'));
     const weights = fs.readFileSync(path.join(dir, manifest.weightsManifest[0].paths[0]));
-    const model = await layers.loadLayersModel({
+    const model = await tf.loadLayersModel({
       load: async () => ({
         modelTopology: manifest.modelTopology,
         weightSpecs: manifest.weightsManifest[0].weights,
@@ -131,7 +164,7 @@ async function upscale({ rgb, width, height, scale }) {
   }
 }
 
-const TASKS = { detectSpeech, readText, upscale };
+const TASKS = { detectSpeech, readText, upscale, classifyNsfw };
 
 if (parentPort) {
   // Quiet tfjs's banner about tfjs-node (this thread's console only).
