@@ -89,7 +89,7 @@ function cpuPricing(settings: LocalModelSettings, node: LocalModelNodeId) {
       const ms = (outputs.usage as { cpuMs?: unknown } | undefined)?.cpuMs;
       return typeof ms === 'number' ? Math.min(estimate, cpuPriceMicros(ms, settings.cpuSecondMicros)) : estimate;
     },
-    note: `Costs its CPU time at ${settings.cpuSecondMicros} micro-USD per second (at most ${estimate}).`,
+    note: `The model is stopped after ${MODEL_TIME_BOUNDS_MS[node] / 1000} s. Costs its CPU time at ${settings.cpuSecondMicros} micro-USD per second, at most ${estimate.toLocaleString('en-US')}.`,
   };
 }
 
