@@ -164,6 +164,22 @@ describe('local model nodes with their real models', () => {
     expect(String((await node('ocr-paddle').execute({ image: text }, ctx())).text).replace(/\s/g, '')).toBe('Next7');
   });
 
+  it('queues jobs beyond its threads, and an aborted queued job leaves the queue without running', async () => {
+    const rgb = new Uint8Array(256 * 256 * 3).fill(90);
+    const first = new AbortController();
+    const queued = new AbortController();
+    const long = pool.run('upscale', { rgb, width: 256, height: 256, scale: 4 }, { signal: first.signal, timeoutMs: 600_000 });
+    const waiting = pool.run('upscale', { rgb, width: 256, height: 256, scale: 4 }, { signal: queued.signal, timeoutMs: 600_000 });
+    await waitFor(() => pool.busy === 1);
+    queued.abort(new Error('queued job cancelled'));
+    await expect(waiting).rejects.toThrow('queued job cancelled');
+    // The running job was not the one aborted: it still holds the thread.
+    expect(pool.busy).toBe(1);
+    first.abort(new Error('running job cancelled'));
+    await expect(long).rejects.toThrow('running job cancelled');
+    expect(pool.busy).toBe(0);
+  });
+
   it('stops a job at its time bound', async () => {
     const rgb = new Uint8Array(256 * 256 * 3).fill(128);
     await expect(pool.run('upscale', { rgb, width: 256, height: 256, scale: 4 }, { signal: new AbortController().signal, timeoutMs: 300 })).rejects.toMatchObject({
