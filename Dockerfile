@@ -9,11 +9,14 @@ FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # The sources come in before `npm ci`: the root package's prepare script builds the CLI workspace.
 COPY . .
-RUN npm ci --no-audit --no-fund
+# onnxruntime-node's CPU binary is in its package; its install script would fetch CUDA libraries.
+RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
 RUN PRISMA_SCHEMA_ENGINE_BINARY=/bin/true node_modules/.bin/prisma generate >/dev/null
 RUN npm run -s build -w services/studio
 # Development packages out; node_modules/.svc-prisma (the generated client) stays.
 RUN npm prune --omit=dev --no-audit --no-fund
+# onnxruntime-node carries its binaries for Windows and macOS too (about 220 MB): only Linux's stay.
+RUN find node_modules/onnxruntime-node/bin/napi-v6 -mindepth 1 -maxdepth 1 ! -name linux -exec rm -rf {} +
 
 # --- runtime: node, tini and the local tool nodes' programs; no compilers, no npm cache -------
 FROM ${NODE_IMAGE} AS runtime

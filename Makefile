@@ -34,9 +34,10 @@ help:
 	@echo "make stop       stop the Redis and Postgres started by make run"
 	@echo "make admin ARGS=\"...\"  the admin command (accounts, credit, tokens) against make run's database"
 
-# npm dependencies, installed when the lockfile is newer than the last install.
+# npm dependencies, installed when the lockfile is newer than the last install. onnxruntime-node's
+# install script would fetch CUDA libraries from outside the npm registry; its CPU binary is in the package.
 node_modules/.install-stamp: package.json package-lock.json
-	npm install --no-audit --no-fund
+	ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund
 	@touch $@
 
 $(PRISMA_CLIENT): prisma/schema.prisma node_modules/.install-stamp

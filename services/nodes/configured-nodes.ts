@@ -1,18 +1,27 @@
 import {
+  LOCAL_MODEL_NODE_IDS,
+  LOCAL_MODEL_NODES,
   LOCAL_TOOL_PACKAGES,
   llmProviderNodes,
+  localModelNodes,
   localToolNodes,
   mediaProviderNodes,
+  ModelPool,
+  systemLocalTools,
   type LlmProviderSettings,
   type MediaProviderSettings,
   type NodeDefinition,
   type UnavailableNode,
 } from './index';
 import type { ConfiguredNodeSet } from './registry';
+import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 
 /** The settings of the nodes a deployment may add. */
-export type ConfiguredNodeSettings = LlmProviderSettings & MediaProviderSettings;
+export type ConfiguredNodeSettings = LlmProviderSettings & MediaProviderSettings & Pick<Config, 'localModelCpuSecondMicros' | 'localModelThreads'>;
+
+/** The process's model threads, shared by every service it runs (tests start several). */
+let modelPool: ModelPool | undefined;
 
 /** The nodes this deployment offers beyond the platform's, and those it knows of but does not offer. */
 export interface ConfiguredNodes extends ConfiguredNodeSet {
@@ -36,9 +45,10 @@ function installAdvice(packages: readonly string[]): string {
 
 /**
  * The nodes this deployment adds to the platform's: hosted providers whose key is configured and
- * local tools that are installed. A provider without a key, or a tool that is missing, is left
- * out of the catalog (and logged once at start-up), never listed and then failing; it is listed
- * as unavailable with what enables it, so a workflow naming it is told that instead of "no such node".
+ * local tools and models that are installed. A provider without a key, or a tool or model that is
+ * missing, is left out of the catalog (and logged once at start-up), never listed and then failing;
+ * it is listed as unavailable with what enables it, so a workflow naming it is told that instead of
+ * "no such node".
  */
 export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger): Promise<ConfiguredNodes> {
   const nodes = [...llmProviderNodes(config), ...mediaProviderNodes(config), ...(await localToolNodes())];
@@ -50,11 +60,15 @@ export async function configuredNodes(config: ConfiguredNodeSettings, log: Logge
   for (const [id, packages] of Object.entries(LOCAL_TOOL_PACKAGES)) {
     if (!offered.has(id)) unavailable.push({ id, reason: installAdvice(packages) });
   }
+  modelPool ??= new ModelPool(config.localModelThreads);
+  const models = localModelNodes({ cpuSecondMicros: config.localModelCpuSecondMicros, pool: modelPool }, await systemLocalTools());
+  const modelIds = new Set(models.map((node) => node.spec.id));
+  for (const id of LOCAL_MODEL_NODE_IDS.filter((id) => !modelIds.has(id))) unavailable.push({ id, reason: LOCAL_MODEL_NODES[id].install });
   // One line per remedy: "openai-chat, openai-image, ... left out of the catalog: set OPENAI_API_KEY".
   const byReason = new Map<string, string[]>();
   for (const node of unavailable) byReason.set(node.reason, [...(byReason.get(node.reason) ?? []), node.id]);
   for (const [reason, ids] of byReason) log.info(`${ids.join(', ')} left out of the catalog: ${reason}`);
-  return { nodes, unavailable };
+  return { nodes: [...nodes, ...models], unavailable };
 }
 
 /** A node built from a catalog file entry a run stored, with this process's provider settings; undefined when it cannot be offered here. */

@@ -16,4 +16,5 @@ export { storedNameOf, uploadPrefix, Uploads, type UploadFile, type UploadsOptio
 export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } from './providers/provider-http';
 export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
-export { LOCAL_TOOL_NODE_IDS, LOCAL_TOOL_PACKAGES, localToolNodes, toolNodes, detectTools, type LocalTools } from './tools';
+export { LOCAL_TOOL_NODE_IDS, LOCAL_TOOL_PACKAGES, localToolNodes, toolNodes, detectTools, systemLocalTools, type LocalTools } from './tools';
+export { LOCAL_MODEL_NODE_IDS, LOCAL_MODEL_NODES, localModelNodes, ModelPool, type LocalModelNodeId, type LocalModelSettings } from './local-models';

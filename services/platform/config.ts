@@ -208,6 +208,8 @@ export const SETTINGS = {
   anthropicBaseUrl: { env: 'ANTHROPIC_BASE_URL', description: 'Base URL of the Anthropic API (without /v1)', default: 'https://api.anthropic.com', parse: baseUrl },
   anthropicModels: { env: 'ANTHROPIC_MODELS', description: 'Claude models the anthropic-messages node offers (comma list, the first the default); each needs a price in ANTHROPIC_PRICES', default: 'claude-3-5-haiku-latest,claude-sonnet-4-0', parse: nonEmptyNameList },
   anthropicPrices: { env: 'ANTHROPIC_PRICES', description: 'Token prices of the Claude models, USD per million input/output tokens (model=in/out,...)', default: 'claude-3-5-haiku-latest=0.80/4.00,claude-sonnet-4-0=3.00/15.00', parse: tokenPriceTable },
+  localModelCpuSecondMicros: { env: 'LOCAL_MODEL_CPU_SECOND_MICROS', description: 'Price of one CPU second of a local model node (audio-detect-speech, ocr-paddle, image-upscale, image-classify-nsfw), micro-USD; a step costs its measured CPU time at this price', default: '20', parse: int(0, 1_000_000) },
+  localModelThreads: { env: 'LOCAL_MODEL_THREADS', description: 'Worker threads each process runs local models on (jobs beyond them wait); each loads the models it runs, about 100 MB', default: '1', parse: int(1, 64) },
   fetchAllowPrivate: {
     path: 'fetch.allowPrivate',
     env: 'FETCH_ALLOW_PRIVATE',

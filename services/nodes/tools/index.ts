@@ -36,8 +36,13 @@ export function toolNodes(tools: LocalTools): NodeDefinition[] {
 export async function localToolNodes(options: DetectOptions = {}): Promise<NodeDefinition[]> {
   // The system's tools do not change while the process runs: detected once (each runtime of the
   // process, and every test service, would otherwise spawn every tool again).
-  const detected = Object.keys(options).length === 0 ? (systemTools ??= detectTools()) : detectTools(options);
+  const detected = Object.keys(options).length === 0 ? systemLocalTools() : detectTools(options);
   return toolNodes(await detected);
+}
+
+/** The programs installed on this machine, detected once per process. */
+export function systemLocalTools(): Promise<LocalTools> {
+  return (systemTools ??= detectTools());
 }
 
 let systemTools: ReturnType<typeof detectTools> | undefined;
