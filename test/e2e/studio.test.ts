@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Browser, BrowserContext, Download, Locator, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { MembershipRepository } from '../../services/store';
@@ -393,6 +395,31 @@ describe('the studio, end to end in Chromium', () => {
         await panel.getByRole('button', { name: 'Close the run panel' }).click();
       }
     }
+  });
+
+  it('offers a newcomer an AI starter on the empty page, which reads a picture\'s text with a local model', async () => {
+    // The organization switched to above has no workflow: its first screen is the empty state.
+    await page.goto('/');
+    const switcher = page.getByRole('combobox', { name: 'Organization' });
+    await switcher.selectOption('labs');
+    await expectText(page.locator('main'), 'Start from an AI example');
+    await screenshot(page, 'studio-20-ai-starters');
+    await page.getByTestId('starter-read-photo-text').click();
+    await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/);
+    await page.getByTestId('node-read').waitFor();
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    const panel = page.locator('.run-panel');
+    const sign = fs.readFileSync(path.join(__dirname, '../../docs/examples/assets/shop-sign.png'));
+    await panel.locator('input[type="file"]').setInputFiles({ name: 'shop-sign.png', mimeType: 'image/png', buffer: sign });
+    await panel.locator('.run-panel-foot button[type="submit"]').click();
+    await expectText(panel.locator('.badge').first(), 'completed', 60_000);
+    // PaddleOCR may run the words together; the letters are there.
+    await expectText(panel.locator('.output').first(), /OPEN\s*EVERY\s*DAY/);
+    await screenshot(page, 'studio-21-ai-starter-run');
+    await panel.getByRole('button', { name: 'Close the run panel' }).click();
+    await page.goto('/');
+    await switcher.selectOption(service.account.orgSlug);
+    await expectText(page.locator('main'), 'Speak and draw');
   });
 
   it('said nothing wrong in the console along the way', () => {

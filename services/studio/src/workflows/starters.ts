@@ -31,12 +31,12 @@ export const STARTERS: readonly Starter[] = [
   {
     id: 'upscale-photo',
     name: 'Upscale a photo',
-    blurb: 'Upload a small image; an ESRGAN model makes it up to four times larger with sharper detail. Runs on this server.',
+    blurb: 'Upload a small image (up to 256×256); an ESRGAN model makes it twice as large with sharper detail. Runs on this server.',
     definition: {
       version: 2,
       nodes: [
         { id: 'photo', uses: 'input', outputType: 'IMAGE', label: 'Small image' },
-        { id: 'upscale', uses: 'image-upscale', inputs: { image: '${photo.value}', scale: 4 } },
+        { id: 'upscale', uses: 'image-upscale', inputs: { image: '${photo.value}', scale: 2 } },
         { id: 'image', uses: 'output', inputs: { value: '${upscale.image}' } },
       ],
     },
