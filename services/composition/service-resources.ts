@@ -90,7 +90,8 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
 
   const runs = new RunRepository(database, { creationsPerOrg: config.database.creationsPerOrg });
   // The platform's nodes, plus providers with a configured key, installed local tools, and the embedding's.
-  const nodes = createNodeRegistry([...(await configuredNodes(config, log)), ...(options.nodes ?? [])]);
+  const configured = await configuredNodes(config, log);
+  const nodes = createNodeRegistry([...configured.nodes, ...(options.nodes ?? [])]);
   const contexts = new RunContextCache(runs, nodes.catalog);
   // Steps of mounted workflows show as progress of the node that mounts them, framed by its own
   // step.started and step.completed (tallied in Redis with the append, across workers).

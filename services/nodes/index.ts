@@ -17,3 +17,4 @@ export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } fr
 export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
 export { LOCAL_TOOL_NODE_IDS, localToolNodes, toolNodes, detectTools, type LocalTools } from './tools';
+export { catalogNode, CatalogFileError, entryRevision, readCatalogFile, readCatalogFiles, type CatalogEntry, type ProviderConnections } from './catalog-file';

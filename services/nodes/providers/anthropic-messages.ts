@@ -104,6 +104,15 @@ export function anthropicCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUr
   };
 }
 
+/** What a node of this adapter is like, whichever model: built-in or catalog entry. */
+export const ANTHROPIC_SHAPE = {
+  maxTemperature: 1,
+  maxOutputTokens: 8192,
+  vision: true,
+  // Message framing; a forced tool adds Anthropic's tool-use system prompt (about 350 tokens) and the tool's definition.
+  overheadTokens: (hasSchema: boolean): number => (hasSchema ? 512 : 16),
+} as const;
+
 /**
  * `anthropic-messages`: Claude models through the Anthropic Messages API. `settings.baseUrl`,
  * e.g. `https://api.anthropic.com`, is without the path `/v1/messages`, which is appended.
@@ -121,11 +130,7 @@ export function anthropicMessagesNode(settings: LlmNodeSettings): NodeDefinition
     provider: PROVIDER,
     models: settings.models,
     prices: settings.prices,
-    maxTemperature: 1,
-    maxOutputTokens: 8192,
-    vision: true,
-    // Message framing; a forced tool adds Anthropic's tool-use system prompt (about 350 tokens) and the tool's definition.
-    overheadTokens: (hasSchema) => (hasSchema ? 512 : 16),
+    ...ANTHROPIC_SHAPE,
     call: anthropicCall(settings),
     progressIntervalMs: settings.progressIntervalMs,
   });

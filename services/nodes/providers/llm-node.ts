@@ -72,8 +72,8 @@ export interface LlmNodeOptions {
   models: readonly string[];
   /** Token prices by model; or `cost` instead (a catalog entry's formula). */
   prices?: ReadonlyMap<string, ModelPrice>;
-  /** The cost of a call's usage (reported, or the worst case for the estimate) on these inputs; defaults to `prices`. */
-  cost?: (inputs: NodeInputs, usage: TokenUsage) => Micros;
+  /** The cost of a call's usage on these inputs: the worst case for the `estimate`, as reported for the `actual` price; defaults to `prices`. */
+  cost?: (inputs: NodeInputs, usage: TokenUsage, phase: 'estimate' | 'actual') => Micros;
   /** Takes an optional IMAGE input sent with the prompt (vision models). */
   vision?: boolean;
   /** Most characters of the prompt, where the model has a limit. */
@@ -138,14 +138,15 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
     if (!price) throw invalidInput(id, 'model', `must be one of: ${models.join(', ')}`);
     return price;
   };
-  const cost = options.cost ?? ((inputs: NodeInputs, usage: TokenUsage) => tokenCostMicros(priceOf(inputs.model), usage));
+  const cost = (inputs: NodeInputs, usage: TokenUsage, phase: 'estimate' | 'actual' = 'actual'): Micros =>
+    options.cost ? options.cost(inputs, usage, phase) : tokenCostMicros(priceOf(inputs.model), usage);
   const worstUsage = (inputs: NodeInputs): TokenUsage => {
     const schema = inputs.schema ?? undefined;
     const texts = [asText(inputs.prompt), asText(inputs.system), schema === undefined ? '' : JSON.stringify(schema)];
     const imageTokens = options.vision && inputs.image !== undefined && inputs.image !== null ? IMAGE_INPUT_TOKENS : 0;
     return { inputTokens: estimateTokens(texts) + options.overheadTokens(schema !== undefined) + imageTokens, outputTokens: Number(inputs.maxTokens) || DEFAULT_MAX_TOKENS };
   };
-  const estimate = (inputs: NodeInputs): Micros => cost(inputs, worstUsage(inputs));
+  const estimate = (inputs: NodeInputs): Micros => cost(inputs, worstUsage(inputs), 'estimate');
 
   return defineNode({
     spec: {

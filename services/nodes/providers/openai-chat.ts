@@ -88,6 +88,15 @@ function reportedUsage(reported: ChatChunk['usage']): TokenUsage | undefined {
   return { inputTokens: input!, outputTokens: output! };
 }
 
+/** What a node of this adapter is like, whichever model: built-in or catalog entry. */
+export const OPENAI_CHAT_SHAPE = {
+  maxTemperature: 2,
+  maxOutputTokens: 16_384,
+  vision: true,
+  // Message framing (a few tokens a message) and the response_format schema's own rendering.
+  overheadTokens: (hasSchema: boolean): number => (hasSchema ? 64 : 16),
+} as const;
+
 /**
  * `openai-chat`: chat completions of OpenAI or any OpenAI-compatible server. `settings.baseUrl`
  * ends with the API's version, e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`
@@ -105,11 +114,7 @@ export function openAiChatNode(settings: LlmNodeSettings): NodeDefinition {
     provider: PROVIDER,
     models: settings.models,
     prices: settings.prices,
-    maxTemperature: 2,
-    maxOutputTokens: 16_384,
-    vision: true,
-    // Message framing (a few tokens a message) and the response_format schema's own rendering.
-    overheadTokens: (hasSchema) => (hasSchema ? 64 : 16),
+    ...OPENAI_CHAT_SHAPE,
     call: openAiCall(settings),
     progressIntervalMs: settings.progressIntervalMs,
   });
