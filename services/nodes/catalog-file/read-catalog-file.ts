@@ -12,6 +12,8 @@ export class CatalogFileError extends Error {
 }
 
 const ajv = new Ajv({ allErrors: false, strict: false });
+// The provider first: it decides which fields the rest of the entry may have.
+const validateProvider = ajv.compile({ type: 'object', required: ['provider'], properties: { provider: CATALOG_ENTRY_SCHEMA.properties.provider } });
 const validateEntry = ajv.compile(CATALOG_ENTRY_SCHEMA);
 const validateFile = ajv.compile(CATALOG_FILE_SCHEMA);
 
@@ -66,8 +68,9 @@ export function readCatalogFile(file: string): CatalogEntry[] {
     const fail = (field: string, message: string): never => {
       throw new CatalogFileError(`${file}: entry ${index + 1}${id === undefined ? '' : ` (${JSON.stringify(id)})`}: ${field === '' ? '' : `${field}: `}${message}`);
     };
-    if (!validateEntry(raw)) {
-      const { field, message } = describe(firstError(validateEntry.errors)!);
+    for (const validate of [validateProvider, validateEntry]) {
+      if (validate(raw)) continue;
+      const { field, message } = describe(firstError(validate.errors)!);
       return fail(field, message);
     }
     const entry = raw as CatalogEntry;
