@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { catalogNode, CatalogFileError, readCatalogFile, type CatalogEntry, type ProviderConnections } from '../../services/nodes';
+import { catalogNode, CatalogFileError, checkNodeInputs, mediaProviderNodes, readCatalogFile, type CatalogEntry, type ProviderConnections } from '../../services/nodes';
 import { catalogEntriesOf } from '../../services/nodes/configured-nodes';
 import { parsePriceFormula } from '../../services/nodes/catalog-file';
 
@@ -144,5 +144,19 @@ describe('catalogNode', () => {
     // 300 ASCII characters = 100 tokens, + 16 framing; 1000 output tokens.
     expect(node.estimate({ prompt: 'x'.repeat(300), maxTokens: 1000 })).toBe(Math.ceil(116 * 0.1 + 1000 * 0.2));
     expect(node.price({ prompt: 'x', maxTokens: 1000 }, { text: 'hi', usage: { inputTokens: 50, outputTokens: 10 } })).toBe(7);
+  });
+});
+
+describe('provider text limits in the port schema', () => {
+  it('openai-speech and openai-image carry OpenAI\'s limits as maxLength, checked with the inputs', () => {
+    const nodes = mediaProviderNodes({
+      openaiApiKey: 'k', openaiBaseUrl: 'http://127.0.0.1:9/v1', providerTimeoutMs: 5000, providerPollMs: 10,
+      openaiImagePrices: { 'gpt-image-1': 1 }, openaiEmbeddingPrices: {}, openaiTtsPrices: { 'tts-1': 1 }, openaiTtsVoices: ['alloy'], openaiTranscribePrices: {},
+      falKey: '', falBaseUrl: 'http://127.0.0.1:9', falApps: {}, replicateApiToken: '', replicateBaseUrl: 'http://127.0.0.1:9', replicateModels: {},
+    });
+    const speech = nodes.find((n) => n.spec.id === 'openai-speech')!;
+    expect(speech.spec.inputs.text!.connector.maxLength).toBe(4096);
+    expect(nodes.find((n) => n.spec.id === 'openai-image')!.spec.inputs.prompt!.connector.maxLength).toBe(32_000);
+    expect(() => checkNodeInputs(speech.spec, { text: 'x'.repeat(4097), model: 'tts-1', voice: 'alloy', format: 'mp3' })).toThrow(/at most 4096 characters/);
   });
 });
