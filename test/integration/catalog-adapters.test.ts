@@ -8,7 +8,7 @@ import { BlobUrlSigner, FsBlobStore } from '../../services/blobs';
 import { BlobArtifactStore, catalogNode, llmProviderNodes, type CatalogEntry, type NodeDefinition, type ProviderConnections } from '../../services/nodes';
 import { AppError } from '../../services/platform/app-error';
 import { hostedRoutes } from '../support/hosted-fake';
-import { anthropicStream, openAiStream, startLlmFake, type LlmFake } from '../support/llm-fake';
+import { anthropicStream, jsonReply, openAiStream, startLlmFake, type LlmFake } from '../support/llm-fake';
 import { nodeContext } from '../support/node-harness';
 import { exited } from '../support/worker-process';
 
@@ -96,6 +96,99 @@ describe('vision: the chat nodes send an IMAGE input in each provider\'s format'
     expect(sent.headers['x-api-key']).toBe(ANTHROPIC_KEY);
     expect(sent.body).toMatchObject({ model: 'claude-fake-2', messages: [{ role: 'user', content: 'Hello' }], stream: true });
     expect(node.price({ prompt: 'Hello' }, outputs)).toBe(10 * 3 + 2 * 15);
+  });
+});
+
+const openAiEntry = (provider: string, fields: Record<string, unknown>) =>
+  ({ id: `${provider}-entry`, provider, title: 'T', category: 'c', description: 'd', ...fields }) as unknown as CatalogEntry;
+
+/** A PCM WAV of `samples` silent 8 kHz samples. */
+function wav(samples: number): Buffer {
+  const header = Buffer.alloc(44);
+  header.write('RIFF', 0);
+  header.writeUInt32LE(36 + samples * 2, 4);
+  header.write('WAVEfmt ', 8);
+  header.writeUInt32LE(16, 16);
+  header.writeUInt16LE(1, 20);
+  header.writeUInt16LE(1, 22);
+  header.writeUInt32LE(8000, 24);
+  header.writeUInt32LE(16000, 28);
+  header.writeUInt16LE(2, 32);
+  header.writeUInt16LE(16, 34);
+  header.write('data', 36);
+  header.writeUInt32LE(samples * 2, 40);
+  return Buffer.concat([header, Buffer.alloc(samples * 2)]);
+}
+
+describe('OpenAI-compatible media entries against the fake', () => {
+  const ours = (artifact: unknown) => expect((artifact as { ref: string }).ref).toMatch(/^http:\/\/svc\.test\/blobs\/runs\/catalog-test\//);
+
+  it('openai-images: POST /images/generations with the model, b64_json re-hosted, priced per image', async () => {
+    fake.script(jsonReply(200, { created: 1, data: [{ b64_json: png.toString('base64') }], usage: { input_tokens: 12, output_tokens: 4160 } }));
+    const node = catalogNode(openAiEntry('openai-images', {
+      model: 'gpt-image-1', inputs: { prompt: { type: 'TEXT', maxLength: 32000 }, size: { type: 'TEXT', default: '1024x1024', options: ['1024x1024'] } },
+      request: { fixed: { n: 1, quality: 'low' } }, outputs: { image: { type: 'IMAGE', from: 'data[0]' } },
+      price: { estimate: '20000', actual: 'input_tokens * 5 + output_tokens * 40 / 10' },
+    }), connections()) as NodeDefinition;
+    const outputs = await node.execute({ prompt: 'a cat' }, nodeContext(undefined, artifacts));
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/images/generations');
+    expect(sent.headers.authorization).toBe(`Bearer ${OPENAI_KEY}`);
+    expect(sent.body).toEqual({ model: 'gpt-image-1', prompt: 'a cat', size: '1024x1024', n: 1, quality: 'low' });
+    expect(outputs.image).toMatchObject({ kind: 'image', mimeType: 'image/png', metadata: { width: 8, height: 6 } });
+    ours(outputs.image);
+    expect(outputs.usage).toMatchObject({ input_tokens: 12, output_tokens: 4160 });
+    expect(node.price({ prompt: 'a cat' }, outputs)).toBe(12 * 5 + 4160 * 4);
+  });
+
+  it('openai-embeddings: POST /embeddings, the vector as an EMBEDDING, priced by the reported tokens', async () => {
+    fake.script(jsonReply(200, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2, 0.3] }], model: 'text-embedding-3-small', usage: { prompt_tokens: 7, total_tokens: 7 } }));
+    const node = catalogNode(openAiEntry('openai-embeddings', {
+      model: 'text-embedding-3-small', inputs: { text: { type: 'TEXT', maxLength: 30000 } }, request: { fields: { input: 'text' } },
+      outputs: { embedding: { type: 'EMBEDDING', from: 'data[0].embedding' } }, price: { estimate: 'len(text) * 0.02', actual: 'input_tokens * 0.02' },
+    }), connections()) as NodeDefinition;
+    const outputs = await node.execute({ text: 'hello world' }, nodeContext(undefined, artifacts));
+    expect(fake.requests.at(-1)!).toMatchObject({ path: '/v1/embeddings', body: { model: 'text-embedding-3-small', encoding_format: 'float', input: 'hello world' } });
+    expect(outputs.embedding).toEqual([0.1, -0.2, 0.3]);
+    expect(node.price({ text: 'hello world' }, outputs)).toBe(1);
+  });
+
+  it('openai-speech: POST /audio/speech, the audio bytes re-hosted', async () => {
+    const audio = wav(400);
+    fake.script(async (res) => {
+      res.writeHead(200, { 'content-type': 'audio/wav' });
+      res.end(audio);
+    });
+    const node = catalogNode(openAiEntry('openai-speech', {
+      model: 'tts-1', inputs: { text: { type: 'TEXT', maxLength: 4096 }, voice: { type: 'TEXT', default: 'alloy' } }, request: { fields: { input: 'text' }, fixed: { response_format: 'wav' } },
+      outputs: { audio: { type: 'AUDIO', from: 'audio' } }, price: { estimate: 'len(text) * 15', actual: 'len(text) * 15' },
+    }), connections()) as NodeDefinition;
+    const outputs = await node.execute({ text: 'Hello.' }, nodeContext(undefined, artifacts));
+    expect(fake.requests.at(-1)!).toMatchObject({ path: '/v1/audio/speech', body: { model: 'tts-1', input: 'Hello.', voice: 'alloy', response_format: 'wav' } });
+    expect(outputs.audio).toMatchObject({ kind: 'audio', mimeType: 'audio/wav' });
+    ours(outputs.audio);
+    expect((await artifacts.read(outputs.audio as never)).bytes.equals(audio)).toBe(true);
+    expect(node.price({ text: 'Hello.' }, outputs)).toBe(90);
+  });
+
+  it('openai-transcribe: a multipart upload of the audio and fields, priced by the reported duration', async () => {
+    fake.script(jsonReply(200, { text: 'hello there', duration: 12.5, language: 'english' }));
+    const node = catalogNode(openAiEntry('openai-transcribe', {
+      model: 'whisper-1', inputs: { audio: { type: 'AUDIO' }, language: { type: 'TEXT', optional: true } }, request: { fields: { file: 'audio' }, fixed: { response_format: 'verbose_json' } },
+      outputs: { text: { type: 'TEXT', from: 'text' } }, price: { estimate: '60000', actual: 'ceil(seconds) * 100' },
+    }), connections()) as NodeDefinition;
+    const audio = await artifacts.put(wav(800), { mimeType: 'audio/wav' });
+    const outputs = await node.execute({ audio, language: 'en' }, nodeContext(undefined, artifacts));
+    const sent = fake.requests.at(-1)!;
+    expect(sent.path).toBe('/v1/audio/transcriptions');
+    expect(sent.headers['content-type']).toMatch(/^multipart\/form-data; boundary=/);
+    const parts = sent.raw.toString('latin1');
+    expect(parts).toMatch(/name="model"\r\n\r\nwhisper-1\r\n/);
+    expect(parts).toMatch(/name="language"\r\n\r\nen\r\n/);
+    expect(parts).toMatch(/name="response_format"\r\n\r\nverbose_json\r\n/);
+    expect(parts).toMatch(/name="file"; filename="file\.wav"\r\nContent-Type: audio\/wav\r\n\r\nRIFF/);
+    expect(outputs).toMatchObject({ text: 'hello there', usage: { seconds: 12.5 } });
+    expect(node.price({ audio, language: 'en' }, outputs)).toBe(1300);
   });
 });
 

@@ -65,7 +65,7 @@ describe('readCatalogFile', () => {
     );
     expect(refusal([{ ...flux(), price: undefined }])).toBe('FILE: entry 1 ("my-flux"): price: is required');
     expect(refusal([{ ...flux(), inputs: { prompt: { type: 'TXT' } } }])).toMatch(/^FILE: entry 1 \("my-flux"\): inputs\.prompt\.type: must be one of "TEXT", /);
-    expect(refusal([{ ...flux(), provider: 'fall' }])).toMatch(/^FILE: entry 1 \("my-flux"\): provider: must be one of "fal", "replicate", "openai-chat", "anthropic"$/);
+    expect(refusal([{ ...flux(), provider: 'fall' }])).toMatch(/^FILE: entry 1 \("my-flux"\): provider: must be one of "fal", "replicate", "openai-images", "openai-speech", "openai-transcribe", "openai-embeddings", "openai-chat", "anthropic"$/);
     expect(refusal([{ ...flux(), colour: 'red' }])).toBe('FILE: entry 1 ("my-flux"): colour: is not a field of a catalog entry here (misspelt?)');
     expect(refusal([{ ...flux(), price: { estimate: 'eval("1")', actual: '1' } }])).toMatch(/^FILE: entry 1 \("my-flux"\): price\.estimate: unknown function "eval"/);
     expect(refusal([{ ...flux(), price: { estimate: 'process.exit(1)', actual: '1' } }])).toMatch(/^FILE: entry 1 \("my-flux"\): price\.estimate: unknown function/);
@@ -76,6 +76,8 @@ describe('readCatalogFile', () => {
     expect(refusal([{ ...flux(), example: { promt: 'x' } }])).toBe('FILE: entry 1 ("my-flux"): example.promt: is not an input port of the entry (prompt, num_images)');
     expect(refusal([flux(), flux()])).toBe('FILE: entry 2 ("my-flux"): id: "my-flux" is given to an earlier entry of this file too');
     expect(refusal([{ ...chat(), baseUrl: 'ftp://x' }])).toMatch(/^FILE: entry 1 \("my-chat"\): baseUrl: must match pattern/);
+    expect(refusal([{ ...flux(), baseUrl: 'https://example.com/v1' }])).toBe('FILE: entry 1 ("my-flux"): baseUrl: is for OpenAI-compatible entries; fal entries use the configured base URL');
+    expect(refusal([{ ...flux(), outputs: { usage: { type: 'STRUCTURED', from: 'x' } } }])).toMatch(/^FILE: entry 1 \("my-flux"\): outputs\.usage: is the name of the output every catalog node adds/);
     expect(refusal({ nodes: 'x' } as unknown as unknown[])).toMatch(/^FILE: /);
     expect(refusal('nodes: [\n  - id: a\n  bad')).toMatch(/^FILE: is not valid YAML: /);
   });

@@ -5,7 +5,7 @@
 export type CatalogEntry = MediaCatalogEntry | ChatCatalogEntry;
 
 /** The adapters an entry may name. */
-export const MEDIA_PROVIDERS = ['fal', 'replicate'] as const;
+export const MEDIA_PROVIDERS = ['fal', 'replicate', 'openai-images', 'openai-speech', 'openai-transcribe', 'openai-embeddings'] as const;
 export const CHAT_PROVIDERS = ['openai-chat', 'anthropic'] as const;
 export type MediaProvider = (typeof MEDIA_PROVIDERS)[number];
 export type ChatProvider = (typeof CHAT_PROVIDERS)[number];
@@ -13,7 +13,7 @@ export type ChatProvider = (typeof CHAT_PROVIDERS)[number];
 /** The value types an input port of an entry may have. */
 export const INPUT_TYPES = ['TEXT', 'INT', 'FLOAT', 'BOOLEAN', 'STRUCTURED', 'IMAGE', 'AUDIO', 'VIDEO'] as const;
 /** The value types an output port may have: media are re-hosted, the rest copied from the answer. */
-export const OUTPUT_TYPES = ['IMAGE', 'VIDEO', 'AUDIO', 'TEXT', 'STRUCTURED', 'INT', 'FLOAT', 'BOOLEAN'] as const;
+export const OUTPUT_TYPES = ['IMAGE', 'VIDEO', 'AUDIO', 'TEXT', 'STRUCTURED', 'EMBEDDING', 'INT', 'FLOAT', 'BOOLEAN'] as const;
 
 interface EntryCommon {
   /** The node id; unique among every node of the deployment. */
@@ -69,6 +69,9 @@ export interface MediaCatalogEntry extends EntryCommon {
    */
   request?: { fields?: Record<string, string>; fixed?: Record<string, unknown> };
   outputs: Record<string, OutputPortEntry>;
+  /** OpenAI-compatible entries: the API root when it is not OPENAI_BASE_URL, and the variable holding its key. */
+  baseUrl?: string;
+  apiKeyEnv?: string;
 }
 
 export interface ChatCatalogEntry extends EntryCommon {
@@ -115,6 +118,8 @@ export const CATALOG_ENTRY_SCHEMA = {
     properties: {
       ...common,
       provider: { enum: [...MEDIA_PROVIDERS] },
+      baseUrl: { type: 'string', pattern: '^https?://' },
+      apiKeyEnv: { type: 'string', pattern: '^[A-Z_][A-Z0-9_]*$' },
       inputs: {
         type: 'object',
         propertyNames: portName,

@@ -7,6 +7,7 @@ import { llmNode } from '../providers/llm-node';
 import { OPENAI_CHAT_SHAPE, openAiCall } from '../providers/openai-chat';
 import type { ChatCatalogEntry, CatalogEntry } from './catalog-entry';
 import { falJob, mediaEntryNode, replicateJob } from './media-entry-node';
+import { openAiJob } from './openai-jobs';
 import { formulaMicros, parsePriceFormula } from './price-formula';
 import { isMedia } from './read-catalog-file';
 
@@ -35,17 +36,30 @@ export function catalogNode(entry: CatalogEntry, connections: ProviderConnection
       if (!connections.falKey) return { missing: 'FAL_KEY is not set' };
       return mediaEntryNode(entry, falJob({ key: connections.falKey, baseUrl: connections.falBaseUrl, timeoutMs, pollMs }, entry.model), revision);
     }
+    if (entry.provider !== 'replicate') {
+      const key = openAiKey(entry, connections);
+      if ('missing' in key) return key;
+      return mediaEntryNode(entry, openAiJob(entry.provider, { apiKey: key.apiKey, baseUrl: (entry.baseUrl ?? connections.openaiBaseUrl).replace(/\/+$/, ''), timeoutMs }, entry.model, entry.id), revision);
+    }
     if (!connections.replicateApiToken) return { missing: 'REPLICATE_API_TOKEN is not set' };
     return mediaEntryNode(entry, replicateJob({ token: connections.replicateApiToken, baseUrl: connections.replicateBaseUrl, timeoutMs, pollMs }, entry.model), revision);
   }
   return chatEntryNode(entry, connections, revision);
 }
 
+/** An entry's key: from its own variable (`apiKeyEnv`), or the provider's configured one. */
+function openAiKey(entry: CatalogEntry, connections: ProviderConnections): { apiKey: string } | { missing: string } {
+  const openai = entry.provider.startsWith('openai-');
+  const own = 'apiKeyEnv' in entry ? entry.apiKeyEnv : undefined;
+  const apiKey = own !== undefined ? (connections.env?.[own] ?? '') : openai ? connections.openaiApiKey : connections.anthropicApiKey;
+  return apiKey ? { apiKey } : { missing: `${own ?? (openai ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY')} is not set` };
+}
+
 function chatEntryNode(entry: ChatCatalogEntry, connections: ProviderConnections, revision: string): NodeDefinition | { missing: string } {
   const openai = entry.provider === 'openai-chat';
-  const keyName = entry.apiKeyEnv ?? (openai ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY');
-  const apiKey = entry.apiKeyEnv !== undefined ? (connections.env?.[entry.apiKeyEnv] ?? '') : openai ? connections.openaiApiKey : connections.anthropicApiKey;
-  if (!apiKey) return { missing: `${keyName} is not set` };
+  const key = openAiKey(entry, connections);
+  if ('missing' in key) return key;
+  const { apiKey } = key;
   const baseUrl = openai ? (entry.baseUrl ?? connections.openaiBaseUrl) : connections.anthropicBaseUrl;
   const shape = openai ? OPENAI_CHAT_SHAPE : ANTHROPIC_SHAPE;
   const formulas = { estimate: parsePriceFormula(entry.price.estimate), actual: parsePriceFormula(entry.price.actual) };

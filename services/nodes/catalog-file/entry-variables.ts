@@ -7,11 +7,15 @@ export const CHAT_INPUTS = ['prompt', 'system', 'model', 'temperature', 'maxToke
  * What an answer measures, by adapter, beyond the count of each output port's values (a port
  * named `images` is the number of images): `megapixels` of the image outputs in all, and what
  * Replicate reports in `metrics` (`seconds` of prediction time; `input_tokens`, `output_tokens`
- * of language models). A measure the answer lacks makes the call cost its estimate.
+ * of language models), and OpenAI's `usage` (tokens) and transcription `duration` (`seconds`). A measure the answer lacks makes the call cost its estimate.
  */
 export const MEASURED: Record<MediaProvider, readonly string[]> = {
   fal: ['megapixels'],
   replicate: ['megapixels', 'seconds', 'input_tokens', 'output_tokens'],
+  'openai-images': ['megapixels', 'input_tokens', 'output_tokens'],
+  'openai-speech': [],
+  'openai-transcribe': ['seconds'],
+  'openai-embeddings': ['input_tokens'],
 };
 
 /** Token counts of a chat call: the worst case in the estimate (the prompt's conservative count, and maxTokens), as reported after. */

@@ -132,7 +132,7 @@ export function mediaEntryNode(entry: MediaCatalogEntry, job: MediaJob, revision
           if (values.length === 0 && !port.optional) throw malformedResponse(providerName, `an empty "${port.from}" (output "${name}" of ${entry.id})`);
           outputs[name] = values;
         } else {
-          outputs[name] = await convert(Array.isArray(found.value) && port.type !== 'TEXT' && port.type !== 'STRUCTURED' ? found.value[0] : found.value);
+          outputs[name] = await convert(Array.isArray(found.value) && !['TEXT', 'STRUCTURED', 'EMBEDDING'].includes(port.type) ? found.value[0] : found.value);
         }
         if (port.type === 'IMAGE') megapixels += [outputs[name]].flat().reduce((sum: number, image) => sum + pixelsOf(image) / 1_000_000, 0);
       }
@@ -174,8 +174,9 @@ async function outputValue(job: MediaJob, node: string, name: string, port: Outp
     case 'IMAGE':
     case 'VIDEO':
     case 'AUDIO': {
-      // fal gives files as { url, content_type, ... }; Replicate as URL strings.
-      const url = typeof value === 'string' ? value : typeof (value as { url?: unknown } | null)?.url === 'string' ? (value as { url: string }).url : undefined;
+      // fal gives files as { url, content_type, ... }; Replicate as URL strings; OpenAI images as { b64_json } or { url }.
+      const file = value as { url?: unknown; b64_json?: unknown } | null;
+      const url = typeof value === 'string' ? value : typeof file?.url === 'string' ? file.url : typeof file?.b64_json === 'string' ? `data:application/octet-stream;base64,${file.b64_json}` : undefined;
       if (url === undefined) throw wrong(`${JSON.stringify(value)?.slice(0, 80)} where a file URL was expected`);
       const source = { provider, signal: ctx.signal, timeoutMs: job.timeoutMs, baseUrl: job.baseUrl, artifacts: ctx.artifacts };
       return rehost(provider, port.type, await resultFileBytes(source, url, port.type === 'IMAGE' ? MAX_IMAGE_BYTES : MAX_MEDIA_RESULT_BYTES), ctx, wrong);
@@ -184,6 +185,9 @@ async function outputValue(job: MediaJob, node: string, name: string, port: Outp
       if (typeof value === 'string') return value;
       if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value.join(port.join ?? '');
       throw wrong('a value that is not text');
+    case 'EMBEDDING':
+      if (Array.isArray(value) && value.length > 0 && value.every((n) => typeof n === 'number' && Number.isFinite(n))) return value;
+      throw wrong('a value that is not a list of numbers');
     case 'INT':
       if (Number.isSafeInteger(value)) return value;
       throw wrong('a value that is not an integer');

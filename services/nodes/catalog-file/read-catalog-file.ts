@@ -105,7 +105,11 @@ function checkEntry(entry: CatalogEntry, fail: (field: string, message: string) 
   for (const name of Object.keys(entry.example ?? {})) {
     if (!inputPorts.includes(name)) fail(`example.${name}`, `is not an input port of the entry (${inputPorts.join(', ')})`);
   }
-  if (entry.provider === 'anthropic' && 'baseUrl' in entry && entry.baseUrl !== undefined) fail('baseUrl', 'is for openai-chat entries; Anthropic entries use ANTHROPIC_BASE_URL');
+  if (!entry.provider.startsWith('openai-')) {
+    for (const field of ['baseUrl', 'apiKeyEnv'] as const) {
+      if (field in entry && entry[field as keyof CatalogEntry] !== undefined && !(entry.provider === 'anthropic' && field === 'apiKeyEnv')) fail(field, `is for OpenAI-compatible entries; ${entry.provider} entries use the configured base URL`);
+    }
+  }
 }
 
 function checkMediaEntry(entry: MediaCatalogEntry, fail: (field: string, message: string) => never): void {
