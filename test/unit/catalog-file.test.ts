@@ -74,6 +74,8 @@ describe('readCatalogFile', () => {
     expect(refusal([{ ...flux(), request: { fields: { image_url: 'image' } } }])).toBe('FILE: entry 1 ("my-flux"): request.fields.image_url: names "image", which is not an input port of the entry');
     expect(refusal([{ ...flux(), outputs: { images: { type: 'IMAGE', from: 'images[' } } }])).toMatch(/^FILE: entry 1 \("my-flux"\): outputs\.images\.from: "images\[" /);
     expect(refusal([{ ...flux(), example: { promt: 'x' } }])).toBe('FILE: entry 1 ("my-flux"): example.promt: is not an input port of the entry (prompt, num_images)');
+    expect(refusal([{ ...flux(), example: { prompt: 'x'.repeat(101) } }])).toBe('FILE: entry 1 ("my-flux"): example.prompt: must be a TEXT of at most 100 characters, got 101');
+    expect(refusal([{ ...flux(), inputs: { prompt: { type: 'TEXT' }, num_images: { type: 'INT', default: 9, max: 4 } } }])).toMatch(/^FILE: entry 1 \("my-flux"\): inputs\.num_images\.default: must be an INT/);
     expect(refusal([flux(), flux()])).toBe('FILE: entry 2 ("my-flux"): id: "my-flux" is given to an earlier entry of this file too');
     expect(refusal([{ ...chat(), baseUrl: 'ftp://x' }])).toMatch(/^FILE: entry 1 \("my-chat"\): baseUrl: must match pattern/);
     expect(refusal([{ ...flux(), baseUrl: 'https://example.com/v1' }])).toBe('FILE: entry 1 ("my-flux"): baseUrl: is for OpenAI-compatible entries; fal entries use the configured base URL');

@@ -1,4 +1,4 @@
-import type { Artifact } from '../../contract';
+import type { Artifact, Connector } from '../../contract';
 import type { Micros } from '../../engine';
 import { sniffMimeType } from '../fetch/sniff-mime';
 import { lookupJsonPath, parseJsonPath, type PathSegment } from '../json-path';
@@ -10,7 +10,7 @@ import { FAL, falQueueRequest, type FalConnection } from '../providers/fal-queue
 import { rehostImage, resultFileBytes } from '../providers/media-rehost';
 import { malformedResponse } from '../providers/provider-response';
 import { REPLICATE, replicatePrediction, type ReplicateConnection } from '../providers/replicate';
-import type { MediaCatalogEntry, OutputPortEntry } from './catalog-entry';
+import type { InputPortEntry, MediaCatalogEntry, OutputPortEntry } from './catalog-entry';
 import { MEASURED } from './entry-variables';
 import { formulaMicros, parsePriceFormula } from './price-formula';
 
@@ -74,15 +74,7 @@ export function mediaEntryNode(entry: MediaCatalogEntry, job: MediaJob, revision
       category: entry.category,
       description: entry.description,
       ...(entry.example ? { example: entry.example } : {}),
-      inputs: ports(Object.fromEntries(Object.entries(entry.inputs).map(([name, port]) => [name, connector(port.type, {
-        ...(port.optional !== undefined ? { isOptional: port.optional } : {}),
-        ...(port.array !== undefined ? { isArray: port.array } : {}),
-        ...(port.default !== undefined ? { defaultValue: port.default } : {}),
-        ...(port.options !== undefined ? { optionValues: port.options } : {}),
-        ...(port.min !== undefined ? { minValue: port.min } : {}),
-        ...(port.max !== undefined ? { maxValue: port.max } : {}),
-        ...(port.maxLength !== undefined ? { maxLength: port.maxLength } : {}),
-      })]))),
+      inputs: ports(Object.fromEntries(Object.entries(entry.inputs).map(([name, port]) => [name, inputConnector(port)]))),
       outputs: ports({
         ...Object.fromEntries(Object.entries(entry.outputs).map(([name, port]) => [name, connector(port.type, { isOptional: port.optional ?? false, isArray: port.array ?? false })])),
         [USAGE]: connector('STRUCTURED'),
@@ -139,6 +131,19 @@ export function mediaEntryNode(entry: MediaCatalogEntry, job: MediaJob, revision
       outputs[USAGE] = { model: entry.model, ...(MEASURED[entry.provider].includes('megapixels') ? { megapixels: Number(megapixels.toFixed(6)) } : {}), ...measured };
       return outputs;
     },
+  });
+}
+
+/** The connector of an entry's input port: its type and constraints. */
+export function inputConnector(port: InputPortEntry): Connector {
+  return connector(port.type, {
+    ...(port.optional !== undefined ? { isOptional: port.optional } : {}),
+    ...(port.array !== undefined ? { isArray: port.array } : {}),
+    ...(port.default !== undefined ? { defaultValue: port.default } : {}),
+    ...(port.options !== undefined ? { optionValues: port.options } : {}),
+    ...(port.min !== undefined ? { minValue: port.min } : {}),
+    ...(port.max !== undefined ? { maxValue: port.max } : {}),
+    ...(port.maxLength !== undefined ? { maxLength: port.maxLength } : {}),
   });
 }
 

@@ -1,10 +1,14 @@
 import fs from 'node:fs';
 import Ajv, { type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
+import { checkLiteral } from '../../engine';
 import { parseJsonPath } from '../json-path';
+import { inputConnector } from './media-entry-node';
 import { CATALOG_ENTRY_SCHEMA, CATALOG_FILE_SCHEMA, MEDIA_PROVIDERS, type CatalogEntry, type MediaCatalogEntry } from './catalog-entry';
 import { actualVariables, CHAT_INPUTS, estimateVariables } from './entry-variables';
 import { FormulaError, parsePriceFormula } from './price-formula';
+
+const MEDIA_TYPES = new Set(['IMAGE', 'AUDIO', 'VIDEO']);
 
 /** A catalog file the process cannot start with; the message names the file, the entry and the field. */
 export class CatalogFileError extends Error {
@@ -117,8 +121,17 @@ function checkMediaEntry(entry: MediaCatalogEntry, fail: (field: string, message
     if (!Object.hasOwn(entry.inputs, port)) fail(`request.fields.${field}`, `names "${port}", which is not an input port of the entry`);
   }
   for (const [name, port] of Object.entries(entry.inputs)) {
-    if (port.default !== undefined && port.options && !port.options.some((o) => JSON.stringify(o) === JSON.stringify(port.default))) fail(`inputs.${name}.default`, 'is not one of its options');
     if (port.maxLength !== undefined && port.type !== 'TEXT') fail(`inputs.${name}.maxLength`, 'is for TEXT ports');
+    // A default and an example value must pass the port's own checks, as a caller's value would.
+    const problemOf = (value: unknown) => (MEDIA_TYPES.has(port.type) ? 'cannot be given for a media port' : checkLiteral(inputConnector(port), value));
+    if (port.default !== undefined) {
+      const problem = problemOf(port.default);
+      if (problem) fail(`inputs.${name}.default`, problem);
+    }
+    if (entry.example && Object.hasOwn(entry.example, name)) {
+      const problem = problemOf(entry.example[name]);
+      if (problem) fail(`example.${name}`, problem);
+    }
   }
   if (Object.hasOwn(entry.outputs, 'usage')) fail('outputs.usage', 'is the name of the output every catalog node adds (the measures its price reads); choose another');
   for (const [name, port] of Object.entries(entry.outputs)) {
