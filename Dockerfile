@@ -36,6 +36,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/services ./services
 COPY --from=build /app/workers ./workers
 COPY --from=build /app/prisma ./prisma
+COPY --from=build /app/catalog ./catalog
 # A container must listen on every interface (the service's own default is loopback).
 ENV HOST=0.0.0.0 PORT=8080 METRICS_PORT=9464 DATA_DIR=/tmp/svc
 USER 10001:10001

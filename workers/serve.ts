@@ -5,6 +5,8 @@
  */
 import { listen, type RunningServer } from '../services/api';
 import { buildService } from '../services/composition';
+import { CatalogFileError } from '../services/nodes';
+import { catalogEntriesOf } from '../services/nodes/configured-nodes';
 import { ConfigError, loadConfig } from '../services/platform/config';
 import { createLogger } from '../services/platform/logger';
 import { createMetrics } from '../services/platform/metrics';
@@ -14,9 +16,15 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
+    // Before anything starts: a bad catalog entry stops the process, in one line naming the file, the entry and the field.
+    catalogEntriesOf(config.nodeCatalogFiles);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
+      process.exit(2);
+    }
+    if (err instanceof CatalogFileError) {
+      console.error(`error: ${err.message}`);
       process.exit(2);
     }
     throw err;

@@ -1,12 +1,15 @@
+import { catalogNode, CatalogFileError, readCatalogFile, type CatalogEntry, type ProviderConnections } from './catalog-file';
 import {
   LOCAL_MODEL_NODE_IDS,
   LOCAL_MODEL_NODES,
+  LOCAL_TOOL_NODE_IDS,
   LOCAL_TOOL_PACKAGES,
   llmProviderNodes,
   localModelNodes,
   localToolNodes,
   mediaProviderNodes,
   ModelPool,
+  PLATFORM_NODES,
   systemLocalTools,
   type LlmProviderSettings,
   type MediaProviderSettings,
@@ -14,28 +17,38 @@ import {
   type UnavailableNode,
 } from './index';
 import type { ConfiguredNodeSet } from './registry';
-import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
+import { catalogKeyEnvironment, type Config } from '../platform/config';
 
 /** The settings of the nodes a deployment may add. */
-export type ConfiguredNodeSettings = LlmProviderSettings & MediaProviderSettings & Pick<Config, 'localModelCpuSecondMicros' | 'localModelThreads'>;
+export type ConfiguredNodeSettings = LlmProviderSettings &
+  MediaProviderSettings &
+  ProviderConnections &
+  Pick<Config, 'nodeCatalogFiles' | 'localModelCpuSecondMicros' | 'localModelThreads'>;
 
 /** The process's model threads, shared by every service it runs (tests start several). */
 let modelPool: ModelPool | undefined;
 
-/** The nodes this deployment offers beyond the platform's, and those it knows of but does not offer. */
+/** The nodes this deployment adds, those it leaves out and why, and the catalog entries behind its catalog nodes. */
 export interface ConfiguredNodes extends ConfiguredNodeSet {
   nodes: NodeDefinition[];
+  /** Nodes not offered, with what enables them: a provider key missing, a local tool or model not installed. */
   unavailable: UnavailableNode[];
+  /** The loaded catalog entries by node id (offered or not). */
+  entries: Map<string, CatalogEntry>;
 }
 
-/** The hosted provider nodes and the key that enables each group. */
-const PROVIDER_KEYS: readonly { ids: readonly string[]; env: string; isSet(config: ConfiguredNodeSettings): boolean }[] = [
-  { ids: ['openai-chat', 'openai-image', 'openai-embed', 'openai-speech', 'openai-transcribe'], env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
-  { ids: ['anthropic-messages'], env: 'ANTHROPIC_API_KEY', isSet: (config) => !!config.anthropicApiKey },
-  { ids: ['fal-image'], env: 'FAL_KEY', isSet: (config) => !!config.falKey },
-  { ids: ['replicate-image'], env: 'REPLICATE_API_TOKEN', isSet: (config) => !!config.replicateApiToken },
-];
+/** The provider nodes written in code and the key each needs; a catalog entry may not take one of their ids. */
+const CODE_PROVIDER_KEYS: Readonly<Record<string, { env: string; isSet(config: ConfiguredNodeSettings): boolean }>> = {
+  'openai-chat': { env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
+  'openai-image': { env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
+  'openai-embed': { env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
+  'openai-speech': { env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
+  'openai-transcribe': { env: 'OPENAI_API_KEY', isSet: (config) => !!config.openaiApiKey },
+  'anthropic-messages': { env: 'ANTHROPIC_API_KEY', isSet: (config) => !!config.anthropicApiKey },
+  'fal-image': { env: 'FAL_KEY', isSet: (config) => !!config.falKey },
+  'replicate-image': { env: 'REPLICATE_API_TOKEN', isSet: (config) => !!config.replicateApiToken },
+};
 
 /** What installs a local tool node's program. */
 function installAdvice(packages: readonly string[]): string {
@@ -44,34 +57,69 @@ function installAdvice(packages: readonly string[]): string {
 }
 
 /**
- * The nodes this deployment adds to the platform's: hosted providers whose key is configured and
- * local tools and models that are installed. A provider without a key, or a tool or model that is
- * missing, is left out of the catalog (and logged once at start-up), never listed and then failing;
- * it is listed as unavailable with what enables it, so a workflow naming it is told that instead of
- * "no such node".
+ * The entries of the catalog files, in order: each file read and checked (readCatalogFile), and
+ * no id given twice across files or taken from a node written in code. Throws `CatalogFileError`
+ * naming the file, the entry and the field: the process does not start with a bad catalog.
  */
-export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger): Promise<ConfiguredNodes> {
-  const nodes = [...llmProviderNodes(config), ...mediaProviderNodes(config), ...(await localToolNodes())];
-  const offered = new Set(nodes.map((node) => node.spec.id));
-  const unavailable: UnavailableNode[] = [];
-  for (const provider of PROVIDER_KEYS) {
-    if (!provider.isSet(config)) unavailable.push(...provider.ids.map((id) => ({ id, reason: `set ${provider.env}` })));
+export function catalogEntriesOf(files: readonly string[]): Map<string, CatalogEntry> {
+  const taken = new Set([...PLATFORM_NODES.map((node) => node.spec.id), ...Object.keys(CODE_PROVIDER_KEYS), ...LOCAL_TOOL_NODE_IDS, ...LOCAL_MODEL_NODE_IDS]);
+  const entries = new Map<string, CatalogEntry>();
+  for (const file of files) {
+    readCatalogFile(file).forEach((entry, index) => {
+      const clash = taken.has(entry.id) ? 'a node written in code' : entries.has(entry.id) ? 'an entry of an earlier catalog file' : undefined;
+      if (clash) throw new CatalogFileError(`${file}: entry ${index + 1} (${JSON.stringify(entry.id)}): id: "${entry.id}" is the id of ${clash}; choose another`);
+      entries.set(entry.id, entry);
+    });
   }
+  return entries;
+}
+
+/**
+ * The nodes this deployment adds to the platform's: hosted providers whose key is configured
+ * (written in code, and catalog file entries), and local tools and models that are installed. A
+ * provider without a key, or a tool or model that is missing, is left out of the catalog (and
+ * logged once at start-up), never listed and then failing; it is listed as unavailable with what
+ * enables it, so a workflow naming it is told that instead of "no such node".
+ */
+export async function configuredNodes(config: ConfiguredNodeSettings, log: Logger, env: Readonly<Record<string, string | undefined>> = catalogKeyEnvironment()): Promise<ConfiguredNodes> {
+  const providers = [...llmProviderNodes(config), ...mediaProviderNodes(config)];
+  const offered = new Set(providers.map((node) => node.spec.id));
+  const unavailable: UnavailableNode[] = [];
+  for (const [id, key] of Object.entries(CODE_PROVIDER_KEYS)) {
+    if (offered.has(id)) continue;
+    unavailable.push({ id, reason: key.isSet(config) ? `configure its models and prices (docs/providers.md)` : `set ${key.env}` });
+  }
+
+  const entries = catalogEntriesOf(config.nodeCatalogFiles);
+  const fromCatalog: NodeDefinition[] = [];
+  for (const entry of entries.values()) {
+    const node = catalogNode(entry, { ...config, env });
+    if ('missing' in node) unavailable.push({ id: entry.id, reason: node.missing });
+    else fromCatalog.push(node);
+  }
+
+  const tools = await localToolNodes();
+  const toolIds = new Set(tools.map((node) => node.spec.id));
   for (const [id, packages] of Object.entries(LOCAL_TOOL_PACKAGES)) {
-    if (!offered.has(id)) unavailable.push({ id, reason: installAdvice(packages) });
+    if (!toolIds.has(id)) unavailable.push({ id, reason: installAdvice(packages) });
   }
   modelPool ??= new ModelPool(config.localModelThreads);
   const models = localModelNodes({ cpuSecondMicros: config.localModelCpuSecondMicros, pool: modelPool }, await systemLocalTools());
   const modelIds = new Set(models.map((node) => node.spec.id));
   for (const id of LOCAL_MODEL_NODE_IDS.filter((id) => !modelIds.has(id))) unavailable.push({ id, reason: LOCAL_MODEL_NODES[id].install });
+
   // One line per remedy: "openai-chat, openai-image, ... left out of the catalog: set OPENAI_API_KEY".
   const byReason = new Map<string, string[]>();
   for (const node of unavailable) byReason.set(node.reason, [...(byReason.get(node.reason) ?? []), node.id]);
   for (const [reason, ids] of byReason) log.info(`${ids.join(', ')} left out of the catalog: ${reason}`);
-  return { nodes: [...nodes, ...models], unavailable };
+  return { nodes: [...providers, ...fromCatalog, ...tools, ...models], unavailable, entries };
 }
 
-/** A node built from a catalog file entry a run stored, with this process's provider settings; undefined when it cannot be offered here. */
-export function nodeOfEntry(_entry: unknown, _config: ConfiguredNodeSettings): NodeDefinition | undefined {
-  return undefined;
+/**
+ * A node built from a catalog file entry a run stored, with this process's provider keys and
+ * settings; undefined when this process cannot offer it (its provider's key is not set here).
+ */
+export function nodeOfEntry(entry: unknown, config: ConfiguredNodeSettings, env: Readonly<Record<string, string | undefined>> = catalogKeyEnvironment()): NodeDefinition | undefined {
+  const node = catalogNode(entry as CatalogEntry, { ...config, env });
+  return 'missing' in node ? undefined : node;
 }

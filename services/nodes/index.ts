@@ -18,3 +18,4 @@ export { mediaProviderNodes, type MediaProviderSettings } from './providers/medi
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
 export { LOCAL_TOOL_NODE_IDS, LOCAL_TOOL_PACKAGES, localToolNodes, toolNodes, detectTools, systemLocalTools, type LocalTools } from './tools';
 export { LOCAL_MODEL_NODE_IDS, LOCAL_MODEL_NODES, localModelNodes, ModelPool, type LocalModelNodeId, type LocalModelSettings } from './local-models';
+export { catalogNode, CatalogFileError, entryRevision, readCatalogFile, readCatalogFiles, type CatalogEntry, type ProviderConnections } from './catalog-file';

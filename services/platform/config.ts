@@ -202,6 +202,12 @@ export const SETTINGS = {
   replicateBaseUrl: { env: 'REPLICATE_BASE_URL', description: 'Base URL of the Replicate API (without /v1)', default: 'https://api.replicate.com', parse: baseUrl },
   replicateModels: { env: 'REPLICATE_MODELS', description: 'Replicate models (owner/name or owner/name:version) the replicate-image node offers and their worst-case price per output image, micro-USD', default: 'black-forest-labs/flux-schnell=3000', parse: priceList },
   providerPollMs: { env: 'PROVIDER_POLL_MS', description: 'Pause between status polls of queued provider jobs (fal, Replicate)', default: '1000', parse: int(10, 60_000) },
+  nodeCatalogFiles: {
+    env: 'NODE_CATALOG_FILES',
+    description: 'Catalog files of hosted models offered as nodes (comma list of YAML files, relative to the working directory; docs/providers.md); "none" for none. A bad entry stops the process at start',
+    default: 'catalog/hosted-models.yaml',
+    parse: (raw: string): string[] => (raw.trim() === 'none' ? [] : raw.split(',').map((file) => file.trim()).filter((file) => file !== '')),
+  },
   openaiModels: { env: 'OPENAI_MODELS', description: 'Chat models the openai-chat node offers (comma list, the first the default); each needs a price in OPENAI_PRICES', default: 'gpt-4o-mini,gpt-4o', parse: nonEmptyNameList },
   openaiPrices: { env: 'OPENAI_PRICES', description: 'Token prices of the chat models, USD per million input/output tokens (model=in/out,...)', default: 'gpt-4o-mini=0.15/0.60,gpt-4o=2.50/10.00', parse: tokenPriceTable },
   anthropicApiKey: { env: 'ANTHROPIC_API_KEY', description: 'Anthropic API key; empty leaves the anthropic-messages node out of the catalog', default: '', parse: verbatim },
@@ -330,4 +336,13 @@ export function loadConfig(env: Env = process.env): Config {
   // Retries within a step count towards its attempts in all, so the cap is never below them.
   config.stepMaxAttempts = Math.max(v.stepMaxAttempts, v.stepRetryAttempts);
   return config as Config;
+}
+
+/**
+ * The environment that holds the keys catalog entries name by variable (`apiKeyEnv`, e.g.
+ * OPENROUTER_API_KEY; docs/providers.md): their names are known only once the catalog files are
+ * read, so they are not settings of their own.
+ */
+export function catalogKeyEnvironment(): Env {
+  return process.env;
 }

@@ -14,6 +14,8 @@ export interface RecordedRequest {
   headers: http.IncomingHttpHeaders;
   /** The JSON body; `{}` when there is none or it is not JSON (a multipart upload). */
   body: Record<string, unknown>;
+  /** The body as sent (a multipart upload's parts, say). */
+  raw: Buffer;
   at: number;
   /** Set when the client went away before the response ended (an aborted stream). */
   closedEarly: boolean;
@@ -40,8 +42,8 @@ export async function startLlmFake(fallback: Reply): Promise<LlmFake> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      const recorded: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: jsonOf(text), at: Date.now(), closedEarly: false };
+      const raw = Buffer.concat(chunks);
+      const recorded: RecordedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: jsonOf(raw.toString('utf8')), raw, at: Date.now(), closedEarly: false };
       requests.push(recorded);
       res.on('close', () => {
         if (res.writableEnded) return;

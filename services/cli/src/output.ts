@@ -37,7 +37,16 @@ export function table(header: readonly string[], rows: readonly (readonly string
 
 export function nodesTable(nodes: readonly NodeSpec[]): string {
   if (nodes.length === 0) return 'no nodes match';
-  return table(['ID', 'KIND', 'CATEGORY', 'TITLE'], nodes.map((n) => [n.id, n.kind, n.category, n.title]));
+  // An EXAMPLE column (example input values, cut to fit a line) only where a listed node has one.
+  if (!nodes.some((n) => n.example)) return table(['ID', 'KIND', 'CATEGORY', 'TITLE'], nodes.map((n) => [n.id, n.kind, n.category, n.title]));
+  return table(['ID', 'KIND', 'CATEGORY', 'TITLE', 'EXAMPLE'], nodes.map((n) => [n.id, n.kind, n.category, n.title, exampleText(n.example)]));
+}
+
+/** `prompt="a fox" num_images=2`, at most 60 characters. */
+function exampleText(example: Record<string, unknown> | undefined): string {
+  if (!example) return '';
+  const text = Object.entries(example).map(([name, value]) => `${name}=${JSON.stringify(value)}`).join(' ');
+  return text.length > 60 ? `${text.slice(0, 59)}…` : text;
 }
 
 /** One port as `svc nodes <id>` shows it: name, connector and its constraints. */

@@ -29,7 +29,13 @@ export function messagesBody(request: LlmRequest): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: request.model,
     max_tokens: request.maxTokens,
-    messages: [{ role: 'user', content: request.prompt }],
+    // With an image, the user message is content blocks: the image (base64) first, as Anthropic advises, then the text.
+    messages: [{
+      role: 'user',
+      content: request.image
+        ? [{ type: 'image', source: { type: 'base64', media_type: request.image.mimeType, data: request.image.base64 } }, { type: 'text', text: request.prompt }]
+        : request.prompt,
+    }],
     temperature: request.temperature,
     stream: true,
   };
@@ -41,7 +47,8 @@ export function messagesBody(request: LlmRequest): Record<string, unknown> {
   return body;
 }
 
-function anthropicCall(settings: LlmNodeSettings): LlmCall {
+/** Streams one message from `{baseUrl}/v1/messages`. */
+export function anthropicCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' | 'timeoutMs'>): LlmCall {
   const url = `${settings.baseUrl.replace(/\/+$/, '')}/v1/messages`;
   return async (request, signal, onText) => {
     const response = await providerFetch({
@@ -97,6 +104,15 @@ function anthropicCall(settings: LlmNodeSettings): LlmCall {
   };
 }
 
+/** What a node of this adapter is like, whichever model: built-in or catalog entry. */
+export const ANTHROPIC_SHAPE = {
+  maxTemperature: 1,
+  maxOutputTokens: 8192,
+  vision: true,
+  // Message framing; a forced tool adds Anthropic's tool-use system prompt (about 350 tokens) and the tool's definition.
+  overheadTokens: (hasSchema: boolean): number => (hasSchema ? 512 : 16),
+} as const;
+
 /**
  * `anthropic-messages`: Claude models through the Anthropic Messages API. `settings.baseUrl`,
  * e.g. `https://api.anthropic.com`, is without the path `/v1/messages`, which is appended.
@@ -108,16 +124,13 @@ export function anthropicMessagesNode(settings: LlmNodeSettings): NodeDefinition
     description:
       'Answers "prompt" (after the optional "system" instructions) with a Claude model through the Anthropic Messages API, ' +
       'streaming the answer. With a JSON Schema (type object) in "schema" the answer is requested through a forced tool ' +
-      'call with that schema: "text" is its JSON and "data" the parsed object. "usage" reports the tokens charged. Cost: ' +
+      'call with that schema: "text" is its JSON and "data" the parsed object. An optional "image" is sent with the prompt. "usage" reports the tokens charged. Cost: ' +
       'input and output tokens at the model\'s price; the reservation assumes the prompt at 3 characters a token and ' +
       '"maxTokens" output tokens.',
     provider: PROVIDER,
     models: settings.models,
     prices: settings.prices,
-    maxTemperature: 1,
-    maxOutputTokens: 8192,
-    // Message framing; a forced tool adds Anthropic's tool-use system prompt (about 350 tokens) and the tool's definition.
-    overheadTokens: (hasSchema) => (hasSchema ? 512 : 16),
+    ...ANTHROPIC_SHAPE,
     call: anthropicCall(settings),
     progressIntervalMs: settings.progressIntervalMs,
   });

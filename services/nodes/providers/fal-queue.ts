@@ -1,25 +1,28 @@
 import type { Artifact } from '../../contract';
 import { MAX_IMAGE_BYTES } from '../limits';
-import { defineNode, type NodeDefinition } from '../node-definition';
+import { defineNode, type NodeContext, type NodeDefinition } from '../node-definition';
 import { connector, ports } from '../spec-builders';
-import { downloadResult, offered, priceIn, rehostImage, type ResultSource } from './media-rehost';
+import { offered, priceIn, rehostImage, resultFileBytes } from './media-rehost';
 import { providerFetch } from './provider-http';
 import { jsonBody, malformedResponse } from './provider-response';
 import { jobUrl, pause, withCancel, type JobHost } from './provider-queue';
 
-/** What the fal node needs from the configuration. */
-export interface FalSettings {
-  /** Empty: no fal node. */
+/** How to reach fal's queue API: the key, the base URL, the request timeout and the poll interval. */
+export interface FalConnection {
   key: string;
   /** The queue API, e.g. https://queue.fal.run. */
   baseUrl: string;
-  /** App id (e.g. fal-ai/flux/schnell) → worst-case micro-USD per image. */
-  apps: Record<string, number>;
   timeoutMs: number;
   pollMs: number;
 }
 
-const FAL = 'fal';
+/** What the fal node needs from the configuration. */
+export interface FalSettings extends FalConnection {
+  /** App id (e.g. fal-ai/flux/schnell) → worst-case micro-USD per image. */
+  apps: Record<string, number>;
+}
+
+export const FAL = 'fal';
 const MAX_IMAGES = 4;
 
 interface FalSubmitted {
@@ -29,21 +32,49 @@ interface FalSubmitted {
   cancel_url?: string;
 }
 
-/** Result image bytes: a data URI (inline) or a download from fal's CDN. */
-async function imageBytes(call: ResultSource, url: string): Promise<Buffer> {
-  const inline = /^data:[^;,]*;base64,(.*)$/s.exec(url);
-  return inline ? Buffer.from(inline[1]!, 'base64') : downloadResult(call, url, MAX_IMAGE_BYTES);
+/**
+ * One request through the fal queue API: submits `input` to `{base}/{app}`, polls `status_url`
+ * until COMPLETED and returns the JSON of `response_url`. On abort (run cancelled or failed) it
+ * calls `PUT cancel_url` so fal stops the job. Used by `fal-image` and by catalog entries.
+ */
+export async function falQueueRequest(settings: FalConnection, app: string, input: Record<string, unknown>, ctx: NodeContext): Promise<Record<string, unknown>> {
+  const auth = { authorization: `Key ${settings.key}` };
+  const queueHost: JobHost = { provider: FAL, baseUrl: settings.baseUrl, answer: 'an answer', credential: 'key' };
+  const state = { submitted: false, finished: false };
+  let cancelUrl: string | undefined;
+  const call = (signal: AbortSignal) => ({ provider: FAL, headers: auth, signal, timeoutMs: settings.timeoutMs });
+  return withCancel(
+    ctx.signal,
+    async (signal) => {
+      const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
+      const statusUrl = jobUrl(queueHost, submitted.status_url, 'status_url');
+      const responseUrl = jobUrl(queueHost, submitted.response_url, 'response_url');
+      cancelUrl = jobUrl(queueHost, submitted.cancel_url, 'cancel_url');
+      state.submitted = true;
+      ctx.progress(submitted.request_id ? `fal request ${submitted.request_id} queued` : 'fal request queued');
+      let last = '';
+      for (;;) {
+        const status = await jsonBody<{ status?: string; queue_position?: number }>(await providerFetch({ ...call(signal), url: statusUrl }), FAL);
+        if (status.status === 'COMPLETED') break;
+        if (status.status !== 'IN_QUEUE' && status.status !== 'IN_PROGRESS') throw malformedResponse(FAL, `an unknown status ${JSON.stringify(status.status ?? null)}`);
+        const note = status.status === 'IN_QUEUE' ? `queued at position ${status.queue_position ?? '?'}` : 'in progress';
+        if (note !== last) ctx.progress(`fal: ${(last = note)}`);
+        await pause(settings.pollMs, signal);
+      }
+      const answer = await jsonBody<Record<string, unknown>>(await providerFetch({ ...call(signal), url: responseUrl }), FAL);
+      state.finished = true;
+      return answer;
+    },
+    (signal) => providerFetch({ ...call(signal), url: cancelUrl!, method: 'PUT', retries: 0 }),
+    state,
+  );
 }
 
 /**
- * `fal-image`: the fal queue API. Submits to `{base}/{app}`, polls `status_url` until
- * COMPLETED, reads `response_url`, re-hosts every image. On abort (run cancelled or failed) it
- * calls `PUT cancel_url` so fal stops the job.
+ * `fal-image`: the fal queue API (see `falQueueRequest`), re-hosting every image.
  */
 export function falImageNode(settings: FalSettings): NodeDefinition {
   const apps = offered(settings.apps);
-  const auth = { authorization: `Key ${settings.key}` };
-  const queueHost: JobHost = { provider: FAL, baseUrl: settings.baseUrl, answer: 'an answer', credential: 'key' };
   return defineNode({
     spec: {
       id: 'fal-image',
@@ -70,40 +101,13 @@ export function falImageNode(settings: FalSettings): NodeDefinition {
       const input: Record<string, unknown> = { prompt: inputs.prompt, num_images: inputs.num_images };
       if (inputs.image_size !== undefined) input.image_size = inputs.image_size;
       if (inputs.seed !== undefined) input.seed = inputs.seed;
-      const state = { submitted: false, finished: false };
-      let cancelUrl: string | undefined;
-      const call = (signal: AbortSignal) => ({ provider: FAL, headers: auth, signal, timeoutMs: settings.timeoutMs });
-      const result = await withCancel(
-        ctx.signal,
-        async (signal) => {
-          const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
-          const statusUrl = jobUrl(queueHost, submitted.status_url, 'status_url');
-          const responseUrl = jobUrl(queueHost, submitted.response_url, 'response_url');
-          cancelUrl = jobUrl(queueHost, submitted.cancel_url, 'cancel_url');
-          state.submitted = true;
-          ctx.progress(submitted.request_id ? `fal request ${submitted.request_id} queued` : 'fal request queued');
-          let last = '';
-          for (;;) {
-            const status = await jsonBody<{ status?: string; queue_position?: number }>(await providerFetch({ ...call(signal), url: statusUrl }), FAL);
-            if (status.status === 'COMPLETED') break;
-            if (status.status !== 'IN_QUEUE' && status.status !== 'IN_PROGRESS') throw malformedResponse(FAL, `an unknown status ${JSON.stringify(status.status ?? null)}`);
-            const note = status.status === 'IN_QUEUE' ? `queued at position ${status.queue_position ?? '?'}` : 'in progress';
-            if (note !== last) ctx.progress(`fal: ${(last = note)}`);
-            await pause(settings.pollMs, signal);
-          }
-          const answer = await jsonBody<{ images?: { url?: unknown }[] }>(await providerFetch({ ...call(signal), url: responseUrl }), FAL);
-          state.finished = true;
-          return answer;
-        },
-        (signal) => providerFetch({ ...call(signal), url: cancelUrl!, method: 'PUT', retries: 0 }),
-        state,
-      );
-      const found = (Array.isArray(result.images) ? result.images : []).slice(0, Number(inputs.num_images));
+      const result = await falQueueRequest(settings, app, input, ctx);
+      const found = (Array.isArray(result.images) ? (result.images as { url?: unknown }[]) : []).slice(0, Number(inputs.num_images));
       if (found.length === 0) throw malformedResponse(FAL, 'a result without images');
       const images: Artifact[] = [];
       for (const item of found) {
         if (typeof item?.url !== 'string') throw malformedResponse(FAL, 'an image without a url');
-        images.push(await rehostImage(FAL, await imageBytes({ provider: FAL, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, item.url), ctx));
+        images.push(await rehostImage(FAL, await resultFileBytes({ provider: FAL, signal: ctx.signal, timeoutMs: settings.timeoutMs, baseUrl: settings.baseUrl, artifacts: ctx.artifacts }, item.url, MAX_IMAGE_BYTES), ctx));
       }
       return { image: images[0], images };
     },

@@ -1,3 +1,4 @@
+import type { Artifact } from '../../contract';
 import type { Micros } from '../../engine';
 import { AppError } from '../../platform/app-error';
 import { defineNode, type NodeContext, type NodeDefinition } from '../node-definition';
@@ -14,7 +15,24 @@ export interface LlmRequest {
   maxTokens: number;
   /** A JSON Schema the answer must follow (structured output), or undefined for free text. */
   schema: Record<string, unknown> | undefined;
+  /** An image sent with the prompt (vision), as each provider's wire format wants it inline. */
+  image?: LlmImage;
 }
+
+/** An image input's bytes and media type (one of `VISION_MIME_TYPES`). */
+export interface LlmImage {
+  mimeType: string;
+  base64: string;
+}
+
+/** The formats both OpenAI and Anthropic take as image input. */
+export const VISION_MIME_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+/**
+ * Tokens reserved for one image input: OpenAI bills a high-detail image at most 85 + 170 per
+ * 512-px tile (1,445 for the largest it keeps), Anthropic about width × height / 750 (about
+ * 1,600 at its 1.15-megapixel cap); the reservation takes the larger with a margin.
+ */
+export const IMAGE_INPUT_TOKENS = 2000;
 
 /** What a provider call returns: the whole answer (JSON text when a schema was given) and its usage. */
 export interface LlmResult {
@@ -52,7 +70,18 @@ export interface LlmNodeOptions {
   provider: string;
   /** The selectable models, the first the default; each must have a price. */
   models: readonly string[];
-  prices: ReadonlyMap<string, ModelPrice>;
+  /** Token prices by model; or `cost` instead (a catalog entry's formula). */
+  prices?: ReadonlyMap<string, ModelPrice>;
+  /** The cost of a call's usage on these inputs: the worst case for the `estimate`, as reported for the `actual` price; defaults to `prices`. */
+  cost?: (inputs: NodeInputs, usage: TokenUsage, phase: 'estimate' | 'actual') => Micros;
+  /** Takes an optional IMAGE input sent with the prompt (vision models). */
+  vision?: boolean;
+  /** Most characters of the prompt, where the model has a limit. */
+  maxPromptLength?: number;
+  category?: string;
+  example?: Record<string, unknown>;
+  /** See `NodeDefinition.revision`. */
+  revision?: string;
   maxTemperature: number;
   /** Upper bound of the `maxTokens` port. */
   maxOutputTokens: number;
@@ -103,33 +132,38 @@ function progressReporter(ctx: NodeContext, intervalMs: number) {
  * provider reported at the same prices (defineNode keeps it at or under the estimate).
  */
 export function llmNode(options: LlmNodeOptions): NodeDefinition {
-  const { id, provider, models, prices } = options;
+  const { id, provider, models } = options;
   const priceOf = (model: unknown): ModelPrice => {
-    const price = typeof model === 'string' ? prices.get(model) : undefined;
+    const price = typeof model === 'string' ? options.prices?.get(model) : undefined;
     if (!price) throw invalidInput(id, 'model', `must be one of: ${models.join(', ')}`);
     return price;
   };
+  const cost = (inputs: NodeInputs, usage: TokenUsage, phase: 'estimate' | 'actual' = 'actual'): Micros =>
+    options.cost ? options.cost(inputs, usage, phase) : tokenCostMicros(priceOf(inputs.model), usage);
   const worstUsage = (inputs: NodeInputs): TokenUsage => {
     const schema = inputs.schema ?? undefined;
     const texts = [asText(inputs.prompt), asText(inputs.system), schema === undefined ? '' : JSON.stringify(schema)];
-    return { inputTokens: estimateTokens(texts) + options.overheadTokens(schema !== undefined), outputTokens: Number(inputs.maxTokens) || DEFAULT_MAX_TOKENS };
+    const imageTokens = options.vision && inputs.image !== undefined && inputs.image !== null ? IMAGE_INPUT_TOKENS : 0;
+    return { inputTokens: estimateTokens(texts) + options.overheadTokens(schema !== undefined) + imageTokens, outputTokens: Number(inputs.maxTokens) || DEFAULT_MAX_TOKENS };
   };
-  const estimate = (inputs: NodeInputs): Micros => tokenCostMicros(priceOf(inputs.model), worstUsage(inputs));
+  const estimate = (inputs: NodeInputs): Micros => cost(inputs, worstUsage(inputs), 'estimate');
 
   return defineNode({
     spec: {
       id,
       kind: 'llm',
       title: options.title,
-      category: 'llm',
+      category: options.category ?? 'llm',
       description: options.description,
+      ...(options.example ? { example: options.example } : {}),
       inputs: ports({
-        prompt: connector('TEXT'),
+        prompt: connector('TEXT', options.maxPromptLength === undefined ? {} : { maxLength: options.maxPromptLength }),
         system: connector('TEXT', { isOptional: true }),
         model: connector('TEXT', { defaultValue: models[0], optionValues: [...models] }),
         temperature: connector('FLOAT', { defaultValue: Math.min(1, options.maxTemperature), minValue: 0, maxValue: options.maxTemperature }),
         maxTokens: connector('INT', { defaultValue: Math.min(DEFAULT_MAX_TOKENS, options.maxOutputTokens), minValue: 1, maxValue: options.maxOutputTokens }),
         schema: connector('STRUCTURED', { isOptional: true }),
+        ...(options.vision ? { image: connector('IMAGE', { isOptional: true }) } : {}),
       }),
       outputs: ports({
         text: connector('TEXT'),
@@ -138,12 +172,13 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
       }),
     },
     estimate,
+    ...(options.revision === undefined ? {} : { revision: options.revision }),
     // Temperature 0 makes the answer (nearly) repeatable, not certain: cached only when the caller asks.
     cache: { kind: 'whenAsked', eligible: (inputs) => inputs.temperature === 0 },
     price(inputs, outputs: NodeOutputs) {
       const usage = outputs.usage as Partial<TokenUsage> | undefined;
       if (!usage || !Number.isSafeInteger(usage.inputTokens) || !Number.isSafeInteger(usage.outputTokens)) return estimate(inputs);
-      return tokenCostMicros(priceOf(inputs.model), usage as TokenUsage);
+      return cost(inputs, usage as TokenUsage);
     },
     async execute(inputs, ctx) {
       const request: LlmRequest = {
@@ -154,19 +189,31 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
         maxTokens: inputs.maxTokens as number,
         schema: schemaOf(id, inputs.schema),
       };
+      if (options.vision && inputs.image !== undefined && inputs.image !== null) request.image = await imageOf(id, inputs.image as Artifact, ctx);
       const progress = progressReporter(ctx, options.progressIntervalMs ?? 500);
       const result = await options.call(request, ctx.signal, (delta) => progress.onText(delta)).catch((err: unknown) => {
-        throw priced(err, (usage) => Math.min(tokenCostMicros(priceOf(request.model), usage), estimate(inputs)));
+        throw priced(err, (usage) => Math.min(cost(inputs, usage), estimate(inputs)));
       });
       const reported = result.usage !== undefined;
       const usage = result.usage ?? worstUsage(inputs);
       ctx.progress(`received ${progress.chars.toLocaleString('en-US')} characters, ${usage.inputTokens} input and ${usage.outputTokens} output tokens${reported ? '' : ' (not reported; charged as estimated)'}`);
       const outputs: NodeOutputs = { text: result.text, usage: { model: request.model, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens } };
-      if (request.schema) outputs.data = parseAnswer(provider, result, Math.min(tokenCostMicros(priceOf(request.model), usage), estimate(inputs)));
+      if (request.schema) outputs.data = parseAnswer(provider, result, Math.min(cost(inputs, usage), estimate(inputs)));
       return outputs;
     },
   });
 }
+
+/** The image input's bytes, inline for the provider; a format neither provider reads is the caller's to fix. */
+async function imageOf(node: string, artifact: Artifact, ctx: NodeContext): Promise<LlmImage> {
+  const file = await ctx.artifacts.read(artifact);
+  if (!VISION_MIME_TYPES.includes(file.mimeType)) throw invalidInput(node, 'image', `is ${file.mimeType}; give one of ${VISION_MIME_TYPES.join(', ')} (the image-convert node converts)`);
+  if (file.bytes.length > MAX_VISION_BYTES) throw invalidInput(node, 'image', `is ${file.bytes.length} bytes; the limit is ${MAX_VISION_BYTES} (the image-resize node makes it smaller)`);
+  return { mimeType: file.mimeType, base64: file.bytes.toString('base64') };
+}
+
+/** Anthropic takes images of at most 5 MB; OpenAI 20 MB: the smaller limit holds for both. */
+const MAX_VISION_BYTES = 5 * 1024 * 1024;
 
 /**
  * A failed call that carries the usage its provider reported (it answered, then its answer proved

@@ -57,6 +57,15 @@ export async function downloadResult(call: ResultSource, url: string, maxBytes: 
   return file.bytes;
 }
 
+/** A result file's bytes: a base64 data URI (some providers answer inline) or a download (`downloadResult`). */
+export async function resultFileBytes(call: ResultSource, url: string, maxBytes: number): Promise<Buffer> {
+  const inline = /^data:[^;,]*;base64,(.*)$/s.exec(url);
+  if (!inline) return downloadResult(call, url, maxBytes);
+  const bytes = Buffer.from(inline[1]!, 'base64');
+  if (bytes.length > maxBytes) throw malformedResponse(call.provider, `a result file of more than ${maxBytes} bytes`);
+  return bytes;
+}
+
 const IMAGE_MIME_TYPES: Record<string, string> = {
   png: 'image/png',
   jpeg: 'image/jpeg',

@@ -39,7 +39,7 @@ export function openaiSpeechNode(settings: OpenAiMediaSettings): NodeDefinition 
         `Reads "text" (at most ${MAX_SPEECH_CHARACTERS} characters) aloud with an OpenAI speech model and "voice"; "format" ` +
         `is the audio encoding. Costs per million characters: ${priceNote(prices)} micro-USD.`,
       inputs: ports({
-        text: connector('TEXT'),
+        text: connector('TEXT', { maxLength: MAX_SPEECH_CHARACTERS }),
         model: connector('TEXT', { defaultValue: models.first, optionValues: models.names }),
         voice: connector('TEXT', { defaultValue: settings.ttsVoices[0] ?? 'alloy', optionValues: settings.ttsVoices }),
         format: connector('TEXT', { defaultValue: 'mp3', optionValues: Object.keys(SPEECH_FORMATS) }),

@@ -17,7 +17,11 @@ interface ChatChunk {
 
 /** The request body of `POST /chat/completions` (streamed, usage requested in the last chunk). */
 export function chatCompletionBody(request: LlmRequest): Record<string, unknown> {
-  const messages = [...(request.system === undefined ? [] : [{ role: 'system', content: request.system }]), { role: 'user', content: request.prompt }];
+  // With an image, the user message is content parts: the text, then the image as a data: URL.
+  const content = request.image
+    ? [{ type: 'text', text: request.prompt }, { type: 'image_url', image_url: { url: `data:${request.image.mimeType};base64,${request.image.base64}` } }]
+    : request.prompt;
+  const messages = [...(request.system === undefined ? [] : [{ role: 'system', content: request.system }]), { role: 'user', content }];
   const body: Record<string, unknown> = {
     model: request.model,
     messages,
@@ -34,7 +38,8 @@ export function chatCompletionBody(request: LlmRequest): Record<string, unknown>
   return body;
 }
 
-function openAiCall(settings: LlmNodeSettings): LlmCall {
+/** Streams one chat completion from `{baseUrl}/chat/completions` (OpenAI or any compatible server). */
+export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' | 'timeoutMs'>): LlmCall {
   const url = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   return async (request, signal, onText) => {
     const response = await providerFetch({
@@ -83,6 +88,15 @@ function reportedUsage(reported: ChatChunk['usage']): TokenUsage | undefined {
   return { inputTokens: input!, outputTokens: output! };
 }
 
+/** What a node of this adapter is like, whichever model: built-in or catalog entry. */
+export const OPENAI_CHAT_SHAPE = {
+  maxTemperature: 2,
+  maxOutputTokens: 16_384,
+  vision: true,
+  // Message framing (a few tokens a message) and the response_format schema's own rendering.
+  overheadTokens: (hasSchema: boolean): number => (hasSchema ? 64 : 16),
+} as const;
+
 /**
  * `openai-chat`: chat completions of OpenAI or any OpenAI-compatible server. `settings.baseUrl`
  * ends with the API's version, e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`
@@ -95,15 +109,12 @@ export function openAiChatNode(settings: LlmNodeSettings): NodeDefinition {
     description:
       'Answers "prompt" (after the optional "system" instructions) with a model of an OpenAI-compatible chat API, streaming ' +
       'the answer. With a JSON Schema in "schema" the answer follows it (structured output) and is also returned parsed as ' +
-      '"data". "usage" reports the tokens charged. Cost: input and output tokens at the model\'s price; the reservation ' +
+      '"data". An optional "image" is sent with the prompt, for models that see images. "usage" reports the tokens charged. Cost: input and output tokens at the model\'s price; the reservation ' +
       'assumes the prompt at 3 characters a token and "maxTokens" output tokens.',
     provider: PROVIDER,
     models: settings.models,
     prices: settings.prices,
-    maxTemperature: 2,
-    maxOutputTokens: 16_384,
-    // Message framing (a few tokens a message) and the response_format schema's own rendering.
-    overheadTokens: (hasSchema) => (hasSchema ? 64 : 16),
+    ...OPENAI_CHAT_SHAPE,
     call: openAiCall(settings),
     progressIntervalMs: settings.progressIntervalMs,
   });

@@ -22,7 +22,7 @@ export const OPENAI = 'openai';
 
 /** A request to the OpenAI(-compatible) API with our key, under the run's signal. */
 export function openaiFetch(
-  settings: OpenAiMediaSettings,
+  settings: Pick<OpenAiMediaSettings, 'apiKey' | 'baseUrl' | 'timeoutMs'>,
   signal: AbortSignal,
   path: string,
   payload: { json: unknown } | { body: Uint8Array; contentType: string },

@@ -7,6 +7,8 @@ import { OPENAI, openaiFetch, type OpenAiMediaSettings } from './openai-client';
 import { jsonBody, malformedResponse } from './provider-response';
 
 const MAX_IMAGES = 4;
+/** OpenAI's longest image prompt (gpt-image-1), in characters. */
+const MAX_PROMPT_CHARACTERS = 32_000;
 
 interface ImagesAnswer {
   data?: { b64_json?: string; url?: string }[];
@@ -31,7 +33,8 @@ export function openaiImageNode(settings: OpenAiMediaSettings): NodeDefinition {
         '"quality" are passed to the model as given. "image" is the first result, "images" all of them. Costs per image: ' +
         `${models.names.map((m) => `${m} ${prices[m]}`).join(', ')} micro-USD.`,
       inputs: ports({
-        prompt: connector('TEXT'),
+        // gpt-image-1's limit; older models take less (dall-e-3 4,000), which the provider refuses.
+        prompt: connector('TEXT', { maxLength: MAX_PROMPT_CHARACTERS }),
         model: connector('TEXT', { defaultValue: models.first, optionValues: models.names }),
         n: connector('INT', { defaultValue: 1, minValue: 1, maxValue: MAX_IMAGES }),
         size: connector('TEXT', { isOptional: true }),

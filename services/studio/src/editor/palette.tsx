@@ -20,6 +20,8 @@ interface Entry {
   title: string;
   description: string;
   category: string;
+  /** Example input values (`NodeSpec.example`), shown under the description. */
+  example?: string;
   node: NewNode;
 }
 
@@ -42,7 +44,7 @@ export function Palette({ specs, loading, error, workflowId, onAdd }: PalettePro
   const entries = useMemo<Entry[]>(
     () => [
       ...INTERFACE_ENTRIES,
-      ...specs.map((s) => ({ key: s.id, title: s.title, description: s.description, category: s.category, node: { uses: s.id } })),
+      ...specs.map((s) => ({ key: s.id, title: s.title, description: s.description, category: s.category, ...(s.example ? { example: exampleText(s.example) } : {}), node: { uses: s.id } })),
     ],
     [specs],
   );
@@ -110,13 +112,20 @@ function PaletteItem({ entry, onAdd }: { entry: Entry; onAdd(node: NewNode): voi
         onDragStart={onDragStart}
         onKeyDown={onKeyDown}
         onDoubleClick={() => onAdd(entry.node)}
-        title={`${entry.key}: ${entry.description}`}
+        title={`${entry.key}: ${entry.description}${entry.example ? `\nExample: ${entry.example}` : ''}`}
       >
         <span className="palette-title">{entry.title}</span>
         <span className="palette-desc muted">{entry.description}</span>
+        {entry.example && <span className="palette-example muted small">e.g. {entry.example}</span>}
       </div>
     </li>
   );
+}
+
+/** `prompt: "a fox", num_images: 2`, cut to one short line. */
+function exampleText(example: Record<string, unknown>): string {
+  const text = Object.entries(example).map(([name, value]) => `${name}: ${JSON.stringify(value)}`).join(', ');
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
 function majorOf(version: string): string {
