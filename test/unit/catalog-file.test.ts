@@ -135,8 +135,8 @@ describe('catalogNode', () => {
   });
 
   it('says what is missing when the provider key is not set', () => {
-    expect(catalogNode({ ...flux(), provider: 'replicate' } as unknown as CatalogEntry, connections)).toEqual({ missing: 'REPLICATE_API_TOKEN is not set' });
-    expect(catalogNode(chat() as unknown as CatalogEntry, { ...connections, env: {} })).toEqual({ missing: 'OLLAMA_KEY is not set' });
+    expect(catalogNode({ ...flux(), provider: 'replicate' } as unknown as CatalogEntry, connections)).toEqual({ missing: 'set REPLICATE_API_TOKEN' });
+    expect(catalogNode(chat() as unknown as CatalogEntry, { ...connections, env: {} })).toEqual({ missing: 'set OLLAMA_KEY' });
   });
 
   it('gives chat entries the chat ports, an IMAGE input with vision, and prices tokens by the formulas', () => {

@@ -21,15 +21,15 @@ describe('configuredNodes with catalog files', () => {
     expect(ids).toEqual(expect.arrayContaining(['fal-image', 'fal-flux-schnell', 'fal-kokoro-tts']));
     expect(ids).not.toContain('replicate-flux-schnell');
     expect(unavailable).toEqual(expect.arrayContaining([
-      { id: 'replicate-flux-schnell', reason: 'REPLICATE_API_TOKEN is not set' },
-      { id: 'replicate-image', reason: 'REPLICATE_API_TOKEN is not set' },
-      { id: 'openrouter-llama-3-3-70b', reason: 'OPENROUTER_API_KEY is not set' },
-      { id: 'openai-chat', reason: 'OPENAI_API_KEY is not set' },
+      { id: 'replicate-flux-schnell', reason: 'set REPLICATE_API_TOKEN' },
+      { id: 'replicate-image', reason: 'set REPLICATE_API_TOKEN' },
+      { id: 'openrouter-llama-3-3-70b', reason: 'set OPENROUTER_API_KEY' },
+      { id: 'openai-chat', reason: 'set OPENAI_API_KEY' },
     ]));
     expect([...entries.keys()]).toContain('replicate-llama-3-8b');
     expect(entries.get('fal-flux-schnell')).toMatchObject({ provider: 'fal', model: 'fal-ai/flux/schnell' });
     // One line a reason, naming every node it leaves out.
-    expect(lines.filter((line) => line.startsWith('REPLICATE_API_TOKEN is not set:'))).toEqual([expect.stringContaining('replicate-image, replicate-flux-schnell, replicate-real-esrgan, replicate-llama-3-8b left out of the catalog')]);
+    expect(lines.filter((line) => line.endsWith('left out of the catalog: set REPLICATE_API_TOKEN'))).toEqual([expect.stringContaining('replicate-image, replicate-flux-schnell, replicate-real-esrgan, replicate-llama-3-8b left out of the catalog')]);
     expect(nodes.find((n) => n.spec.id === 'fal-flux-schnell')!.revision).toMatch(/^[0-9a-f]{64}$/);
   });
 

@@ -33,7 +33,7 @@ export function catalogNode(entry: CatalogEntry, connections: ProviderConnection
   const pollMs = connections.providerPollMs;
   if (isMedia(entry)) {
     if (entry.provider === 'fal') {
-      if (!connections.falKey) return { missing: 'FAL_KEY is not set' };
+      if (!connections.falKey) return { missing: 'set FAL_KEY' };
       return mediaEntryNode(entry, falJob({ key: connections.falKey, baseUrl: connections.falBaseUrl, timeoutMs, pollMs }, entry.model), revision);
     }
     if (entry.provider !== 'replicate') {
@@ -41,7 +41,7 @@ export function catalogNode(entry: CatalogEntry, connections: ProviderConnection
       if ('missing' in key) return key;
       return mediaEntryNode(entry, openAiJob(entry.provider, { apiKey: key.apiKey, baseUrl: (entry.baseUrl ?? connections.openaiBaseUrl).replace(/\/+$/, ''), timeoutMs }, entry.model, entry.id), revision);
     }
-    if (!connections.replicateApiToken) return { missing: 'REPLICATE_API_TOKEN is not set' };
+    if (!connections.replicateApiToken) return { missing: 'set REPLICATE_API_TOKEN' };
     return mediaEntryNode(entry, replicateJob({ token: connections.replicateApiToken, baseUrl: connections.replicateBaseUrl, timeoutMs, pollMs }, entry.model), revision);
   }
   return chatEntryNode(entry, connections, revision);
@@ -52,7 +52,7 @@ function openAiKey(entry: CatalogEntry, connections: ProviderConnections): { api
   const openai = entry.provider.startsWith('openai-');
   const own = 'apiKeyEnv' in entry ? entry.apiKeyEnv : undefined;
   const apiKey = own !== undefined ? (connections.env?.[own] ?? '') : openai ? connections.openaiApiKey : connections.anthropicApiKey;
-  return apiKey ? { apiKey } : { missing: `${own ?? (openai ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY')} is not set` };
+  return apiKey ? { apiKey } : { missing: `set ${own ?? (openai ? 'OPENAI_API_KEY' : 'ANTHROPIC_API_KEY')}` };
 }
 
 function chatEntryNode(entry: ChatCatalogEntry, connections: ProviderConnections, revision: string): NodeDefinition | { missing: string } {
