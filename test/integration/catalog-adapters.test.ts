@@ -11,6 +11,7 @@ import { hostedRoutes } from '../support/hosted-fake';
 import { anthropicStream, jsonReply, openAiStream, startLlmFake, type LlmFake } from '../support/llm-fake';
 import { nodeContext } from '../support/node-harness';
 import { exited } from '../support/worker-process';
+import { silentWav } from '../support/wav';
 
 /**
  * The adapters catalog entries share with the nodes written in code: the chat nodes' IMAGE input
@@ -102,23 +103,6 @@ describe('vision: the chat nodes send an IMAGE input in each provider\'s format'
 const openAiEntry = (provider: string, fields: Record<string, unknown>) =>
   ({ id: `${provider}-entry`, provider, title: 'T', category: 'c', description: 'd', ...fields }) as unknown as CatalogEntry;
 
-/** A PCM WAV of `samples` silent 8 kHz samples. */
-function wav(samples: number): Buffer {
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + samples * 2, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(samples * 2, 40);
-  return Buffer.concat([header, Buffer.alloc(samples * 2)]);
-}
 
 describe('OpenAI-compatible media entries against the fake', () => {
   const ours = (artifact: unknown) => expect((artifact as { ref: string }).ref).toMatch(/^http:\/\/svc\.test\/blobs\/runs\/catalog-test\//);
@@ -154,7 +138,7 @@ describe('OpenAI-compatible media entries against the fake', () => {
   });
 
   it('openai-speech: POST /audio/speech, the audio bytes re-hosted', async () => {
-    const audio = wav(400);
+    const audio = silentWav(400);
     fake.script(async (res) => {
       res.writeHead(200, { 'content-type': 'audio/wav' });
       res.end(audio);
@@ -177,7 +161,7 @@ describe('OpenAI-compatible media entries against the fake', () => {
       model: 'whisper-1', inputs: { audio: { type: 'AUDIO' }, language: { type: 'TEXT', optional: true } }, request: { fields: { file: 'audio' }, fixed: { response_format: 'verbose_json' } },
       outputs: { text: { type: 'TEXT', from: 'text' } }, price: { estimate: '60000', actual: 'ceil(seconds) * 100' },
     }), connections()) as NodeDefinition;
-    const audio = await artifacts.put(wav(800), { mimeType: 'audio/wav' });
+    const audio = await artifacts.put(silentWav(800), { mimeType: 'audio/wav' });
     const outputs = await node.execute({ audio, language: 'en' }, nodeContext(undefined, artifacts));
     const sent = fake.requests.at(-1)!;
     expect(sent.path).toBe('/v1/audio/transcriptions');

@@ -8,6 +8,7 @@ import { hostedRoutes, type HostedAnswers } from '../support/hosted-fake';
 import { startLlmFake, type LlmFake } from '../support/llm-fake';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
+import { silentWav } from '../support/wav';
 
 /**
  * Every entry of the curated catalog (catalog/hosted-models.yaml) through the whole service,
@@ -24,22 +25,6 @@ const CURATED = path.join(__dirname, '../../catalog/hosted-models.yaml');
 /** A 4-byte-size MP4 header (`ftyp` box, brand isom): sniffed as video/mp4. */
 const MP4 = Buffer.concat([Buffer.from([0, 0, 0, 0x18]), Buffer.from('ftypisom'), Buffer.alloc(12)]);
 
-function wav(samples: number): Buffer {
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + samples * 2, 4);
-  header.write('WAVEfmt ', 8);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(samples * 2, 40);
-  return Buffer.concat([header, Buffer.alloc(samples * 2)]);
-}
 
 let png: Buffer;
 const answers: HostedAnswers = {
@@ -177,7 +162,7 @@ beforeAll(async () => {
   png = await sharp({ create: { width: 48, height: 32, channels: 3, background: '#08f' } }).png().toBuffer();
   answers.files['out.png'] = { type: 'image/png', bytes: png };
   answers.files['out.mp4'] = { type: 'video/mp4', bytes: MP4 };
-  answers.files['out.wav'] = { type: 'audio/wav', bytes: wav(800) };
+  answers.files['out.wav'] = { type: 'audio/wav', bytes: silentWav(800) };
   fake = await startLlmFake(async () => undefined);
   fake.fallback = hostedRoutes(() => fake.url, answers);
   curated = readCatalogFile(CURATED);
@@ -231,7 +216,7 @@ describe('the curated catalog', () => {
     const c = CASES[id]!;
     const inputs: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(c.inputs)) {
-      inputs[name] = value === '$image' ? await upload(png, 'image/png') : value === '$audio' ? await upload(wav(8000), 'audio/wav') : value;
+      inputs[name] = value === '$image' ? await upload(png, 'image/png') : value === '$audio' ? await upload(silentWav(8000), 'audio/wav') : value;
     }
     const before = fake.requests.length;
     const { costUsd, outputs } = await runNode(id, inputs, Object.keys(c.outputs));

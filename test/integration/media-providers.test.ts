@@ -11,6 +11,7 @@ import { AppError } from '../../services/platform/app-error';
 import { eventually } from '../support/eventually';
 import { nodeContext } from '../support/node-harness';
 import { bearer, startTestService } from '../support/service';
+import { silentWav } from '../support/wav';
 
 /** One request as a fake provider saw it. */
 interface Seen {
@@ -81,25 +82,6 @@ function nodeOf(nodes: NodeDefinition[], id: string): NodeDefinition {
 
 const png = (width: number, height: number) => sharp({ create: { width, height, channels: 3, background: '#08f' } }).png().toBuffer();
 
-/** A mono 16-bit PCM WAV of `seconds` at 8 kHz. */
-function wav(seconds: number): Buffer {
-  const data = Buffer.alloc(8000 * 2 * seconds);
-  const header = Buffer.alloc(44);
-  header.write('RIFF', 0);
-  header.writeUInt32LE(36 + data.length, 4);
-  header.write('WAVE', 8);
-  header.write('fmt ', 12);
-  header.writeUInt32LE(16, 16);
-  header.writeUInt16LE(1, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(8000, 24);
-  header.writeUInt32LE(16000, 28);
-  header.writeUInt16LE(2, 32);
-  header.writeUInt16LE(16, 34);
-  header.write('data', 36);
-  header.writeUInt32LE(data.length, 40);
-  return Buffer.concat([header, data]);
-}
 
 let artifacts: BlobArtifactStore;
 beforeAll(() => {
@@ -234,7 +216,7 @@ describe('OpenAI-compatible media nodes against a local fake', () => {
 
   it('transcribes audio sent as multipart/form-data, charged by the reported duration', async () => {
     routes.set('POST /v1/audio/transcriptions', (_req, res) => json(res, 200, { task: 'transcribe', language: 'english', duration: 2, text: 'hello from the fake' }));
-    const audio = await artifacts.put(wav(2), { mimeType: 'audio/wav' });
+    const audio = await artifacts.put(silentWav(16000), { mimeType: 'audio/wav' });
     const node = nodeOf(nodes, 'openai-transcribe');
     const inputs = { audio, language: 'en', max_seconds: 60 };
     expect(node.estimate(inputs)).toBe(6000);
@@ -251,11 +233,11 @@ describe('OpenAI-compatible media nodes against a local fake', () => {
     expect(form.get('language')).toBe('en');
     const file = form.get('file') as File;
     expect(file.name).toBe('audio.wav');
-    expect(Buffer.from(await file.arrayBuffer()).equals(wav(2))).toBe(true);
+    expect(Buffer.from(await file.arrayBuffer()).equals(silentWav(16000))).toBe(true);
   });
 
   it('refuses audio known to be longer than max_seconds before sending anything', async () => {
-    const audio = await artifacts.put(wav(3), { mimeType: 'audio/wav' });
+    const audio = await artifacts.put(silentWav(24000), { mimeType: 'audio/wav' });
     await expect(nodeOf(nodes, 'openai-transcribe').execute({ audio, max_seconds: 2 }, nodeContext(undefined, artifacts))).rejects.toMatchObject({
       code: 'validation_failed',
       message: expect.stringContaining('3 seconds long'),
