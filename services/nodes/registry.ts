@@ -95,8 +95,8 @@ const MAX_RESTORED = 500;
  * tools that are installed, catalog file entries). Configured nodes never run inline unless they
  * say so: they call out to other processes or hosts and may take minutes, so each gets its own job.
  */
-export function createNodeRegistry(initial: ConfiguredNodeSet | readonly NodeDefinition[] = [], options: { fromEntry?: NodeFromEntry } = {}): NodeRegistry {
-  let state = registryState(Array.isArray(initial) ? { nodes: initial } : (initial as ConfiguredNodeSet));
+export function createNodeRegistry(initial: ConfiguredNodeSet = { nodes: [] }, options: { fromEntry?: NodeFromEntry } = {}): NodeRegistry {
+  let state = registryState(initial);
   const restored = new Map<string, NodeDefinition | undefined>();
   const catalog: NodeCatalog = { list: () => state.catalog.list(), get: (id) => state.catalog.get(id), unavailable: (id) => state.catalog.unavailable(id) };
   return {
