@@ -5,7 +5,7 @@ import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTarget
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
 import { OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
-import { OutputCache, InFlightSteps, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
+import { OutputCache, InFlightSteps, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
 import type { ServiceResources } from './service-resources';
 
 /** A step worker with its reaper and retention sweeper. */
@@ -62,6 +62,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
         if (costMicros > 0) metrics.costSettled.inc({ node }, costMicros / 1_000_000);
       },
     },
+    providers: new ProviderWaits({ log }),
     outputCache: new OutputCache({
       store: new OutputCacheRepository(resources.database),
       isOwnRef: (ref) => resources.lifecycle.isOwnRef(ref),
@@ -81,18 +82,25 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     connection: workerConnection,
     prefix: config.redisPrefix,
     concurrency: config.workerConcurrency,
+    lendable: config.providerStepConcurrency,
     lockMs: config.stepLockMs,
     log,
     // Fair scheduling: an ended job frees its organization's slot and its room in the window for the next organization's job.
     onEnded: (job) => void resources.queue.release((job.data as { orgId?: string }).orgId, job.id!).catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not release a job\'s slot')),
     handlers: {
-      'step.execute': async ({ runId, nodeId, attemptToken, group, trace }, job) => {
+      'step.execute': async ({ runId, nodeId, attemptToken, group, trace, orgId }, job) => {
         busy++;
+        // Its step waits on a provider: the job's slot is lent back, and its organization's turn in the fair dispatch given to the next job (it no longer holds a worker).
+        const lendSlot = () => {
+          const back = worker.lendSlot();
+          if (back) void resources.queue.release(orgId, job.id!).catch((err: unknown) => log.warn({ err }, "fair dispatch: could not release a job's slot"));
+          return back;
+        };
         try {
           // The run's trace goes on from the context the job carries (the API's call, or the step that enqueued it).
           const attributes = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: nodeId, [SPAN_ATTRIBUTES.attempt]: job.attemptsStarted };
           return await inSpan('step.execute', { kind: SpanKind.CONSUMER, parent: contextFrom(trace), attributes }, () =>
-            executor.execute(runId, nodeId, { redelivered: isRedelivery(job), ...(attemptToken === undefined ? {} : { attemptToken }), ...(group ? { group } : {}) }),
+            executor.execute(runId, nodeId, { redelivered: isRedelivery(job), lendSlot, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group ? { group } : {}) }),
           );
         } finally {
           busy--;
@@ -151,7 +159,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       failed: () => metrics.retentionArtifacts.inc({ result: 'sweep_error' }),
     },
   });
-  metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy }));
+  metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy - worker.lentSlots, providerWaits: worker.lentSlots, providerConcurrency: config.providerStepConcurrency }));
   // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
   const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));
   // Organizations' own limits, from Postgres (`admin org limit`) into Redis, where the dispatch reads them; again after a Redis that lost them.

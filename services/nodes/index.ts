@@ -14,6 +14,7 @@ export { sniffMimeType } from './fetch/sniff-mime';
 export { sniffStream, type SniffedStream } from './fetch/sniff-stream';
 export { storedNameOf, uploadPrefix, Uploads, type UploadFile, type UploadsOptions } from './uploads';
 export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } from './providers/provider-http';
+export { withProviderScope, type ProviderScope, type RequestPermit, type ScopedRequest } from './providers/provider-scope';
 export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
 export { LOCAL_TOOL_NODE_IDS, LOCAL_TOOL_PACKAGES, localToolNodes, toolNodes, detectTools, systemLocalTools, type LocalTools } from './tools';

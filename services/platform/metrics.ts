@@ -43,11 +43,34 @@ export interface Metrics {
   /** Where `queueJobs` reads its counts (the step queue, in processes that have one). */
   observeQueue(source: () => Promise<Record<string, number>>): void;
   /** Where the worker gauges read their values (in processes that run a step worker). */
-  observeWorker(source: () => { concurrency: number; active: number }): void;
+  observeWorker(source: () => WorkerState): void;
+  /** Where the provider limit gauges read this process' view of the shared limits (in processes that run steps). */
+  observeProviderLimits(source: () => readonly ProviderLimitState[]): void;
+  /** Time a granted provider request waited for its turn, by limit key. */
+  providerLimitWait: Histogram<'provider'>;
+  /** Answers that slowed the whole fleet for a provider, by reason: retry_after (a 429), remaining (a rate header at 0). */
+  providerSlowdowns: Counter<'provider' | 'reason'>;
   /** Where the pool gauges read their values (the process's node-postgres pool). */
   observePool(source: () => PoolState): void;
   /** Records the timings published on the call channels (Postgres, Redis, providers) until the returned function is called. */
   observeCalls(): () => void;
+}
+
+/** A worker process' slots: those on its own work, and the steps waiting on providers outside them. */
+export interface WorkerState {
+  concurrency: number;
+  active: number;
+  providerWaits: number;
+  providerConcurrency: number;
+}
+
+/** One provider limit key as this process sees it (queue/provider-limiter.ts's snapshot). */
+export interface ProviderLimitState {
+  key: string;
+  waiting: number;
+  oldestWaitMs: number;
+  inFlight: number;
+  remaining: { requests: number | null; tokens: number | null; calls: number | null };
 }
 
 /** A node-postgres pool's counts. */
@@ -88,8 +111,9 @@ export function createMetrics(options: { role: string }): Metrics {
   const registry = new Registry();
   const sources: {
     queue?: () => Promise<Record<string, number>>;
-    worker?: () => { concurrency: number; active: number };
+    worker?: () => WorkerState;
     pool?: () => PoolState;
+    providerLimits?: () => readonly ProviderLimitState[];
   } = {};
   registry.setDefaultLabels({ role: options.role });
   collectDefaultMetrics({ register: registry });
@@ -119,6 +143,35 @@ export function createMetrics(options: { role: string }): Metrics {
     });
   sourcedGauge('svc_worker_concurrency', 'Steps this worker process may run at once (WORKER_CONCURRENCY)', () => sources.worker?.(), (w) => w.concurrency);
   sourcedGauge('svc_worker_jobs_active', 'Step jobs this worker process is running now, of its svc_worker_concurrency', () => sources.worker?.(), (w) => w.active);
+  sourcedGauge('svc_worker_provider_waits', 'Steps this worker process has waiting on providers now, outside its svc_worker_concurrency slots', () => sources.worker?.(), (w) => w.providerWaits);
+  sourcedGauge('svc_worker_provider_concurrency', 'Steps this worker process may have waiting on providers at once (PROVIDER_STEP_CONCURRENCY)', () => sources.worker?.(), (w) => w.providerConcurrency);
+  /** A gauge per provider limit key, set at each scrape from this process' view of the limits. */
+  const limitGauge = (name: string, help: string, value: (state: ProviderLimitState) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['provider'],
+      registers,
+      collect() {
+        this.reset();
+        for (const state of sources.providerLimits?.() ?? []) this.set({ provider: state.key }, value(state));
+      },
+    });
+  limitGauge('svc_provider_limit_waiting', "Provider requests of this process waiting for their turn under the provider's shared limits", (s) => s.waiting);
+  limitGauge('svc_provider_limit_oldest_wait_seconds', 'How long the oldest provider request of this process waiting for its turn has waited', (s) => s.oldestWaitMs / 1000);
+  limitGauge('svc_provider_in_flight', "Concurrent-call slots of the provider's limit this process holds", (s) => s.inFlight);
+  new Gauge({
+    name: 'svc_provider_limit_remaining',
+    help: "What is left of a provider's shared budget as this process last saw it, by budget (requests, tokens, calls); absent for a budget without a limit",
+    labelNames: ['provider', 'budget'],
+    registers,
+    collect() {
+      this.reset();
+      for (const state of sources.providerLimits?.() ?? []) {
+        for (const [budget, left] of Object.entries(state.remaining)) if (left !== null) this.set({ provider: state.key, budget }, left);
+      }
+    },
+  });
   sourcedGauge('svc_db_pool_max_connections', "Most connections this process's Postgres pool opens (DATABASE_POOL_SIZE)", () => sources.pool?.(), (p) => p.max);
   sourcedGauge('svc_db_pool_waiting', 'Queries waiting for a connection of the pool (above 0: the pool is saturated)', () => sources.pool?.(), (p) => p.waiting);
   new Gauge({
@@ -236,6 +289,22 @@ export function createMetrics(options: { role: string }): Metrics {
     observeWorker(source) {
       sources.worker = source;
     },
+    observeProviderLimits(source) {
+      sources.providerLimits = source;
+    },
+    providerLimitWait: new Histogram({
+      name: 'svc_provider_limit_wait_seconds',
+      help: "Time a provider request waited for its turn under the provider's shared limits before it was sent",
+      labelNames: ['provider'],
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300],
+      registers,
+    }),
+    providerSlowdowns: new Counter({
+      name: 'svc_provider_slowdowns_total',
+      help: 'Answers that slowed every worker calling a provider, by reason: retry_after (a 429), remaining (a rate header said the budget is spent)',
+      labelNames: ['provider', 'reason'],
+      registers,
+    }),
     observePool(source) {
       sources.pool = source;
     },

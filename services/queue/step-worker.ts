@@ -14,7 +14,14 @@ export interface StepWorkerOptions {
   /** A dedicated connection: the worker blocks on it waiting for jobs. */
   connection: Redis;
   prefix: string;
+  /** Step jobs running on this process' own work at once (WORKER_CONCURRENCY): local steps, and any step before and after its provider waits. */
   concurrency: number;
+  /**
+   * Jobs that may wait on a provider at once outside those slots (PROVIDER_STEP_CONCURRENCY): a
+   * job whose step waits on a provider lends its slot back (`lendSlot`) for as long as it waits,
+   * so waiting costs a promise and a socket, not a slot. 0: none (every job keeps its slot).
+   */
+  lendable?: number;
   /** A job whose worker is silent this long is presumed dead and redelivered (BullMQ stalled-job check). */
   lockMs: number;
   handlers: StepJobHandlers;
@@ -54,12 +61,43 @@ const pause = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal
  */
 class PromptWorker extends Worker {
   private refusedFetches = 0;
+  /** Slots lent out now: jobs waiting on a provider, on top of the `slots` the loop fetches for. */
+  private lent = 0;
+  private slots = 1;
   /** Ends a pause between refused fetches when the worker closes. */
   private readonly stopPausing = new AbortController();
 
   constructor(name: string, processor: Processor, options: WorkerOptions) {
     super(name, processor, options);
+    this.slots = options.concurrency ?? 1;
     this.once('closing', () => this.stopPausing.abort());
+  }
+
+  /** Jobs waiting on a provider now, their slots lent out. */
+  get lentSlots(): number {
+    return this.lent;
+  }
+
+  /**
+   * The job calling this waits on a provider: its slot goes back to the loop, which fetches
+   * another job, until the returned function (idempotent) takes it back. BullMQ's loop fetches
+   * while its jobs number fewer than `concurrency`, so raising it by the jobs lent out keeps the
+   * jobs on this process' own work at `slots`. The loop, when every slot is busy, sleeps until a
+   * job ends (`mainLoopQueue.fetch()`): a resolved promise added to that queue wakes it, to
+   * fetch for the slot just lent (`mainLoopQueue` is BullMQ's own field:
+   * test/integration/step-worker.test.ts fails should a release rename it).
+   */
+  lendSlot(): () => void {
+    this.lent++;
+    this.concurrency = this.slots + this.lent;
+    (this as unknown as { mainLoopQueue: { add(p: Promise<undefined>): void } | null }).mainLoopQueue?.add(Promise.resolve(undefined));
+    let returned = false;
+    return () => {
+      if (returned) return;
+      returned = true;
+      this.lent--;
+      this.concurrency = this.slots + this.lent;
+    };
   }
 
   protected override async moveToActive(token: string, name?: string): Promise<Job> {
@@ -81,6 +119,14 @@ class PromptWorker extends Worker {
 export interface StepWorker {
   /** The BullMQ worker once it takes jobs (or once the step worker stopped before that). */
   readonly started: Promise<Worker>;
+  /**
+   * The calling job waits on a provider from now: its slot is lent back while it waits, unless
+   * `lendable` jobs wait so already (then it keeps its slot, and the worker fetches no more).
+   * Returns the function that takes the slot back (idempotent), or null when none was lent.
+   */
+  lendSlot(): (() => void) | null;
+  /** Jobs waiting on a provider now, their slots lent (svc_worker_provider_waits). */
+  readonly lentSlots: number;
   /** Takes no more jobs (for good); `doNotWaitActive`: returns without waiting for those running. */
   pause(doNotWaitActive?: boolean): Promise<void>;
   /** Stops; `force`: without waiting for the jobs running (their locks lapse, another worker takes them). */
@@ -98,7 +144,7 @@ export function stepWorkerSettings(lockMs: number): Pick<WorkerOptions, 'lockDur
   };
 }
 
-function createWorker(options: StepWorkerOptions): Worker {
+function createWorker(options: StepWorkerOptions): PromptWorker {
   const worker = new PromptWorker(
     QUEUE_NAMES.steps,
     async (job: Job) => {
@@ -156,6 +202,12 @@ export function startStepWorker(options: StepWorkerOptions): StepWorker {
   })();
   return {
     started,
+    lendSlot() {
+      return current.lentSlots >= (options.lendable ?? 0) ? null : current.lendSlot();
+    },
+    get lentSlots() {
+      return current.lentSlots;
+    },
     async pause(doNotWaitActive) {
       stopped.abort();
       await current.pause(doNotWaitActive);

@@ -18,4 +18,5 @@ export { isFinished, terminalEventOf, type StoredRun } from './events/run-ending
 export type { RunEventSource, RunLogFeed, RunLogReader } from './ports';
 export { createRetentionSweeper, type RetentionSweeper, type RetentionSweeperOptions } from './sweeps/retention-sweeper';
 export { OutputCache } from './steps/output-cache';
+export { ProviderWaits, type ProviderWaitsDeps } from './steps/provider-waits';
 export { RepeatingSweep } from './sweeps/repeating-sweep';

@@ -97,3 +97,16 @@ export interface RunEventSource {
   /** Seq of the run's last logged event; 0 when its log never existed or has expired. */
   lastSeq(runId: string): Promise<number>;
 }
+
+/** One request's place in a provider's budget (queue/provider-limiter.ts). */
+export interface LimitGrant {
+  release(usedTokens?: number): void;
+}
+
+/** The shared provider limits, as the step's provider requests draw on them (queue/provider-limiter.ts). */
+export interface ProviderLimiterPort {
+  has(key: string): boolean;
+  acquire(request: { key: string; org: string; tokens: number; lease: boolean; signal: AbortSignal }): Promise<LimitGrant>;
+  pause(key: string, untilMs: number): Promise<void>;
+  snapshot(): readonly { key: string; blockedBy: 'requests' | 'tokens' | 'calls' | 'paused' | null }[];
+}

@@ -89,6 +89,110 @@ describe('the step worker', () => {
 });
 
 /**
+ * Slots lent while a step waits on a provider: a worker keeps `concurrency` jobs on its own work
+ * and takes more only for the jobs that lent their slot back, up to `lendable`.
+ */
+describe('the step worker lending slots to provider waits', () => {
+  const prefix = `stepworkerlend${process.pid}`;
+  const queueRedis = createRedisConnection(stack().redisUrl);
+  const queue = new StepQueue({ connection: queueRedis, prefix });
+  afterAll(async () => {
+    await queue.close();
+    queueRedis.disconnect();
+  });
+
+  /** Runs `jobs` jobs on a worker of 2 slots and `lendable` lendable ones; each job lends its slot when `lends`, then waits until released. */
+  async function startedWith(options: { jobs: number; lendable: number; lends: (nodeId: string) => boolean }) {
+    const workerRedis = createRedisConnection(stack().redisUrl);
+    const started: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let stepWorker: ReturnType<typeof startStepWorker> | undefined;
+    const lentAtPeak: number[] = [];
+    stepWorker = startStepWorker({
+      connection: workerRedis,
+      prefix,
+      concurrency: 2,
+      lendable: options.lendable,
+      lockMs: 30_000,
+      log: pino({ level: 'silent' }),
+      handlers: {
+        'step.execute': async ({ nodeId }) => {
+          const back = options.lends(nodeId) ? stepWorker!.lendSlot() : null;
+          started.push(nodeId);
+          lentAtPeak.push(stepWorker!.lentSlots);
+          await released;
+          back?.();
+        },
+      },
+    });
+    await stepWorker.started;
+    const runId = `00000000-0000-4000-8000-${String(options.jobs).padStart(4, '0')}${String(options.lendable).padStart(8, '0')}`;
+    await queue.enqueue(runId, Array.from({ length: options.jobs }, (_, i) => `n${i}`));
+    return {
+      started,
+      lentAtPeak,
+      async settle(expected: number) {
+        await eventually(() => started.length >= expected, { what: `${expected} jobs started`, timeoutMs: 10_000 });
+        // What else the worker takes meanwhile would show within a few fetches.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      },
+      async stop() {
+        release();
+        await eventually(() => stepWorker!.lentSlots === 0, { what: 'every lent slot returned', timeoutMs: 10_000 });
+        await stepWorker!.close();
+        workerRedis.disconnect();
+      },
+    };
+  }
+
+  it('runs every job that waits on a provider at once, beyond its slots', async () => {
+    const run = await startedWith({ jobs: 12, lendable: 100, lends: () => true });
+    try {
+      await run.settle(12);
+      expect(run.started).toHaveLength(12);
+      expect(Math.max(...run.lentAtPeak)).toBe(12);
+    } finally {
+      await run.stop();
+    }
+  });
+
+  it('keeps jobs that do not wait on a provider to its slots', async () => {
+    const run = await startedWith({ jobs: 12, lendable: 100, lends: () => false });
+    try {
+      await run.settle(2);
+      expect(run.started).toHaveLength(2);
+    } finally {
+      await run.stop();
+    }
+  });
+
+  it('lends no more than `lendable`: then a waiting job keeps its slot and the worker takes no more', async () => {
+    const run = await startedWith({ jobs: 12, lendable: 3, lends: () => true });
+    try {
+      // 3 lent, then 2 that keep their slots.
+      await run.settle(5);
+      expect(run.started).toHaveLength(5);
+    } finally {
+      await run.stop();
+    }
+  });
+
+  it('mixes: local jobs hold the 2 slots, provider waits go beyond them', async () => {
+    const run = await startedWith({ jobs: 12, lendable: 100, lends: (id) => Number(id.slice(1)) % 2 === 0 });
+    try {
+      // The 6 even jobs lend theirs; the odd ones keep a slot each: 2 of them run.
+      await eventually(() => run.started.filter((id) => Number(id.slice(1)) % 2 === 1).length >= 2, { what: 'two local jobs started', timeoutMs: 10_000 });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const local = run.started.filter((id) => Number(id.slice(1)) % 2 === 1);
+      expect(local).toHaveLength(2);
+    } finally {
+      await run.stop();
+    }
+  });
+});
+
+/**
  * The step queue and worker when Redis refuses them, on a Redis of this file's own (made busy, and its
  * users' rights changed): BullMQ's loop retries a refused fetch at once, and a worker whose start
  * Redis refused fails every fetch without a round trip, a loop that never yields.

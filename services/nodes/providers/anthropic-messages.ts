@@ -3,6 +3,7 @@ import type { NodeDefinition } from '../node-definition';
 import type { LlmCall, LlmNodeSettings, LlmRequest } from './llm-node';
 import { llmNode } from './llm-node';
 import { providerFetch } from './provider-http';
+import { reportTokenUsage } from './provider-scope';
 import { malformedResponse } from './provider-response';
 import { eventStreamBody, parseStreamJson, readSseEvents, streamedErrorMessage } from './sse-lines';
 
@@ -53,6 +54,8 @@ export function anthropicCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUr
   return async (request, signal, onText) => {
     const response = await providerFetch({
       provider: PROVIDER,
+      model: request.model,
+      tokens: request.worstCaseTokens ?? 0,
       url,
       headers: { 'x-api-key': settings.apiKey, 'anthropic-version': ANTHROPIC_VERSION, accept: 'text/event-stream' },
       json: messagesBody(request),
@@ -97,6 +100,7 @@ export function anthropicCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUr
       if (stopped) break;
     }
     const usage = Number.isSafeInteger(inputTokens) && Number.isSafeInteger(outputTokens) && inputTokens! >= 0 && outputTokens! >= 0 ? { inputTokens: inputTokens!, outputTokens: outputTokens! } : undefined;
+    if (usage) reportTokenUsage(response, usage.inputTokens + usage.outputTokens);
     // A stream without message_stop (no event at all, or cut short of its end) is not a completion;
     // it carries the usage it reported, so that llm-node prices it.
     if (!stopped) throw Object.assign(malformedResponse(PROVIDER, text === '' ? 'a stream without any message' : 'a stream that ended before message_stop'), usage ? { usage } : {});

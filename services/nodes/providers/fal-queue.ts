@@ -42,7 +42,7 @@ export async function falQueueRequest(settings: FalConnection, app: string, inpu
   const queueHost: JobHost = { provider: FAL, baseUrl: settings.baseUrl, answer: 'an answer', credential: 'key' };
   const state = { submitted: false, finished: false };
   let cancelUrl: string | undefined;
-  const call = (signal: AbortSignal) => ({ provider: FAL, headers: auth, signal, timeoutMs: settings.timeoutMs });
+  const call = (signal: AbortSignal) => ({ provider: FAL, model: app, headers: auth, signal, timeoutMs: settings.timeoutMs });
   return withCancel(
     ctx.signal,
     async (signal) => {

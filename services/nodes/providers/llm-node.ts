@@ -13,6 +13,8 @@ export interface LlmRequest {
   system: string | undefined;
   temperature: number;
   maxTokens: number;
+  /** The call's worst case in tokens, prompt and answer (drawn from the provider's tokens-per-minute limit until the answer reports its usage). */
+  worstCaseTokens?: number;
   /** A JSON Schema the answer must follow (structured output), or undefined for free text. */
   schema: Record<string, unknown> | undefined;
   /** An image sent with the prompt (vision), as each provider's wire format wants it inline. */
@@ -189,6 +191,8 @@ export function llmNode(options: LlmNodeOptions): NodeDefinition {
         maxTokens: inputs.maxTokens as number,
         schema: schemaOf(id, inputs.schema),
       };
+      const worst = worstUsage(inputs);
+      request.worstCaseTokens = worst.inputTokens + worst.outputTokens;
       if (options.vision && inputs.image !== undefined && inputs.image !== null) request.image = await imageOf(id, inputs.image as Artifact, ctx);
       const progress = progressReporter(ctx, options.progressIntervalMs ?? 500);
       const result = await options.call(request, ctx.signal, (delta) => progress.onText(delta)).catch((err: unknown) => {

@@ -4,6 +4,7 @@ import type { LlmCall, LlmNodeSettings, LlmRequest } from './llm-node';
 import { llmNode } from './llm-node';
 import type { TokenUsage } from './llm-pricing';
 import { providerFetch } from './provider-http';
+import { reportTokenUsage } from './provider-scope';
 import { malformedResponse } from './provider-response';
 import { eventStreamBody, parseStreamJson, readSseEvents, streamedErrorMessage } from './sse-lines';
 
@@ -44,6 +45,8 @@ export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' 
   return async (request, signal, onText) => {
     const response = await providerFetch({
       provider: PROVIDER,
+      model: request.model,
+      tokens: request.worstCaseTokens ?? 0,
       url,
       headers: { authorization: `Bearer ${settings.apiKey}`, accept: 'text/event-stream' },
       json: chatCompletionBody(request),
@@ -74,6 +77,7 @@ export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' 
       usage = reportedUsage(chunk.usage) ?? usage;
     }
     // A stream without a finish_reason (no event at all, or cut short of its end) is not a completion.
+    if (usage) reportTokenUsage(response, usage.inputTokens + usage.outputTokens);
     if (stopReason === undefined) throw answered(malformedResponse(PROVIDER, text === '' ? 'a stream without any completion' : 'a stream that ended without a finish_reason'));
     if (refusal !== '' && text === '') throw answered(new AppError({ code: 'bad_request', message: `${PROVIDER} refused to answer: ${refusal.slice(0, 500)}` }));
     return { text, usage, stopReason };

@@ -29,8 +29,10 @@ export function openaiFetch(
 ): Promise<Response> {
   const headers: Record<string, string> = { authorization: `Bearer ${settings.apiKey}` };
   if ('body' in payload) headers['content-type'] = payload.contentType;
+  const model = 'json' in payload ? (payload.json as { model?: unknown } | null)?.model : undefined;
   return providerFetch({
     provider: OPENAI,
+    ...(typeof model === 'string' ? { model } : {}),
     url: `${settings.baseUrl}${path}`,
     method: 'POST',
     headers,

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../platform/app-error';
 import { providerCalls, type ProviderCall } from '../../platform/call-channels';
+import { attachPermit, providerScope } from './provider-scope';
 import { annotateSpan, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
 
 /**
@@ -9,6 +10,9 @@ import { annotateSpan, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/
  * everywhere and tested once.
  *
  * - The run's AbortSignal reaches the request: an aborted step stops the HTTP call at once.
+ * - Inside a step, each try first waits for its turn under the provider's shared limits, and
+ *   every answer's status and rate headers are told to them (`ProviderScope`): a 429 slows the
+ *   whole fleet for the provider, not only this call.
  * - A request that takes longer than `timeoutMs` (headers and body) fails as `unavailable`.
  * - 429, 5xx (except 501) and network errors are retried, `PROVIDER_HTTP_TRIES` tries in all
  *   unless the caller asks fewer, with exponential backoff and jitter, waiting at least what
@@ -28,8 +32,12 @@ import { annotateSpan, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/
  *   are transient for the step executor, which may run another attempt of the step.
  */
 export interface ProviderRequest {
-  /** Named in error messages, e.g. `openai`. */
+  /** Named in error messages, e.g. `openai`; its limits are this name's (docs/providers.md, Provider limits). */
   provider: string;
+  /** The model the request is for: a limit stated for `provider/model` applies too. */
+  model?: string;
+  /** Tokens the request may use at worst (an LLM call), drawn from a tokens-per-minute limit; the node reports the answer's usage with `reportTokenUsage`. */
+  tokens?: number;
   url: string;
   method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
   headers?: Record<string, string>;
@@ -131,8 +139,12 @@ async function sendWithRetries(request: ProviderRequest): Promise<Response> {
   const headers = { ...(request.json === undefined ? {} : { 'content-type': 'application/json' }), ...request.headers };
   const body = request.json === undefined ? request.body : JSON.stringify(request.json);
   const method = request.method ?? (body === undefined ? 'GET' : 'POST');
+  const scope = providerScope();
+  const limited = { provider: request.provider, model: request.model };
   for (let attempt = 0; ; attempt++) {
     request.signal.throwIfAborted();
+    // Waiting for the turn is not the provider's time: the timeout and the timing start after it.
+    const permit = scope ? await scope.beforeRequest({ ...limited, tokens: request.tokens ?? 0, signal: request.signal }) : undefined;
     const timeout = AbortSignal.timeout(request.timeoutMs);
     const signal = AbortSignal.any([request.signal, timeout]);
     let response: Response;
@@ -143,6 +155,8 @@ async function sendWithRetries(request: ProviderRequest): Promise<Response> {
     try {
       response = await fetch(request.url, { method, headers, body, signal });
     } catch (err) {
+      // Whether it used tokens is unknown: its worst case stays counted.
+      permit?.done();
       tried(request.signal.aborted ? 'aborted' : timeout.aborted ? 'timeout' : 'network_error');
       if (request.signal.aborted) throw request.signal.reason;
       const reason = timeout.aborted ? `no answer within ${request.timeoutMs} ms` : `network error (${networkErrorText(err)})`;
@@ -159,7 +173,13 @@ async function sendWithRetries(request: ProviderRequest): Promise<Response> {
     // Timed to the response's headers: a streamed body is read by the node, under the same timeout.
     tried(response.status === 429 ? '429' : `${Math.floor(response.status / 100)}xx`);
     annotateSpan({ 'http.response.status_code': response.status });
-    if (response.ok) return response;
+    scope?.observeResponse(limited, response.status, response.headers);
+    if (response.ok) {
+      // Its body is read by the node, which reports the tokens it used (else its worst case stays counted).
+      if (permit) attachPermit(response, permit);
+      return response;
+    }
+    permit?.done(0);
     const text = redact(await response.text().catch(() => ''), request.headers);
     if (isRetryableStatus(response.status) && attempt < retries) {
       const asked = retryAfterMs(response.headers.get('retry-after'));

@@ -58,7 +58,7 @@ export async function replicatePrediction(settings: ReplicateConnection, model: 
   const waitSeconds = Math.max(1, Math.min(60, Math.floor(settings.timeoutMs / 2000)));
   const state = { submitted: false, finished: false };
   let cancelUrl: string | undefined;
-  const call = (signal: AbortSignal) => ({ provider: REPLICATE, headers: auth, signal, timeoutMs: settings.timeoutMs });
+  const call = (signal: AbortSignal) => ({ provider: REPLICATE, model, headers: auth, signal, timeoutMs: settings.timeoutMs });
   const prediction = await withCancel(
     ctx.signal,
     async (signal) => {

@@ -1,7 +1,8 @@
 import type { RunEvent } from '../../contract';
-import type { ArtifactStore } from '../../nodes';
+import { withProviderScope, type ArtifactStore } from '../../nodes';
 import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { InFlightSteps } from './in-flight-steps';
+import type { ProviderWaits } from './provider-waits';
 import { abortedByRun } from './step-errors';
 import type { ReservedStep } from './step-start';
 
@@ -12,26 +13,32 @@ export type AttemptOutcome = { ok: true; outputs: Record<string, unknown> } | { 
 export interface StepCallDeps {
   inFlight: InFlightSteps;
   artifactsFor(runId: string, signal: AbortSignal): ArtifactStore;
+  /** The node's provider requests: the shared limits, and the worker slot lent while they wait. */
+  providers?: ProviderWaits;
 }
+
+/** Lends the job's worker slot back while its step waits on a provider; null when the worker lends no more. */
+export type LendSlot = () => (() => void) | null;
 
 /**
  * One call of the step's node, abortable by the run (a call aborted so fails with `aborted_by_run`),
  * in a trace span; each progress message goes to `progress` as a `step.progress` event.
  */
-export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progress: (event: RunEvent) => void): Promise<AttemptOutcome> {
+export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progress: (event: RunEvent) => void, lendSlot?: LendSlot): Promise<AttemptOutcome> {
   const { runId } = step.context;
   const signal = deps.inFlight.hold(runId);
+  const say = (message: string) => progress({ type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) });
+  const scope = deps.providers?.scopeFor(step.context.orgId, lendSlot, say);
   try {
     const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
-    const outputs = await inSpan('node.execute', { attributes: node }, () => step.definition.execute(step.inputs, {
-      signal,
-      artifacts: deps.artifactsFor(runId, signal),
-      progress: (message) => progress({ type: 'step.progress', nodeId: step.nodeId, message: String(message).slice(0, 500) }),
-    }));
+    const outputs = await inSpan('node.execute', { attributes: node }, () =>
+      withProviderScope(scope, () => step.definition.execute(step.inputs, { signal, artifacts: deps.artifactsFor(runId, signal), progress: say })),
+    );
     return { ok: true, outputs };
   } catch (err) {
     return { ok: false, err: signal.aborted ? abortedByRun() : err };
   } finally {
+    scope?.end();
     deps.inFlight.release(runId);
   }
 }

@@ -6,6 +6,7 @@ import type { RunContextCache } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import type { InFlightSteps } from './in-flight-steps';
 import type { OutputCache } from './output-cache';
+import type { ProviderWaits } from './provider-waits';
 
 /** How transient provider failures are retried inside a step. */
 export interface RetryPolicy {
@@ -48,4 +49,6 @@ export interface StepExecutorDeps {
   observer: StepObserver;
   /** Answers eligible steps from earlier identical calls, and keeps what they return (docs/runs.md, Output caching). */
   outputCache: OutputCache;
+  /** Provider requests under the shared limits, the job's slot lent while they wait; absent: neither. */
+  providers?: ProviderWaits;
 }

@@ -7,7 +7,7 @@ import { HeldStart, startsAndEndsTogether } from './held-start';
 import { LocalSteps } from './local-steps';
 import type { CacheLookup } from './output-cache';
 import type { PreparedStep } from './prepared-step';
-import { callStepNode } from './step-call';
+import { callStepNode, type LendSlot } from './step-call';
 import { StepAdmission, startOfJob, sumOfEstimates, withAttempt } from './step-admission';
 import { StepBatch, StepCommit, type FinishedStep } from './step-batch';
 import { attemptRefused, costOfFailure, isTransient, retryRefused, RUN_ERROR_CODES, stepError } from './step-errors';
@@ -56,7 +56,7 @@ export class StepExecutor {
    * in hand. `redelivered`: BullMQ handed this job out again after its worker went silent.
    * `attemptToken`: the step was reserved with its run under this token.
    */
-  async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string; group?: readonly string[] } = {}): Promise<void> {
+  async execute(runId: string, nodeId: string, options: { redelivered?: boolean; attemptToken?: string; group?: readonly string[]; lendSlot?: LendSlot } = {}): Promise<void> {
     let next: NextStep | null = { start: startOfJob(nodeId, options), outputsInHand: new Map() };
     // The job holds its run's abort signal, so that the attempts it runs one after another share one.
     this.deps.inFlight.hold(runId);
@@ -72,7 +72,7 @@ export class StepExecutor {
         if (!step) return;
         try {
           await this.deps.failpoints.hit('step.afterReserve', step.nodeId);
-          next = await this.runAttempts(step);
+          next = await this.runAttempts(step, options.lendSlot);
         } finally {
           // Not released with an outcome (the result was dropped as stale, or the job failed): dropped.
           step.startHeld?.take();
@@ -147,7 +147,7 @@ export class StepExecutor {
   }
 
   /** Attempts: calls the node until an attempt succeeds (then settles it) or the step fails. */
-  private async runAttempts(step: ReservedStep): Promise<NextStep | null> {
+  private async runAttempts(step: ReservedStep, lendSlot: LendSlot | undefined): Promise<NextStep | null> {
     const started = performance.now();
     const cached = await this.lookUpCache(step);
     if (cached?.outputs) {
@@ -156,7 +156,7 @@ export class StepExecutor {
       return this.settle(step, { ...finishedStep(step, cached.outputs, costMicros, performance.now() - started), cached: true }, runOutputs);
     }
     for (let attempt = 1; ; attempt++) {
-      let outcome = await callStepNode(step, this.deps, this.progressOf(step));
+      let outcome = await callStepNode(step, this.deps, this.progressOf(step), lendSlot);
       const ms = performance.now() - started;
       if (outcome.ok) {
         // The call's fields written out: a property after an object spread is slow to define (see withAttempt in step-admission.ts).

@@ -1,0 +1,141 @@
+import type { ProviderScope, RequestPermit, ScopedRequest } from '../../nodes';
+import { retryAfterMs } from '../../nodes';
+import type { Logger } from '../../platform/logger';
+import type { LimitGrant, ProviderLimiterPort } from '../ports';
+
+/** How long a request waits for its turn before its step says so in the run's events. */
+const SAY_WAITING_AFTER_MS = 1_000;
+/** The fleet's pause after a 429 that did not say how long to wait. */
+const PAUSE_WITHOUT_RETRY_AFTER_MS = 1_000;
+
+/** What the provider waits of a worker process are built with. */
+export interface ProviderWaitsDeps {
+  /** The shared provider limits; absent: requests go out at once (no limits, no pauses). */
+  limiter?: ProviderLimiterPort;
+  log: Logger;
+  observer?: { slowedDown(provider: string, reason: 'retry_after' | 'remaining'): void };
+}
+
+const NO_PERMIT: RequestPermit = { done: () => undefined };
+
+/**
+ * The provider scopes of one worker process: each node call of a step runs under its own
+ * (`StepProviderScope`), over the process' shared limiter.
+ */
+export class ProviderWaits {
+  constructor(private readonly deps: ProviderWaitsDeps) {}
+
+  /**
+   * The scope of one node call of organization `org`. `lendSlot`: gives the job's worker slot
+   * back while the call waits on a provider (null when the worker lends no more); `say`: a
+   * progress message of the step.
+   */
+  scopeFor(org: string, lendSlot: (() => (() => void) | null) | undefined, say: (message: string) => void): StepProviderScope {
+    return new StepProviderScope(org, this.deps, lendSlot, say);
+  }
+}
+
+/**
+ * One node call's provider requests: the first one lends the job's worker slot back (a call
+ * waiting on a provider costs a promise and a socket, not a slot); each waits for its turn under
+ * the provider's limits (and its model's, where stated); a concurrent-call slot is taken once per
+ * provider per call, held until the call ends; answers that ask to slow down pause the fleet.
+ * `end` gives back whatever the call still holds, however it ended.
+ */
+export class StepProviderScope implements ProviderScope {
+  /** The job's lent slot's return; undefined until the first request, null when none was lent. */
+  private slotBack: (() => void) | null | undefined;
+  /** Grants holding a concurrent-call slot, by limit key, with the tokens their request reported. */
+  private readonly leases = new Map<string, { grant: LimitGrant; used?: number }>();
+  /** Grants of requests not reported done yet. */
+  private readonly open = new Set<LimitGrant>();
+
+  constructor(
+    private readonly org: string,
+    private readonly deps: ProviderWaitsDeps,
+    private readonly lendSlot: (() => (() => void) | null) | undefined,
+    private readonly say: (message: string) => void,
+  ) {}
+
+  async beforeRequest(request: ScopedRequest): Promise<RequestPermit> {
+    if (this.slotBack === undefined) this.slotBack = this.lendSlot?.() ?? null;
+    const { limiter } = this.deps;
+    if (!limiter) return NO_PERMIT;
+    const modelKey = request.model === undefined ? undefined : `${request.provider}/${request.model}`;
+    // The provider's own key always (a pause applies to it, limits or not), its model's where limited.
+    const keys = modelKey !== undefined && limiter.has(modelKey) ? [request.provider, modelKey] : [request.provider];
+    const taken: { key: string; grant: LimitGrant; lease: boolean }[] = [];
+    try {
+      // In one order everywhere (provider, then model): no two calls hold each other's slots.
+      for (const key of keys) {
+        const lease = !this.leases.has(key);
+        const grant = await this.turnOf(key, request, lease);
+        taken.push({ key, grant, lease });
+        if (lease) this.leases.set(key, { grant });
+        else this.open.add(grant);
+      }
+    } catch (err) {
+      for (const { key, grant, lease } of taken) {
+        grant.release(0);
+        if (lease) this.leases.delete(key);
+        else this.open.delete(grant);
+      }
+      throw err;
+    }
+    let done = false;
+    return {
+      done: (usedTokens) => {
+        if (done) return;
+        done = true;
+        for (const { key, grant, lease } of taken) {
+          // A leased grant lives until the call ends: its correction waits with it.
+          if (lease) {
+            const held = this.leases.get(key);
+            if (held?.grant === grant) held.used = usedTokens;
+          } else if (this.open.delete(grant)) grant.release(usedTokens);
+        }
+      },
+    };
+  }
+
+  /** Waits for the request's turn under `key`; a wait longer than a second is told to the run's stream. */
+  private async turnOf(key: string, request: ScopedRequest, lease: boolean): Promise<LimitGrant> {
+    const limiter = this.deps.limiter!;
+    const timer = setTimeout(() => {
+      const why = limiter.snapshot().find((s) => s.key === key)?.blockedBy;
+      this.say(`waiting for ${key}'s limit${why ? ` (${BLOCKED[why]})` : ''}`);
+    }, SAY_WAITING_AFTER_MS);
+    try {
+      return await limiter.acquire({ key, org: this.org, tokens: request.tokens, lease, signal: request.signal });
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  observeResponse(request: Pick<ScopedRequest, 'provider' | 'model'>, status: number, headers: Headers): void {
+    const { limiter } = this.deps;
+    if (!limiter || status !== 429) return;
+    const asked = retryAfterMs(headers.get('retry-after'));
+    // A 429 slows every worker calling this provider, not only the call that met it.
+    const until = Date.now() + (asked !== undefined && asked <= 3_600_000 ? asked : PAUSE_WITHOUT_RETRY_AFTER_MS);
+    this.deps.observer?.slowedDown(request.provider, 'retry_after');
+    limiter.pause(request.provider, until).catch((err: unknown) => this.deps.log.warn({ err, provider: request.provider }, 'could not pause the fleet for a provider'));
+  }
+
+  /** The call ended: its slots and unreported tokens go back, and the job its worker slot. Idempotent. */
+  end(): void {
+    for (const grant of this.open) grant.release();
+    this.open.clear();
+    for (const { grant, used } of this.leases.values()) grant.release(used);
+    this.leases.clear();
+    this.slotBack?.();
+    this.slotBack = null;
+  }
+}
+
+const BLOCKED: Record<string, string> = {
+  requests: 'requests per minute',
+  tokens: 'tokens per minute',
+  calls: 'concurrent calls',
+  paused: 'the provider asked us to slow down',
+};
