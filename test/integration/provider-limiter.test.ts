@@ -66,7 +66,7 @@ describe('the provider limiter, shared through Redis', () => {
     const all = [a, b].flatMap((l, i) => Array.from({ length: 20 }, () => l.acquire(request(key, `org${i}`)).then(() => void times.push(Date.now() - started))));
     await Promise.all(all);
     expect(times).toHaveLength(40);
-    // 10 a second with a burst of 1: the 40th grant cannot come before 3.9 s.
+    // 10 a second with a burst of 1 (capacity 1/50 s of the rate, at least 1): the 40th grant cannot come before 3.9 s.
     expect(Math.max(...times)).toBeGreaterThanOrEqual(3900 - 100);
     for (const from of times) expect(times.filter((t) => t >= from && t < from + 1000).length).toBeLessThanOrEqual(10 + 1 + 1);
     expect(times.filter((t) => t < 300).length).toBeLessThanOrEqual(1 + 3 + 1);
