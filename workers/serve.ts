@@ -6,8 +6,9 @@
 import { listen, type RunningServer } from '../services/api';
 import { buildService } from '../services/composition';
 import { CatalogFileError } from '../services/nodes';
-import { catalogEntriesOf } from '../services/nodes/configured-nodes';
+import { providerLimitsOf } from '../services/nodes/configured-nodes';
 import { ConfigError, loadConfig } from '../services/platform/config';
+import { ProviderLimitsError } from '../services/platform/provider-limit-settings';
 import { createLogger } from '../services/platform/logger';
 import { createMetrics } from '../services/platform/metrics';
 import { startTracing } from '../services/platform/tracing-sdk';
@@ -16,14 +17,15 @@ async function main(): Promise<void> {
   let config;
   try {
     config = loadConfig();
-    // Before anything starts: a bad catalog entry stops the process, in one line naming the file, the entry and the field.
-    catalogEntriesOf(config.nodeCatalogFiles);
+    // Before anything starts: a bad catalog entry stops the process, in one line naming the file, the entry and the field;
+    // so does a limit naming a provider this server does not call, or two files' limits that disagree.
+    providerLimitsOf(config.nodeCatalogFiles, config.providerLimits);
   } catch (err) {
     if (err instanceof ConfigError) {
       console.error(err.message);
       process.exit(2);
     }
-    if (err instanceof CatalogFileError) {
+    if (err instanceof CatalogFileError || err instanceof ProviderLimitsError) {
       console.error(`error: ${err.message}`);
       process.exit(2);
     }

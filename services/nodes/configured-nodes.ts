@@ -1,4 +1,4 @@
-import { catalogNode, CatalogFileError, readCatalogFile, type CatalogEntry, type ProviderConnections } from './catalog-file';
+import { catalogNode, CatalogFileError, readCatalogDocument, type CatalogEntry, type ProviderConnections } from './catalog-file';
 import {
   LOCAL_MODEL_NODE_IDS,
   LOCAL_MODEL_NODES,
@@ -16,15 +16,17 @@ import {
   type NodeDefinition,
   type UnavailableNode,
 } from './index';
+import { PROVIDER_NAMES } from './providers/provider-names';
 import type { ConfiguredNodeSet } from './registry';
 import type { Logger } from '../platform/logger';
 import { catalogKeyEnvironment, type Config } from '../platform/config';
+import { mergeProviderLimits, type FileProviderLimits, type ProviderLimitSetting } from '../platform/provider-limit-settings';
 
 /** The settings of the nodes a deployment may add. */
 export type ConfiguredNodeSettings = LlmProviderSettings &
   MediaProviderSettings &
   ProviderConnections &
-  Pick<Config, 'nodeCatalogFiles' | 'localModelCpuSecondMicros' | 'localModelThreads'>;
+  Pick<Config, 'nodeCatalogFiles' | 'localModelCpuSecondMicros' | 'localModelThreads' | 'providerLimits'>;
 
 /** The process's model threads, shared by every service it runs (tests start several). */
 let modelPool: ModelPool | undefined;
@@ -36,6 +38,11 @@ export interface ConfiguredNodes extends ConfiguredNodeSet {
   unavailable: UnavailableNode[];
   /** The loaded catalog entries by node id (offered or not). */
   entries: Map<string, CatalogEntry>;
+  /**
+   * The providers' limits in force: the catalog files' `limits:` merged with `PROVIDER_LIMITS`,
+   * which replaces a file's entry for the same key (mergeProviderLimits). Re-read with the files.
+   */
+  limits: ProviderLimitSetting[];
 }
 
 /** The provider nodes written in code and the key each needs; a catalog entry may not take one of their ids. */
@@ -62,16 +69,33 @@ function installAdvice(packages: readonly string[]): string {
  * naming the file, the entry and the field: the process does not start with a bad catalog.
  */
 export function catalogEntriesOf(files: readonly string[]): Map<string, CatalogEntry> {
+  return catalogOf(files).entries;
+}
+
+/** The catalog files' entries (as catalogEntriesOf) and each file's `limits:`, unmerged. */
+export function catalogOf(files: readonly string[]): { entries: Map<string, CatalogEntry>; limits: FileProviderLimits[] } {
   const taken = new Set([...PLATFORM_NODES.map((node) => node.spec.id), ...Object.keys(CODE_PROVIDER_KEYS), ...LOCAL_TOOL_NODE_IDS, ...LOCAL_MODEL_NODE_IDS]);
   const entries = new Map<string, CatalogEntry>();
+  const limits: FileProviderLimits[] = [];
   for (const file of files) {
-    readCatalogFile(file).forEach((entry, index) => {
+    const document = readCatalogDocument(file);
+    document.entries.forEach((entry, index) => {
       const clash = taken.has(entry.id) ? 'a node written in code' : entries.has(entry.id) ? 'an entry of an earlier catalog file' : undefined;
       if (clash) throw new CatalogFileError(`${file}: entry ${index + 1} (${JSON.stringify(entry.id)}): id: "${entry.id}" is the id of ${clash}; choose another`);
       entries.set(entry.id, entry);
     });
+    limits.push({ file, limits: document.limits });
   }
-  return entries;
+  return { entries, limits };
+}
+
+/**
+ * The providers' limits in force for these catalog files and `PROVIDER_LIMITS`; throws
+ * `CatalogFileError` for a bad file and `ProviderLimitsError` for an unknown provider or two
+ * files that disagree, so a process checks them before it starts.
+ */
+export function providerLimitsOf(files: readonly string[], fromEnv: readonly ProviderLimitSetting[]): ProviderLimitSetting[] {
+  return mergeProviderLimits(catalogOf(files).limits, fromEnv, PROVIDER_NAMES);
 }
 
 /**
@@ -90,7 +114,9 @@ export async function configuredNodes(config: ConfiguredNodeSettings, log: Logge
     unavailable.push({ id, reason: key.isSet(config) ? `configure its models and prices (docs/providers.md)` : `set ${key.env}` });
   }
 
-  const entries = catalogEntriesOf(config.nodeCatalogFiles);
+  const catalog = catalogOf(config.nodeCatalogFiles);
+  const { entries } = catalog;
+  const limits = mergeProviderLimits(catalog.limits, config.providerLimits, PROVIDER_NAMES);
   const fromCatalog: NodeDefinition[] = [];
   for (const entry of entries.values()) {
     const node = catalogNode(entry, { ...config, env });
@@ -112,7 +138,7 @@ export async function configuredNodes(config: ConfiguredNodeSettings, log: Logge
   const byReason = new Map<string, string[]>();
   for (const node of unavailable) byReason.set(node.reason, [...(byReason.get(node.reason) ?? []), node.id]);
   for (const [reason, ids] of byReason) log.info(`${ids.join(', ')} left out of the catalog: ${reason}`);
-  return { nodes: [...providers, ...fromCatalog, ...tools, ...models], unavailable, entries };
+  return { nodes: [...providers, ...fromCatalog, ...tools, ...models], unavailable, entries, limits };
 }
 
 /**

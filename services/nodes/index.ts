@@ -13,10 +13,12 @@ export { createInputFetcher, type InputFetchSettings, type RemoteFetcher } from 
 export { sniffMimeType } from './fetch/sniff-mime';
 export { sniffStream, type SniffedStream } from './fetch/sniff-stream';
 export { storedNameOf, uploadPrefix, Uploads, type UploadFile, type UploadsOptions } from './uploads';
-export { providerFetch, providerMessage, retryAfterMs, type ProviderRequest } from './providers/provider-http';
+export { providerFetch, providerMessage, type ProviderRequest } from './providers/provider-http';
+export { readRateHeaders, retryAfterMs, type RateAdvice, type RateBudget } from './providers/rate-headers';
+export { PROVIDER_NAMES, PROVIDER_OF_ADAPTER, type ProviderName } from './providers/provider-names';
 export { withProviderScope, type ProviderScope, type RequestPermit, type ScopedRequest } from './providers/provider-scope';
 export { mediaProviderNodes, type MediaProviderSettings } from './providers/media-provider-nodes';
 export { llmProviderNodes, type LlmProviderSettings } from './providers/llm-provider-nodes';
 export { LOCAL_TOOL_NODE_IDS, LOCAL_TOOL_PACKAGES, localToolNodes, toolNodes, detectTools, systemLocalTools, type LocalTools } from './tools';
 export { LOCAL_MODEL_NODE_IDS, LOCAL_MODEL_NODES, localModelNodes, ModelPool, type LocalModelNodeId, type LocalModelSettings } from './local-models';
-export { catalogNode, CatalogFileError, entryRevision, readCatalogFile, readCatalogFiles, type CatalogEntry, type ProviderConnections } from './catalog-file';
+export { catalogNode, CatalogFileError, entryRevision, readCatalogDocument, readCatalogFile, readCatalogFiles, type CatalogDocument, type CatalogEntry, type ProviderConnections } from './catalog-file';

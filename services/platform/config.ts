@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { AddressAllowList } from './address-policy';
+import { parseProviderLimits } from './provider-limit-settings';
 import { baseUrl, bool, int, nameList, nonEmptyNameList, oneOf, priceList, secret, SettingError, text, tokenPriceTable, url, verbatim } from './setting-parsers';
 
 export type { TokenPrice } from './setting-parsers';
@@ -202,6 +203,12 @@ export const SETTINGS = {
   replicateApiToken: { env: 'REPLICATE_API_TOKEN', description: 'Replicate API token; empty leaves the replicate-image node out of the catalog', default: '', parse: verbatim },
   replicateBaseUrl: { env: 'REPLICATE_BASE_URL', description: 'Base URL of the Replicate API (without /v1)', default: 'https://api.replicate.com', parse: baseUrl },
   replicateModels: { env: 'REPLICATE_MODELS', description: 'Replicate models (owner/name or owner/name:version) the replicate-image node offers and their worst-case price per output image, micro-USD', default: 'black-forest-labs/flux-schnell=3000', parse: priceList },
+  providerLimits: {
+    env: 'PROVIDER_LIMITS',
+    description: "Hosted providers' limits shared by every worker, per provider or per model of it (`provider: rpm=N tpm=N calls=N; provider/model: ...`: requests and tokens per minute, calls at once); each key here replaces a catalog file's limits for it (docs/providers.md). Empty: only the catalog files' limits",
+    default: '',
+    parse: parseProviderLimits,
+  },
   providerPollMs: { env: 'PROVIDER_POLL_MS', description: 'Pause between status polls of queued provider jobs (fal, Replicate)', default: '1000', parse: int(10, 60_000) },
   nodeCatalogFiles: {
     env: 'NODE_CATALOG_FILES',

@@ -183,10 +183,10 @@ export const CATALOG_ENTRY_SCHEMA = {
   },
 } as const;
 
-/** The whole file: `nodes`, a list of entries. */
+/** The whole file: `nodes`, a list of entries, and optionally `limits`, providers' limits (checked by catalog-limits.ts). */
 export const CATALOG_FILE_SCHEMA = {
   type: 'object',
   additionalProperties: false,
   required: ['nodes'],
-  properties: { nodes: { type: 'array' } },
+  properties: { nodes: { type: 'array' }, limits: {} },
 } as const;

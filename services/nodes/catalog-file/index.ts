@@ -1,4 +1,4 @@
 export type { CatalogEntry, ChatCatalogEntry, InputPortEntry, MediaCatalogEntry, OutputPortEntry } from './catalog-entry';
-export { CatalogFileError, readCatalogFile, readCatalogFiles } from './read-catalog-file';
+export { CatalogFileError, readCatalogDocument, readCatalogFile, readCatalogFiles, type CatalogDocument } from './read-catalog-file';
 export { catalogNode, entryRevision, type ProviderConnections } from './catalog-node';
 export { parsePriceFormula, FormulaError, type PriceFormula } from './price-formula';

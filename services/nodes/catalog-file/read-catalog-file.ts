@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import Ajv, { type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { checkLiteral } from '../../engine';
+import type { ProviderLimitSetting } from '../../platform/provider-limit-settings';
 import { parseJsonPath } from '../json-path';
+import { catalogLimits } from './catalog-limits';
 import { inputConnector } from './media-entry-node';
 import { CATALOG_ENTRY_SCHEMA, CATALOG_FILE_SCHEMA, MEDIA_PROVIDERS, type CatalogEntry, type MediaCatalogEntry } from './catalog-entry';
 import { actualVariables, CHAT_INPUTS, estimateVariables } from './entry-variables';
@@ -41,14 +43,26 @@ function firstError(errors: readonly ErrorObject[] | null | undefined): ErrorObj
   return errors?.find((e) => e.keyword !== 'if') ?? errors?.[0];
 }
 
+/** What a catalog file states: its entries, and the providers' limits of its `limits:` map. */
+export interface CatalogDocument {
+  entries: CatalogEntry[];
+  limits: ProviderLimitSetting[];
+}
+
+/** The entries of a catalog file (readCatalogDocument, without its limits). */
+export function readCatalogFile(file: string): CatalogEntry[] {
+  return readCatalogDocument(file).entries;
+}
+
 /**
- * Reads a catalog file: YAML, a `nodes` list of entries, each checked against the entry schema
+ * Reads a catalog file: YAML, a `nodes` list of entries and an optional `limits:` map, each checked against the entry schema
  * and then for what a schema cannot say (price formulas parse and read only known names; ports
- * named by the request, the outputs and the example exist; ids unique within the file). Throws
+ * named by the request, the outputs and the example exist; ids unique within the file), and the
+ * limits with the bounds of `PROVIDER_LIMITS` (catalog-limits.ts). Throws
  * `CatalogFileError`, e.g. `catalog/hosted-models.yaml: entry 3 ("fal-flux-schnell"): price.estimate: unknown variable "num_imgs"`.
  * Clashes with other files' and code nodes' ids are the registry's to find.
  */
-export function readCatalogFile(file: string): CatalogEntry[] {
+export function readCatalogDocument(file: string): CatalogDocument {
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
@@ -65,9 +79,9 @@ export function readCatalogFile(file: string): CatalogEntry[] {
     const { field, message } = describe(firstError(validateFile.errors)!);
     throw new CatalogFileError(`${file}: ${field === '' ? 'the file' : field} ${message} (a catalog file is an object with a "nodes" list)`);
   }
-  const entries = (document as { nodes: unknown[] }).nodes;
+  const { nodes, limits } = document as { nodes: unknown[]; limits?: unknown };
   const seen = new Set<string>();
-  return entries.map((raw, index) => {
+  const entries = nodes.map((raw, index) => {
     const id = typeof (raw as { id?: unknown } | null)?.id === 'string' ? (raw as { id: string }).id : undefined;
     const fail = (field: string, message: string): never => {
       throw new CatalogFileError(`${file}: entry ${index + 1}${id === undefined ? '' : ` (${JSON.stringify(id)})`}: ${field === '' ? '' : `${field}: `}${message}`);
@@ -83,6 +97,10 @@ export function readCatalogFile(file: string): CatalogEntry[] {
     checkEntry(entry, fail);
     return entry;
   });
+  const failLimit = (field: string, message: string): never => {
+    throw new CatalogFileError(`${file}: ${field}: ${message}`);
+  };
+  return { entries, limits: catalogLimits(limits, failLimit) };
 }
 
 /** Reads every file, in order; the first bad one throws. */

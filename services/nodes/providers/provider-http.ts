@@ -3,6 +3,7 @@ import { AppError } from '../../platform/app-error';
 import { providerCalls, type ProviderCall } from '../../platform/call-channels';
 import { attachPermit, providerScope } from './provider-scope';
 import { annotateSpan, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../../platform/tracing';
+import { retryAfterMs } from './rate-headers';
 
 /**
  * The one HTTP client of hosted providers (LLM, image, speech, embedding APIs): every provider
@@ -75,14 +76,6 @@ export function providerMessage(text: string): string {
     // not JSON
   }
   return text.trim() || 'no details';
-}
-
-/** Milliseconds a `Retry-After` header asks for (seconds or an HTTP date), or undefined. */
-export function retryAfterMs(header: string | null, now = Date.now()): number | undefined {
-  if (!header) return undefined;
-  if (/^\d+(\.\d+)?$/.test(header.trim())) return Math.ceil(Number(header) * 1000);
-  const at = Date.parse(header);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 function failure(provider: string, status: number, message: string): AppError {
