@@ -64,6 +64,9 @@ export function b13(steps: number): Workload {
         for (const [what, value] of [['the chat steps\' settled costs', charged.chatSteps], ['all steps\' settled costs', charged.allSteps], ["the ledger's charges", charged.ledger], ["the balance's fall", charged.balance]] as const) {
           if (value !== expected) ctx.fail('B13 money', new Error(`${what}: ${value} micro-USD, but the fake answered ${provider.answered} calls × ${PRICE_PER_CALL_MICROS} = ${expected}`));
         }
+        // With every second call refused, N answered calls take at least 2N - 1 calls whatever the
+        // fleet does: the ≤ 1.5× goal and "every step completes" cannot both be met under this
+        // fake. `insidePause` is the figure a fleet-wide pause changes (the fewer, the better).
         const perStep = calls / steps;
         const rows: Row[] = [
           { id: 'B13', figure: `runs completed of ${steps}`, ours: completed, unit: 'runs', kind: 'rate', goal: { text: `all ${steps}`, met: completed === steps } },
