@@ -82,3 +82,24 @@ export function postgresCpuByKind(tmpDir: string): Map<number, { kind: string; m
     }),
   );
 }
+
+/** CPU seconds (user + system) one process has used so far; NaN once it is gone (or off Linux). */
+export function processCpuSeconds(pid: number | undefined): number {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+  } catch {
+    return NaN;
+  }
+}
+
+/** A process' resident set (VmRSS of /proc/<pid>/status), bytes; NaN once it is gone. */
+export function processRssBytes(pid: number | undefined): number {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) * 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
