@@ -211,7 +211,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       maxBytes: config.uploadMaxBytes,
     },
     webhooks: { secrets: new WebhookRepository(resources.database), memberships },
-    queue: { statusOf: (orgId) => resources.queue.orgStatus(orgId), defaultLimit: config.orgStepConcurrency },
+    queue: { statusOf: (orgId) => resources.queue.orgStatus(orgId), defaultLimit: config.orgStepConcurrency, providerWaitsOf: (orgId) => resources.providerLimiter.waitingOf(orgId) },
     webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });

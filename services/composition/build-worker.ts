@@ -62,7 +62,11 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
         if (costMicros > 0) metrics.costSettled.inc({ node }, costMicros / 1_000_000);
       },
     },
-    providers: new ProviderWaits({ log }),
+    providers: new ProviderWaits({
+      limiter: resources.providerLimiter,
+      log,
+      observer: { slowedDown: (provider, reason) => metrics.providerSlowdowns.inc({ provider, reason }) },
+    }),
     outputCache: new OutputCache({
       store: new OutputCacheRepository(resources.database),
       isOwnRef: (ref) => resources.lifecycle.isOwnRef(ref),

@@ -8,7 +8,7 @@ import { isAppError } from '../platform/app-error';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
-import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue } from '../queue';
+import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue, ProviderLimiter } from '../queue';
 import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
 import { presentingMountEvents, type RunEventAppender, RunContextCache, RunLifecycle } from '../runs';
@@ -31,6 +31,8 @@ export interface ServiceResources {
    */
   channels: ChannelFanout | undefined;
   queue: StepQueue;
+  /** The providers' limits shared by every process (catalog files' `limits:` and PROVIDER_LIMITS, as they were at the start). */
+  providerLimiter: ProviderLimiter;
   runs: RunRepository;
   steps: StepRepository;
   workflows: WorkflowRepository;
@@ -91,8 +93,10 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
   metrics.observePool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.database.poolSize }));
   metrics.observeQueue(async () => ({ ...(await queue.counts()) }));
   const stopObservingCalls = metrics.observeCalls();
+  // What closes before the connections (filled in below, once built).
+  const closing: (() => Promise<unknown>)[] = [];
   const close = async (): Promise<void> => {
-    const steps: (() => Promise<unknown>)[] = [async () => stopObservingCalls(), () => queue.close(), () => bus.close(), async () => channels?.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
+    const steps: (() => Promise<unknown>)[] = [...closing, async () => stopObservingCalls(), () => queue.close(), () => bus.close(), async () => channels?.close(), async () => subscriber?.quit(), () => redis.quit(), () => database.close()];
     for (const step of steps) await step().catch((err: unknown) => log.warn({ err }, 'error while closing'));
   };
 
@@ -102,7 +106,18 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     const set = await configuredNodes(config, log);
     return { ...set, nodes: [...set.nodes, ...(options.nodes ?? [])] };
   };
-  const nodes = createNodeRegistry(await configured(), { fromEntry: (entry) => nodeOfEntry(entry, config) });
+  const initial = await configured();
+  const nodes = createNodeRegistry(initial, { fromEntry: (entry) => nodeOfEntry(entry, config) });
+  // Limits are read at the start: a reload changes the nodes, a restart the limits (docs/providers.md).
+  const providerLimiter = new ProviderLimiter({
+    redis,
+    prefix: config.redisPrefix,
+    limits: initial.limits,
+    log,
+    observer: { waited: (key, ms) => metrics.providerLimitWait.observe({ provider: key }, ms / 1000) },
+  });
+  metrics.observeProviderLimits(() => providerLimiter.snapshot());
+  closing.unshift(() => providerLimiter.close());
   const reloadNodes = async (): Promise<void> => {
     try {
       nodes.replace(await configured());
@@ -158,6 +173,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     bus,
     channels,
     queue,
+    providerLimiter,
     runs,
     steps: new StepRepository(database, { logger: log, settlementsPerOrg: config.database.settlementsPerOrg }),
     workflows: new WorkflowRepository(database.prisma),

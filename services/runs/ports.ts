@@ -1,5 +1,6 @@
 import type { BlobStore } from '../blobs';
 import type { RunEvent, SequencedEvent } from '../contract';
+import type { ProviderLimiter } from '../queue';
 import type { ArtifactRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, StepRepository, WebhookRepository } from '../store';
 
 /**
@@ -98,15 +99,6 @@ export interface RunEventSource {
   lastSeq(runId: string): Promise<number>;
 }
 
-/** One request's place in a provider's budget (queue/provider-limiter.ts). */
-export interface LimitGrant {
-  release(usedTokens?: number): void;
-}
-
-/** The shared provider limits, as the step's provider requests draw on them (queue/provider-limiter.ts). */
-export interface ProviderLimiterPort {
-  has(key: string): boolean;
-  acquire(request: { key: string; org: string; tokens: number; lease: boolean; signal: AbortSignal }): Promise<LimitGrant>;
-  pause(key: string, untilMs: number): Promise<void>;
-  snapshot(): readonly { key: string; blockedBy: 'requests' | 'tokens' | 'calls' | 'paused' | null }[];
-}
+/** The shared provider limits, as a step's provider requests draw on them. */
+export type ProviderLimiterPort = Pick<ProviderLimiter, 'has' | 'acquire' | 'pause' | 'snapshot'>;
+export type { LimitGrant } from '../queue';

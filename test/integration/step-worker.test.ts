@@ -107,9 +107,8 @@ describe('the step worker lending slots to provider waits', () => {
     const started: string[] = [];
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
-    let stepWorker: ReturnType<typeof startStepWorker> | undefined;
     const lentAtPeak: number[] = [];
-    stepWorker = startStepWorker({
+    const stepWorker: ReturnType<typeof startStepWorker> = startStepWorker({
       connection: workerRedis,
       prefix,
       concurrency: 2,
@@ -118,9 +117,9 @@ describe('the step worker lending slots to provider waits', () => {
       log: pino({ level: 'silent' }),
       handlers: {
         'step.execute': async ({ nodeId }) => {
-          const back = options.lends(nodeId) ? stepWorker!.lendSlot() : null;
+          const back = options.lends(nodeId) ? stepWorker.lendSlot() : null;
           started.push(nodeId);
-          lentAtPeak.push(stepWorker!.lentSlots);
+          lentAtPeak.push(stepWorker.lentSlots);
           await released;
           back?.();
         },
@@ -139,8 +138,8 @@ describe('the step worker lending slots to provider waits', () => {
       },
       async stop() {
         release();
-        await eventually(() => stepWorker!.lentSlots === 0, { what: 'every lent slot returned', timeoutMs: 10_000 });
-        await stepWorker!.close();
+        await eventually(() => stepWorker.lentSlots === 0, { what: 'every lent slot returned', timeoutMs: 10_000 });
+        await stepWorker.close();
         workerRedis.disconnect();
       },
     };

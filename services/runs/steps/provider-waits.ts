@@ -1,5 +1,5 @@
 import type { ProviderScope, RequestPermit, ScopedRequest } from '../../nodes';
-import { retryAfterMs } from '../../nodes';
+import { readRateHeaders } from '../../nodes';
 import type { Logger } from '../../platform/logger';
 import type { LimitGrant, ProviderLimiterPort } from '../ports';
 
@@ -23,7 +23,40 @@ const NO_PERMIT: RequestPermit = { done: () => undefined };
  * (`StepProviderScope`), over the process' shared limiter.
  */
 export class ProviderWaits {
+  /** Rate headers not obeyed, by provider and header name: each is logged once per process. */
+  private readonly warned = new Set<string>();
+
   constructor(private readonly deps: ProviderWaitsDeps) {}
+
+  /**
+   * What an answer teaches the fleet about its provider: a 429 pauses every worker for what
+   * its `Retry-After` asks (a second without one); a remaining-requests or remaining-tokens
+   * header at 0 pauses them until its reset. Headers that make no sense are logged, not obeyed.
+   */
+  learn(provider: string, status: number, headers: Headers): void {
+    const { limiter, log, observer } = this.deps;
+    if (!limiter) return;
+    const now = Date.now();
+    const advice = readRateHeaders(headers, now);
+    for (const ignored of advice.ignored) {
+      const name = `${provider} ${ignored.split(':')[0]}`;
+      if (this.warned.has(name)) continue;
+      this.warned.add(name);
+      log.warn({ provider, header: ignored }, 'a provider answered a rate header that makes no sense; it is ignored (logged once per process)');
+    }
+    let until: number | undefined;
+    let reason: 'retry_after' | 'remaining' = 'remaining';
+    if (status === 429) {
+      reason = 'retry_after';
+      until = now + (advice.retryAfterMs ?? PAUSE_WITHOUT_RETRY_AFTER_MS);
+    } else {
+      const spent = [advice.requests, advice.tokens].filter((b) => b !== undefined && b.remaining === 0 && b.resetMs > 0);
+      if (spent.length > 0) until = now + Math.max(...spent.map((b) => b!.resetMs));
+    }
+    if (until === undefined) return;
+    observer?.slowedDown(provider, reason);
+    limiter.pause(provider, until).catch((err: unknown) => log.warn({ err, provider }, 'could not pause the fleet for a provider'));
+  }
 
   /**
    * The scope of one node call of organization `org`. `lendSlot`: gives the job's worker slot
@@ -31,7 +64,7 @@ export class ProviderWaits {
    * progress message of the step.
    */
   scopeFor(org: string, lendSlot: (() => (() => void) | null) | undefined, say: (message: string) => void): StepProviderScope {
-    return new StepProviderScope(org, this.deps, lendSlot, say);
+    return new StepProviderScope(org, this.deps, this, lendSlot, say);
   }
 }
 
@@ -53,6 +86,7 @@ export class StepProviderScope implements ProviderScope {
   constructor(
     private readonly org: string,
     private readonly deps: ProviderWaitsDeps,
+    private readonly waits: Pick<ProviderWaits, 'learn'>,
     private readonly lendSlot: (() => (() => void) | null) | undefined,
     private readonly say: (message: string) => void,
   ) {}
@@ -113,13 +147,7 @@ export class StepProviderScope implements ProviderScope {
   }
 
   observeResponse(request: Pick<ScopedRequest, 'provider' | 'model'>, status: number, headers: Headers): void {
-    const { limiter } = this.deps;
-    if (!limiter || status !== 429) return;
-    const asked = retryAfterMs(headers.get('retry-after'));
-    // A 429 slows every worker calling this provider, not only the call that met it.
-    const until = Date.now() + (asked !== undefined && asked <= 3_600_000 ? asked : PAUSE_WITHOUT_RETRY_AFTER_MS);
-    this.deps.observer?.slowedDown(request.provider, 'retry_after');
-    limiter.pause(request.provider, until).catch((err: unknown) => this.deps.log.warn({ err, provider: request.provider }, 'could not pause the fleet for a provider'));
+    this.waits.learn(request.provider, status, headers);
   }
 
   /** The call ended: its slots and unreported tokens go back, and the job its worker slot. Idempotent. */
