@@ -113,6 +113,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     redis,
     prefix: config.redisPrefix,
     limits: initial.limits,
+    leaseMs: config.providerLimitLeaseSeconds * 1000,
     log,
     observer: { waited: (key, ms) => metrics.providerLimitWait.observe({ provider: key }, ms / 1000) },
   });

@@ -209,6 +209,7 @@ export const SETTINGS = {
     default: '',
     parse: parseProviderLimits,
   },
+  providerLimitLeaseSeconds: { env: 'PROVIDER_LIMIT_LEASE_SECONDS', description: "How long a worker's hold on a provider's concurrent-call slot lasts without renewal (renewed every third of it): a killed worker's slots come back within this", default: '30', parse: int(3, 3600) },
   providerPollMs: { env: 'PROVIDER_POLL_MS', description: 'Pause between status polls of queued provider jobs (fal, Replicate)', default: '1000', parse: int(10, 60_000) },
   nodeCatalogFiles: {
     env: 'NODE_CATALOG_FILES',
