@@ -7,6 +7,7 @@ const PUMP = RedisScript.fromFile('provider-limit-pump');
 const RELEASE = RedisScript.fromFile('provider-limit-release');
 const RENEW = RedisScript.fromFile('provider-limit-renew');
 const PAUSE = RedisScript.fromFile('provider-limit-pause');
+const READ = RedisScript.fromFile('provider-limit-read');
 const WAITING = RedisScript.fromFile('provider-limit-waiting');
 
 /** A request's ticket as it enters the queue. */
@@ -96,14 +97,22 @@ export class ProviderLimitStore {
     return (await RENEW.run(this.redis, [this.root], [this.leaseMs, this.process, ...args])) as string[];
   }
 
-  /** Stores a pause of `key` (the later one wins); answers the pause in force, until ms (0: none). */
-  async pause(key: string, untilMs: number): Promise<number> {
-    return Number(await PAUSE.run(this.redis, [this.pauseKey(key)], [Math.floor(untilMs)]));
+  learntKey(key: string): string {
+    return `${this.base(key)}:lr`;
   }
 
-  /** The pause of `key` in force, until ms (0: none). */
-  async readPause(key: string): Promise<number> {
-    return Number((await this.redis.get(this.pauseKey(key))) ?? 0);
+  /**
+   * Stores a pause of `key` (the later one wins); with `learn` (a 429), also the pace the
+   * provider takes (provider-limit-pause.lua). Answers the pause in force, until ms (0: none).
+   */
+  async pause(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<number> {
+    return Number(await PAUSE.run(this.redis, [this.pauseKey(key), this.learntKey(key)], [Math.floor(untilMs), learn ? 1 : 0, Math.max(0, Math.floor(learn?.answeredPerMinute ?? 0))]));
+  }
+
+  /** The pause of `key` in force, until ms (0: none), and whether a pace learnt from 429s is in force. */
+  async readPause(key: string): Promise<{ untilMs: number; learnt: boolean }> {
+    const [until, learnt] = (await READ.run(this.redis, [this.pauseKey(key), this.learntKey(key)], [])) as [number, number];
+    return { untilMs: Number(until), learnt: learnt === 1 };
   }
 
   /** `org`'s tickets waiting at each key, and what blocks each key's head. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { KeyQueue, type Waiter } from './provider-limit-queue';
+import { KeyQueue, type KeyQueueDeps, type Waiter } from './provider-limit-queue';
 import { ProviderLimitStore, type NewTicket } from './provider-limit-store';
 import type { BlockedBy, LimitGrant, LimitRequest, LimitSnapshot, ProviderLimit, ProviderLimiterOptions } from './provider-limit-types';
 import { ProviderPauseCache } from './provider-pause-cache';
@@ -36,7 +36,10 @@ export class ProviderLimiter {
   private readonly queues = new Map<string, KeyQueue>();
   private readonly byBase = new Map<string, KeyQueue>();
   private readonly held = new Map<string, Held>();
-  private readonly subscriber: Redis | undefined;
+  private subscriber: Redis | undefined;
+  /** Keys with limits stated by the operator (others get a queue once a pace is learnt from their 429s). */
+  private readonly stated = new Set<string>();
+  private readonly deps: KeyQueueDeps;
   private renewTimer: NodeJS.Timeout | undefined;
   private renewing: Promise<void> | undefined;
   private sequence = 0;
@@ -46,26 +49,36 @@ export class ProviderLimiter {
     this.leaseMs = options.leaseMs ?? 30_000;
     this.store = new ProviderLimitStore(options.redis, options.prefix, this.process, this.leaseMs);
     this.pauses = new ProviderPauseCache(this.store, options.log);
-    const deps = {
+    const deps = (this.deps = {
       store: this.store,
       log: options.log,
       retryMs: options.retryMs ?? 250,
       refund: (queue: KeyQueue, ticket: NewTicket) => this.giveBack(queue, ticket, ticket.tokens, true),
       renewNow: () => this.renew(),
-    };
+    });
     for (const limit of options.limits) {
       const full: Required<ProviderLimit> = { requestsPerMinute: 0, tokensPerMinute: 0, concurrentCalls: 0, ...limit };
       if (full.requestsPerMinute <= 0 && full.tokensPerMinute <= 0 && full.concurrentCalls <= 0) continue;
-      const queue = new KeyQueue(full, deps);
-      this.queues.set(limit.key, queue);
-      this.byBase.set(queue.base, queue);
+      this.stated.add(limit.key);
+      this.addQueue(new KeyQueue(full, deps));
     }
-    if (this.queues.size > 0) this.subscriber = this.subscribe();
+  }
+
+  private addQueue(queue: KeyQueue): KeyQueue {
+    this.queues.set(queue.limit.key, queue);
+    this.byBase.set(queue.base, queue);
+    this.subscriber ??= this.subscribe();
+    return queue;
+  }
+
+  /** The queue of a key without stated limits whose provider answered 429: its requests go at the pace learnt (includes/provider-limit.lua). */
+  private learntQueue(key: string): KeyQueue {
+    return this.queues.get(key) ?? this.addQueue(new KeyQueue({ key, requestsPerMinute: 0, tokensPerMinute: 0, concurrentCalls: 0 }, this.deps));
   }
 
   /** Whether `key` has a configured limit. */
   has(key: string): boolean {
-    return this.queues.has(key);
+    return this.stated.has(key);
   }
 
   /**
@@ -78,8 +91,13 @@ export class ProviderLimiter {
     const { signal } = request;
     if (this.closed) throw new Error('the provider limiter is closed');
     signal.throwIfAborted();
-    const queue = this.queues.get(request.key);
-    if (!queue) return this.afterPause(request);
+    let queue = this.queues.get(request.key);
+    if (!queue) {
+      // A key without stated limits: its pause waited out, unless a pace learnt from its 429s is in force.
+      const seen = await this.pauses.read(request.key);
+      if (!seen.learnt) return this.afterPause(request);
+      queue = this.learntQueue(request.key);
+    }
     const enqueuedAt = Date.now();
     return new Promise<LimitGrant>((resolve, reject) => {
       const ticket: NewTicket = {
@@ -112,14 +130,20 @@ export class ProviderLimiter {
     });
   }
 
-  /** The provider told us to slow down: every process waits for `key` until `untilMs` (epoch ms). Works for keys with or without configured limits. */
-  async pause(key: string, untilMs: number): Promise<void> {
+  /**
+   * The provider told us to slow down: every process waits for `key` until `untilMs` (epoch ms).
+   * Works for keys with or without configured limits. `learn` (a 429): the fleet also learns the
+   * provider's pace from it (`answeredPerMinute`: what this process saw answered in the last
+   * second, a minute's worth), and its requests go through the key's queue at that pace.
+   */
+  async pause(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<void> {
     this.pauses.note(key, untilMs);
     try {
-      this.pauses.note(key, await this.store.pause(key, untilMs));
+      this.pauses.note(key, await this.store.pause(key, untilMs, learn));
     } catch (err) {
       this.options.log.warn({ err, key }, 'provider limiter: storing a pause failed; only this process knows of it');
     }
+    if (learn && !this.closed) this.learntQueue(key);
     this.queues.get(key)?.poke();
   }
 
@@ -168,7 +192,7 @@ export class ProviderLimiter {
   private async afterPause({ key, signal }: LimitRequest): Promise<LimitGrant> {
     const started = Date.now();
     for (;;) {
-      const left = (await this.pauses.untilOf(key)) - Date.now();
+      const left = (await this.pauses.read(key)).untilMs - Date.now();
       signal.throwIfAborted();
       if (left <= 0) break;
       await abortableSleep(Math.min(left, 1000), signal);

@@ -7,8 +7,10 @@ const REFRESH_MS = 1000;
 
 interface Seen {
   untilMs: number;
+  /** A pace learnt from the provider's 429s is in force: requests go through the key's queue. */
+  learnt: boolean;
   readAt: number;
-  reading?: Promise<number>;
+  reading?: Promise<Seen>;
 }
 
 /**
@@ -26,23 +28,24 @@ export class ProviderPauseCache {
     private readonly log: Logger,
   ) {}
 
-  /** The pause of `key` in force, until ms (0 or past: none). */
-  async untilOf(key: string): Promise<number> {
+  /** The pause of `key` in force, until ms (0 or past: none), and whether a pace learnt from 429s is. */
+  async read(key: string): Promise<Pick<Seen, 'untilMs' | 'learnt'>> {
     const now = Date.now();
     const seen = this.seen.get(key);
-    if (seen && now - seen.readAt < REFRESH_MS) return seen.untilMs;
+    if (seen && now - seen.readAt < REFRESH_MS) return seen;
     if (seen?.reading) return seen.reading;
-    const entry: Seen = seen ?? { untilMs: 0, readAt: 0 };
+    const entry: Seen = seen ?? { untilMs: 0, learnt: false, readAt: 0 };
     entry.reading = withTimeout(this.store.readPause(key), REFRESH_MS, 'provider pause')
       .catch((err: unknown) => {
         this.log.warn({ err, key }, 'provider limiter: reading a pause failed; letting requests through');
-        return entry.untilMs;
+        return entry;
       })
-      .then((untilMs) => {
+      .then(({ untilMs, learnt }) => {
         entry.untilMs = untilMs;
+        entry.learnt = learnt;
         entry.readAt = Date.now();
         entry.reading = undefined;
-        return untilMs;
+        return entry;
       });
     this.seen.set(key, entry);
     return entry.reading;
@@ -52,7 +55,7 @@ export class ProviderPauseCache {
   note(key: string, untilMs: number): void {
     const entry = this.seen.get(key);
     if (entry) entry.untilMs = Math.max(entry.untilMs, untilMs);
-    else this.seen.set(key, { untilMs, readAt: Date.now() });
+    else this.seen.set(key, { untilMs, learnt: false, readAt: Date.now() });
   }
 
   /** Keys whose pause was seen, with its end (ms). */

@@ -25,6 +25,8 @@ const NO_PERMIT: RequestPermit = { done: () => undefined };
 export class ProviderWaits {
   /** Rate headers not obeyed, by provider and header name: each is logged once per process. */
   private readonly warned = new Set<string>();
+  /** Answers of each provider that were not refused, counted per second: this second's and the last one's. */
+  private readonly answered = new Map<string, { second: number; now: number; last: number }>();
 
   constructor(private readonly deps: ProviderWaitsDeps) {}
 
@@ -37,6 +39,7 @@ export class ProviderWaits {
     const { limiter, log, observer } = this.deps;
     if (!limiter) return;
     const now = Date.now();
+    if (status !== 429) this.countAnswered(provider, now);
     const advice = readRateHeaders(headers, now);
     for (const ignored of advice.ignored) {
       const name = `${provider} ${ignored.split(':')[0]}`;
@@ -55,7 +58,31 @@ export class ProviderWaits {
     }
     if (until === undefined) return;
     observer?.slowedDown(provider, reason);
-    limiter.pause(provider, until).catch((err: unknown) => log.warn({ err, provider }, 'could not pause the fleet for a provider'));
+    // A 429 teaches the fleet the provider's pace, starting from what this process saw it take.
+    const learn = status === 429 ? { answeredPerMinute: this.answeredPerMinute(provider, now) } : undefined;
+    limiter.pause(provider, until, learn).catch((err: unknown) => log.warn({ err, provider }, 'could not pause the fleet for a provider'));
+  }
+
+  private countAnswered(provider: string, now: number): void {
+    const second = Math.floor(now / 1000);
+    const counts = this.answered.get(provider);
+    if (!counts) this.answered.set(provider, { second, now: 1, last: 0 });
+    else if (counts.second === second) counts.now++;
+    else {
+      counts.last = counts.second === second - 1 ? counts.now : 0;
+      counts.second = second;
+      counts.now = 1;
+    }
+  }
+
+  /** Answers of `provider` this process saw in about the last second, as a rate per minute. */
+  private answeredPerMinute(provider: string, now: number): number {
+    const counts = this.answered.get(provider);
+    const second = Math.floor(now / 1000);
+    if (!counts || counts.second < second - 1) return 0;
+    if (counts.second === second - 1) return counts.now * 60;
+    // The last full second, plus this one's share so far.
+    return Math.round((counts.last * (1 - (now % 1000) / 1000) + counts.now) * 60);
   }
 
   /**

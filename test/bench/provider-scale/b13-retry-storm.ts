@@ -5,6 +5,8 @@ import { countWithin, startSlowProvider } from '../support/slow-provider';
 
 const LATENCY_MS = 2000;
 const RETRY_AFTER_S = 1;
+/** The fake's capacity: calls beyond this many in the sliding second before are refused. */
+const CAPACITY_PER_SECOND = 50;
 /** Starting balance of the bench's organization (provider-service.ts). */
 const BALANCE_MICROS = 1_000_000_000n;
 
@@ -22,18 +24,21 @@ async function charges(service: ProviderService): Promise<{ chatSteps: bigint; a
 }
 
 /**
- * B13: a 429 storm. The fake refuses every second call with 429 and `Retry-After: 1`. Every step
- * must still complete; the calls the fleet makes are counted against the steps; and no step may
+ * B13: a 429 storm. The fake takes 50 calls a second and refuses the rest with 429 and
+ * `Retry-After: 1`; no limit is configured, and the steps are released all at once, so a fleet
+ * that only retried would send most of its calls into refusals (every second call and more).
+ * Every step must still complete; the calls the fleet makes are counted against the steps (the
+ * fleet must learn the provider's pace from its 429s: at most 1.5 calls per step); and no step may
  * be charged for a call the fake did not answer with a completion: the settled step costs, the
  * ledger's charges and the balance's fall each equal the answered calls × the price of one call.
- * Two worker processes, so that a pause the provider asks for has to hold across the fleet.
+ * Two worker processes, so that what the provider asks has to hold across the fleet.
  */
 export function b13(steps: number): Workload {
   return {
     id: 'B13',
-    title: `429 storm: ${steps} steps, two worker processes, every other call refused (Retry-After: ${RETRY_AFTER_S})`,
+    title: `429 storm: ${steps} steps released at once, two worker processes, the fake taking ${CAPACITY_PER_SECOND}/s and refusing the rest (Retry-After: ${RETRY_AFTER_S})`,
     async run(ctx) {
-      const provider = await startSlowProvider({ latencyMs: LATENCY_MS, text: ANSWER, usage: USAGE, refuse: { kind: 'every-other', retryAfterS: RETRY_AFTER_S } });
+      const provider = await startSlowProvider({ latencyMs: LATENCY_MS, text: ANSWER, usage: USAGE, refuse: { kind: 'above-rate', perSecond: CAPACITY_PER_SECOND, retryAfterS: RETRY_AFTER_S } });
       const service = await startProviderService(ctx, {
         name: 'b13',
         providerBaseUrl: provider.baseUrl,
@@ -64,9 +69,7 @@ export function b13(steps: number): Workload {
         for (const [what, value] of [['the chat steps\' settled costs', charged.chatSteps], ['all steps\' settled costs', charged.allSteps], ["the ledger's charges", charged.ledger], ["the balance's fall", charged.balance]] as const) {
           if (value !== expected) ctx.fail('B13 money', new Error(`${what}: ${value} micro-USD, but the fake answered ${provider.answered} calls × ${PRICE_PER_CALL_MICROS} = ${expected}`));
         }
-        // With every second call refused, N answered calls take at least 2N - 1 calls whatever the
-        // fleet does: the ≤ 1.5× goal and "every step completes" cannot both be met under this
-        // fake. `insidePause` is the figure a fleet-wide pause changes (the fewer, the better).
+        // `insidePause`: calls sent while an earlier 429's Retry-After still ran (the fewer, the better).
         const perStep = calls / steps;
         const rows: Row[] = [
           { id: 'B13', figure: `runs completed of ${steps}`, ours: completed, unit: 'runs', kind: 'rate', goal: { text: `all ${steps}`, met: completed === steps } },

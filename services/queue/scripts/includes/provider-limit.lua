@@ -16,11 +16,15 @@
     KEYS[7]  pause: the provider's pause, until ms (string with a PX expiry)
     <ARGV[1]>:a:<process>  the process is alive and waits here (string, PX leaseMs)
     <ARGV[1]>:g:<process>  its tickets granted and not yet collected by it (set)
+    <ARGV[1]>:lr  the pace learnt from the provider's 429s: r = requests per minute when set,
+             at = when, ms; hold = until when another 429 does not halve it; s, n, last = the
+             grants of second s, and of the second before (hash; expires ten minutes after the
+             last 429)
 
   Common arguments:
     ARGV[1]  the key's base name (every key above is it plus a suffix)
     ARGV[2]  the processes' channel prefix: a grant is announced on it plus the owner's id
-    ARGV[3]  requests per minute (0: no limit)
+    ARGV[3]  requests per minute (0: no limit); a pace learnt from 429s (<ARGV[1]>:lr) lowers it
     ARGV[4]  tokens per minute (0: no limit)
     ARGV[5]  concurrent calls (0: no limit)
     ARGV[6]  leaseMs: life of a call slot or an alive mark not renewed
@@ -52,6 +56,35 @@ local rpm, tpm, calls, leaseMs = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(
 local caller = ARGV[7]
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+
+-- A pace learnt from the provider's 429s (provider-limit-pause.lua): the requests per minute it
+-- had when last set, grown by LEARNT_GROWTH a second since then. It binds while it is below the
+-- stated limit (or there is none), so a fleet that met a 429 sends at the pace the provider took,
+-- then probes upwards until the next 429 halves it again (additive probing would take minutes to
+-- find a big provider's pace; halving and growing by half a second keeps the 429s to a few per
+-- episode). It expires ten minutes after its last 429.
+local LEARNT_GROWTH = 1.5
+local learntKey = base .. ':lr'
+local learnt = redis.call('HMGET', learntKey, 'r', 'at')
+if learnt[1] then
+  local grown = tonumber(learnt[1]) * math.pow(LEARNT_GROWTH, math.max(0, now - tonumber(learnt[2])) / 1000)
+  if rpm <= 0 or grown < rpm then rpm = grown end
+else
+  learntKey = nil
+end
+-- Grants counted per second while a pace is learnt: the pace the fleet really sent at, which the
+-- next 429 halves (not the pace grown meanwhile, which nothing may have used).
+local function countGrant()
+  if not learntKey then return end
+  local second = math.floor(now / 1000)
+  local counted = redis.call('HMGET', learntKey, 's', 'n')
+  local at = tonumber(counted[1])
+  if at == second then
+    redis.call('HINCRBY', learntKey, 'n', 1)
+  else
+    redis.call('HSET', learntKey, 's', second, 'n', 1, 'last', (at == second - 1) and tonumber(counted[2]) or 0)
+  end
+end
 
 local rrate, trate = rpm / 60000, tpm / 60000
 local rcap, tcap = math.max(1, rpm / 3000), math.max(1, tpm / 1200)
@@ -113,6 +146,7 @@ local function grant()
           return math.max(1, tonumber(first[2]) - now), 'calls'
         end
         if rpm > 0 then rlevel = rlevel - 1 end
+        countGrant()
         if tpm > 0 then tlevel = tlevel - ticket.t end
         if calls > 0 and ticket.l == 1 then redis.call('ZADD', leases, now + leaseMs, id) end
         if score > vclock then vclock = score end
