@@ -187,6 +187,32 @@ describe('the provider limiter, shared through Redis', () => {
     expect(b.snapshot().map((s) => s.key).sort()).toEqual([limitedKey, openKey].sort());
   });
 
+  it("learns a provider's pace from a 429: every process then sends at it, and a later 429 halves what the fleet sent", async () => {
+    const key = uniqueName('learnt');
+    const [a, b] = [limiter([]), limiter([])];
+    // A 429 seen by a, which had seen 120 answers a minute (2 a second): the fleet's pace from now.
+    const untilMs = Date.now() + 300;
+    await a.pause(key, untilMs, { answeredPerMinute: 120 });
+    const learntKey = `${prefix}:plim:${key.length}:${key}:lr`;
+    // Another 429 inside the hold (the pause and a second after it: the 429s of requests sent before) leaves the pace.
+    await b.pause(key, untilMs, { answeredPerMinute: 6000 });
+    expect(Number((await redis.hgetall(learntKey)).r)).toBe(120);
+    const started = Date.now();
+    const times: number[] = [];
+    // b learns of it by its once-a-second read: both queue through Redis at the pace.
+    await Promise.all([a, b].flatMap((l, i) => Array.from({ length: 4 }, () => l.acquire(request(key, `org${i}`)).then(() => void times.push(Date.now() - started)))));
+    expect(times).toHaveLength(8);
+    // None before the pause ends; 8 at 2 a second growing by half a second (2, 3, 4.5, ...) take over a second.
+    for (const t of times) expect(t + started).toBeGreaterThanOrEqual(untilMs - 20);
+    expect(Math.max(...times)).toBeGreaterThanOrEqual(1000);
+    // A later 429 halves what the fleet sent in the last second (at most the 8 granted), at least one a second.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, untilMs + 1000 - Date.now())));
+    await a.pause(key, Date.now() + 10, { answeredPerMinute: 6000 });
+    const pace = Number((await redis.hgetall(learntKey)).r);
+    expect(pace).toBeGreaterThanOrEqual(60);
+    expect(pace).toBeLessThanOrEqual((8 * 60) / 2);
+  });
+
   it('sends no Redis command per request for a key without limits, past the pause read once a second', async () => {
     const l = limiter([]);
     const key = uniqueName('free');

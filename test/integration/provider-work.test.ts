@@ -175,4 +175,35 @@ describe('provider limits shared by the workers', () => {
     const slowdowns = await service.runtime.resources.metrics.registry.getSingleMetricAsString('svc_provider_slowdowns_total');
     expect(slowdowns).toMatch(/provider="openai",reason="retry_after"/);
   });
+
+  it('obeys a remaining-requests header at 0 until its reset, fleet-wide, and ignores one that makes no sense', async () => {
+    let answered = 0;
+    let spentAt = 0;
+    reply = async (res, req) => {
+      answered++;
+      if (answered === 1) {
+        // Spent: the next call must wait for the reset (1.5 s).
+        spentAt = Date.now();
+        res.setHeader('x-ratelimit-remaining-requests', '0');
+        res.setHeader('x-ratelimit-reset-requests', '1.5s');
+      } else {
+        // Nonsense: a remaining count below zero and a reset in a hundred days.
+        res.setHeader('x-ratelimit-remaining-requests', '-3');
+        res.setHeader('x-ratelimit-reset-requests', '2400h');
+      }
+      await REPLY(res, req);
+    };
+    const acct = await seedAccount(service.prisma, { slug: 'headers', scopes: ['run', 'read'], balanceMicros: 10_000_000 });
+    await startRuns(service, acct.token, 1);
+    const afterSpent = await startRuns(service, acct.token, 3);
+    const nonsense = Date.now();
+    const afterNonsense = await startRuns(service, acct.token, 2);
+    reply = REPLY;
+    for (const run of [...afterSpent, ...afterNonsense]) expect(run.at(-1)).toMatchObject({ type: 'run.completed' });
+    const later = fake.requests.filter((r) => r.at > spentAt);
+    expect(later).toHaveLength(5);
+    for (const request of later.slice(0, 3)) expect(request.at - spentAt).toBeGreaterThanOrEqual(1_500 - 50);
+    // The nonsense paused nothing: the last two went out as soon as they were started (well inside the 100 days).
+    for (const request of later.slice(3)) expect(request.at - nonsense).toBeLessThan(60_000);
+  });
 });
