@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Run } from '../../../contract';
-import { applyEvent, fromMicros, initialRunState, progressOf, stateOfRun, stepViewsOfRun, type RunState, type SeqEvent } from './run-state';
+import { applyEvent, fromMicros, initialRunState, limitWaitedFor, progressOf, stateOfRun, stepViewsOfRun, type RunState, type SeqEvent } from './run-state';
 import { formatUsd } from '../lib/format';
 
 const RUN_ID = '4cc0e21e-8b9f-4a11-8ea9-dc05f3128a07';
@@ -157,5 +157,14 @@ describe('from a run record', () => {
     expect(s.lastSeq).toBe(9);
     expect(s.order).toEqual(['a', 'b', 'c']);
     expect(s.finishedAtMs! - s.startedAtMs!).toBe(1500);
+  });
+});
+
+describe('limitWaitedFor', () => {
+  it("names the provider limit a step's progress says it waits for, and nothing else", () => {
+    expect(limitWaitedFor("waiting for openai's limit (concurrent calls)")).toBe('openai');
+    expect(limitWaitedFor("waiting for openai/gpt-4o-mini's limit (tokens per minute)")).toBe('openai/gpt-4o-mini');
+    expect(limitWaitedFor('fal: queued at position 3')).toBeUndefined();
+    expect(limitWaitedFor(undefined)).toBeUndefined();
   });
 });

@@ -49,6 +49,15 @@ export function fromMicros(micros: number): number {
   return micros / 1_000_000;
 }
 
+/**
+ * The provider limit a running step waits for, from its progress message ("waiting for openai's
+ * limit (concurrent calls)": the worker says so once a request has waited a second for its turn,
+ * docs/providers.md), or undefined.
+ */
+export function limitWaitedFor(message: string | undefined): string | undefined {
+  return message === undefined ? undefined : /^waiting for (.+)'s limit\b/.exec(message)?.[1];
+}
+
 /** A progress fraction read from a progress message ("42%", "3/10"), when it carries one. */
 export function progressOf(message: string): number | undefined {
   const percent = /(\d{1,3}(?:\.\d+)?)\s*%/.exec(message);

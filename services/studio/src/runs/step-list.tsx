@@ -1,4 +1,5 @@
 import { formatMs, formatUsd } from '../lib/format';
+import { limitWaitedFor } from './run-state';
 import type { StepViews } from './step-views';
 
 /** Spent against the cap, as a bar and in numbers. */
@@ -41,6 +42,8 @@ export function StepList({
         const step = steps[id];
         if (!step) return null;
         const progress = step.status === 'completed' ? 1 : step.progress;
+        // Waiting its turn under a provider's limit: running, but nothing is being done for it yet.
+        const waitingFor = step.status === 'running' ? limitWaitedFor(step.message) : undefined;
         return (
           <li key={id} className={`step-item ${step.status}`}>
             <div className="row step-line">
@@ -50,7 +53,13 @@ export function StepList({
               </span>
               {uses[id] && <span className="muted small mono step-uses">{uses[id]}</span>}
               <span className="spacer" />
-              <span className={`badge ${step.status}`}>{step.status}</span>
+              {waitingFor ? (
+                <span className="badge waiting" title={step.message}>
+                  waiting for {waitingFor}
+                </span>
+              ) : (
+                <span className={`badge ${step.status}`}>{step.status}</span>
+              )}
             </div>
             {step.status === 'running' && (
               <div
