@@ -64,13 +64,15 @@ function chatEntryNode(entry: ChatCatalogEntry, connections: ProviderConnections
   const shape = openai ? OPENAI_CHAT_SHAPE : ANTHROPIC_SHAPE;
   const formulas = { estimate: parsePriceFormula(entry.price.estimate), actual: parsePriceFormula(entry.price.actual) };
   const settings = { apiKey, baseUrl, timeoutMs: connections.providerTimeoutMs };
+  // OpenRouter's OpenAI-compatible API is OpenRouter's budget, not OpenAI's (its limits, metrics and messages).
+  const provider = !openai ? 'anthropic' : URL.parse(baseUrl)?.hostname.endsWith('openrouter.ai') ? 'openrouter' : 'openai';
   return llmNode({
     id: entry.id,
     title: entry.title,
     description: entry.description,
     category: entry.category,
     ...(entry.example ? { example: entry.example } : {}),
-    provider: openai ? 'openai' : 'anthropic',
+    provider,
     models: [entry.model],
     cost: (inputs, usage, phase) => formulaMicros(formulas[phase], { ...inputs, input_tokens: usage.inputTokens, output_tokens: usage.outputTokens }, `price.${phase}`),
     maxTemperature: shape.maxTemperature,
@@ -79,6 +81,6 @@ function chatEntryNode(entry: ChatCatalogEntry, connections: ProviderConnections
     vision: entry.vision ?? false,
     ...(entry.maxPromptLength !== undefined ? { maxPromptLength: entry.maxPromptLength } : {}),
     revision,
-    call: openai ? openAiCall(settings) : anthropicCall(settings),
+    call: openai ? openAiCall(settings, provider) : anthropicCall(settings),
   });
 }

@@ -39,12 +39,15 @@ export function chatCompletionBody(request: LlmRequest): Record<string, unknown>
   return body;
 }
 
-/** Streams one chat completion from `{baseUrl}/chat/completions` (OpenAI or any compatible server). */
-export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' | 'timeoutMs'>): LlmCall {
+/**
+ * Streams one chat completion from `{baseUrl}/chat/completions` (OpenAI or any compatible server);
+ * `provider`: the name its calls carry (messages, metrics, limits), `openai` unless the server is another's.
+ */
+export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' | 'timeoutMs'>, provider: string = PROVIDER): LlmCall {
   const url = `${settings.baseUrl.replace(/\/+$/, '')}/chat/completions`;
   return async (request, signal, onText) => {
     const response = await providerFetch({
-      provider: PROVIDER,
+      provider,
       model: request.model,
       tokens: request.worstCaseTokens ?? 0,
       url,
@@ -59,12 +62,12 @@ export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' 
     let stopReason: string | undefined;
     // An answered call that fails carries the usage it reported, so that llm-node prices it.
     const answered = <E extends Error>(err: E): E => Object.assign(err, { outcomeUnknown: true }, usage ? { usage } : {});
-    for await (const event of readSseEvents(eventStreamBody(response, PROVIDER), signal, PROVIDER)) {
+    for await (const event of readSseEvents(eventStreamBody(response, provider), signal, provider)) {
       if (event.data.trim() === '[DONE]') break;
-      const chunk = parseStreamJson<ChatChunk>(event.data, PROVIDER);
+      const chunk = parseStreamJson<ChatChunk>(event.data, provider);
       if (chunk.error) {
         const message = streamedErrorMessage(chunk.error.message, settings.apiKey);
-        throw new AppError({ code: 'unavailable', message: `${PROVIDER} failed while streaming: ${message}` });
+        throw new AppError({ code: 'unavailable', message: `${provider} failed while streaming: ${message}` });
       }
       const choice = chunk.choices?.[0];
       const delta = choice?.delta;
@@ -78,8 +81,8 @@ export function openAiCall(settings: Pick<LlmNodeSettings, 'apiKey' | 'baseUrl' 
     }
     // A stream without a finish_reason (no event at all, or cut short of its end) is not a completion.
     if (usage) reportTokenUsage(response, usage.inputTokens + usage.outputTokens);
-    if (stopReason === undefined) throw answered(malformedResponse(PROVIDER, text === '' ? 'a stream without any completion' : 'a stream that ended without a finish_reason'));
-    if (refusal !== '' && text === '') throw answered(new AppError({ code: 'bad_request', message: `${PROVIDER} refused to answer: ${refusal.slice(0, 500)}` }));
+    if (stopReason === undefined) throw answered(malformedResponse(provider, text === '' ? 'a stream without any completion' : 'a stream that ended without a finish_reason'));
+    if (refusal !== '' && text === '') throw answered(new AppError({ code: 'bad_request', message: `${provider} refused to answer: ${refusal.slice(0, 500)}` }));
     return { text, usage, stopReason };
   };
 }
