@@ -7,7 +7,6 @@ const PUMP = RedisScript.fromFile('provider-limit-pump');
 const RELEASE = RedisScript.fromFile('provider-limit-release');
 const RENEW = RedisScript.fromFile('provider-limit-renew');
 const PAUSE = RedisScript.fromFile('provider-limit-pause');
-const READ = RedisScript.fromFile('provider-limit-read');
 const WAITING = RedisScript.fromFile('provider-limit-waiting');
 
 /** A request's ticket as it enters the queue. */
@@ -106,12 +105,17 @@ export class ProviderLimitStore {
    * provider takes (provider-limit-pause.lua). Answers the pause in force, until ms (0: none).
    */
   async pause(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<number> {
-    return Number(await PAUSE.run(this.redis, [this.pauseKey(key), this.learntKey(key)], [Math.floor(untilMs), learn ? 1 : 0, Math.max(0, Math.floor(learn?.answeredPerMinute ?? 0))]));
+    return (await this.pauseRun(key, untilMs, learn)).untilMs;
   }
 
   /** The pause of `key` in force, until ms (0: none), and whether a pace learnt from 429s is in force. */
   async readPause(key: string): Promise<{ untilMs: number; learnt: boolean }> {
-    const [until, learnt] = (await READ.run(this.redis, [this.pauseKey(key), this.learntKey(key)], [])) as [number, number];
+    return this.pauseRun(key, 0);
+  }
+
+  private async pauseRun(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<{ untilMs: number; learnt: boolean }> {
+    const args = [Math.floor(untilMs), learn ? 1 : 0, Math.max(0, Math.floor(learn?.answeredPerMinute ?? 0))];
+    const [until, learnt] = (await PAUSE.run(this.redis, [this.pauseKey(key), this.learntKey(key)], args)) as [number, number];
     return { untilMs: Number(until), learnt: learnt === 1 };
   }
 

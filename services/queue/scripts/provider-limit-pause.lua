@@ -1,5 +1,7 @@
 --[[
-  Pauses a limit key until a time the provider gave: the later of the pause stored and this one.
+  Pauses a limit key until a time the provider gave: the later of the pause stored and this one
+  (until 0: reads the pause and the pace, a process's once-a-second look at a key it has no queue
+  for, provider-pause-cache.ts).
   With a 429, also learns the provider's pace: the fleet's requests to the key go through its
   queue at that pace from now on (includes/provider-limit.lua, where it grows back).
 
@@ -18,7 +20,7 @@
   again for one overshoot.
 
   Returns:
-    the pause in force now, until ms (0: none)
+    {the pause in force now, until ms (0: none), 1 when a pace learnt from 429s is in force else 0}
 ]]
 local MIN_RPM, FORGET_MS, GROWTH = 60, 600000, 1.5
 local clock = redis.call('TIME')
@@ -46,9 +48,10 @@ if ARGV[2] == '1' then
   end
   redis.call('PEXPIRE', KEYS[2], FORGET_MS)
 end
+local learnt = redis.call('EXISTS', KEYS[2])
 if untilMs > current and untilMs > now then
   redis.call('SET', KEYS[1], untilMs, 'PX', untilMs - now)
-  return untilMs
+  return { untilMs, learnt }
 end
-if current > now then return current end
-return 0
+if current > now then return { current, learnt } end
+return { 0, learnt }
