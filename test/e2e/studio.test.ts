@@ -10,6 +10,7 @@ import { ensureCliBuilt } from '../support/cli-build';
 import { seedAccount } from '../support/fixtures';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { dragBetween, launchChromium, screenshot, watchProblems } from '../support/studio-browser';
+import { openAiStream, startLlmFake, type LlmFake } from '../support/llm-fake';
 import { pauseNode } from '../support/test-nodes';
 
 /**
@@ -33,10 +34,22 @@ describe('the studio, end to end in Chromium', () => {
   const problems: string[] = [];
   let workflowId = '';
   let address = '';
+  // An OpenAI stand-in whose answers wait for `openLlm()`, behind a limit of one call at once.
+  let llm: LlmFake;
+  let openLlm!: () => void;
+  const llmGate = new Promise<void>((resolve) => (openLlm = resolve));
 
   beforeAll(async () => {
     ensureCliBuilt();
-    service = await startTestService({ nodes: [pauseNode] });
+    const reply = openAiStream(['A red fox.'], { prompt: 10, completion: 4 });
+    llm = await startLlmFake(async (res, req) => {
+      await llmGate;
+      await reply(res, req);
+    });
+    service = await startTestService({
+      nodes: [pauseNode],
+      env: { OPENAI_API_KEY: 'sk-e2e-0123456789abcdef', OPENAI_BASE_URL: `${llm.url}/v1`, OPENAI_MODELS: 'fake-model', OPENAI_PRICES: 'fake-model=1.25/5.00', PROVIDER_LIMITS: 'openai: calls=1' },
+    });
     user = await createPasswordUser(service.prisma, service.account.orgId, 'owner');
     browser = await launchChromium();
     context = await browser.newContext({ baseURL: service.url, viewport: { width: 1280, height: 800 } });
@@ -45,8 +58,10 @@ describe('the studio, end to end in Chromium', () => {
   }, 120_000);
 
   afterAll(async () => {
+    openLlm();
     await browser?.close();
     await service?.close();
+    await llm?.close();
   });
 
   const runCount = async () => ((await (await api('/v1/runs?limit=100')).json()) as { runs: unknown[] }).runs.length;
@@ -420,6 +435,27 @@ describe('the studio, end to end in Chromium', () => {
     await page.goto('/');
     await switcher.selectOption(service.account.orgSlug);
     await expectText(page.locator('main'), 'Speak and draw');
+  });
+
+  it("shows a step waiting its turn under a provider's limit, and why; the API's queue says the same", async () => {
+    const chat = { version: 2, nodes: [{ id: 'describe', uses: 'openai-chat', inputs: { prompt: 'Describe a fox in one line.', model: 'fake-model', maxTokens: 16 } }, { id: 'out', uses: 'output', inputs: { value: '${describe.text}' } }] };
+    const post = () => api('/v1/runs', { method: 'POST', body: JSON.stringify({ workflow: chat }) });
+    // The first run's call holds openai's one slot (its answer waits); the second waits its turn.
+    const first = await post();
+    await eventually(() => llm.requests.length === 1, { timeoutMs: 15_000, what: 'the first call to reach the provider' });
+    const second = await post();
+    const [waiting] = ((await (await api('/v1/runs?limit=1')).json()) as { runs: { id: string }[] }).runs;
+    await page.goto(`/runs/${waiting!.id}`);
+    const badge = page.locator('.badge.waiting');
+    await expectText(badge, 'waiting for openai');
+    expect(await badge.getAttribute('title')).toBe("waiting for openai's limit (concurrent calls)");
+    await screenshot(page, 'studio-22-provider-limit-wait');
+    const queue = (await (await api('/v1/queue')).json()) as { providerLimits: unknown[] };
+    expect(queue.providerLimits).toEqual([{ provider: 'openai', waitingSteps: 1, blockedBy: 'calls' }]);
+    openLlm();
+    await Promise.all([first.text(), second.text()]);
+    await expectText(page.locator('main'), 'completed', 30_000);
+    expect(llm.requests).toHaveLength(2);
   });
 
   it('said nothing wrong in the console along the way', () => {
