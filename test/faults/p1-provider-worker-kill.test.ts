@@ -43,15 +43,16 @@ beforeAll(async () => {
     PROVIDER_TIMEOUT_MS: '300000',
   };
   // One API: the fault is a worker's (and each process started costs seconds on a loaded machine).
-  topo = await startTopology({ apis: 1, env });
+  // A dollar a run: each run reserves its spending cap (0.50 by default) from the credit while it lasts.
+  topo = await startTopology({ apis: 1, env, creditUsd: String(Math.max(100, HELD + LIMIT)) });
 }, 300_000);
 afterAll(async () => {
   topo?.provider.behave({ hold: false });
   await topo?.close();
 }, 60_000);
 
-/** The most calls the fake had in flight at one instant (a call still open counts until now). */
-function mostInFlight(calls: readonly ProviderCall[]): number {
+/** The fake's in-flight count after each change, in time order (a call still open counts until now). */
+function inFlightTimeline(calls: readonly ProviderCall[]): { at: number; inFlight: number }[] {
   const now = Date.now();
   const edges = calls.flatMap((c) => [
     { at: c.startedAt, d: 1 },
@@ -60,10 +61,14 @@ function mostInFlight(calls: readonly ProviderCall[]): number {
   // An end before a start at the same instant: a slot handed on is not two at once.
   edges.sort((a, b) => a.at - b.at || a.d - b.d);
   let inFlight = 0;
-  let most = 0;
-  for (const { d } of edges) most = Math.max(most, (inFlight += d));
-  return most;
+  return edges.map(({ at, d }) => ({ at, inFlight: (inFlight += d) }));
 }
+
+/** The most calls the fake had in flight at one instant. */
+const mostInFlight = (calls: readonly ProviderCall[]): number => Math.max(0, ...inFlightTimeline(calls).map((p) => p.inFlight));
+
+/** The first moment after `from` (strictly: the edges at `from` itself are the last of what came before) when the fake had more than `level` calls in flight (NaN: never). */
+const firstAbove = (calls: readonly ProviderCall[], from: number, level: number): number => inFlightTimeline(calls).find((p) => p.at > from && p.inFlight > level)?.at ?? Number.NaN;
 
 it(`P1: a worker SIGKILLed with ${HELD} provider calls in flight under calls=${LIMIT}: its slots come back within the lease, the limit holds, every run completes once`, async () => {
   const { pool } = topo.database;
@@ -88,6 +93,9 @@ it(`P1: a worker SIGKILLed with ${HELD} provider calls in flight under calls=${L
   // Only the dead worker's slots coming back lets the second batch (and the taken-over steps) fill the limit while the gate is closed.
   await eventually(() => provider.inFlight() >= LIMIT, { timeoutMs: LEASE_SECONDS * 1000 + 60_000, intervalMs: 20, what: `${LIMIT} calls in flight again after the kill` });
   const refillMs = Date.now() - killAt;
+  // Above calls= minus what the victim held, a call can only hold a slot the dead worker held: the first such is its lease lapsing.
+  const victimGoneAt = Math.max(...provider.calls.filter((c) => c.startedAt <= killAt).map((c) => c.endedAt ?? killAt));
+  const reusedMs = firstAbove(provider.calls, victimGoneAt, LIMIT - victimInFlight) - killAt;
   const mostWhileHeld = mostInFlight(provider.calls);
   provider.behave({ hold: false });
   const clients = [...(await Promise.all(held)), ...(await Promise.all(after))];
@@ -102,11 +110,12 @@ it(`P1: a worker SIGKILLed with ${HELD} provider calls in flight under calls=${L
   const taken = await takenOver(pool, running);
   const most = mostInFlight(provider.calls);
 
-  console.log(JSON.stringify({ victimInFlight, running: running.length, taken: taken.length, refillMs, mostWhileHeld, most, extra, counts: check.counts, notCompleted: notCompleted.slice(0, 10).map((c) => [c.tag, c.record.runId, c.record.gaveUp]), doubles: doubles.slice(0, 10), violations: check.violations.slice(0, 20) }));
+  console.log(JSON.stringify({ victimInFlight, running: running.length, taken: taken.length, refillMs, reusedMs, mostWhileHeld, most, extra, counts: check.counts, notCompleted: notCompleted.slice(0, 10).map((c) => [c.tag, c.record.runId, c.record.gaveUp]), doubles: doubles.slice(0, 10), violations: check.violations.slice(0, 20) }));
   expectFigure(SCENARIO, `provider calls in flight at the victim when killed (WORKER_CONCURRENCY=${WORKER_SLOTS})`, victimInFlight, { min: HELD }, 'calls');
   figure(SCENARIO, 'steps running when the victim was killed', running.length, undefined, 'steps');
   figure(SCENARIO, 'steps taken over by another attempt', taken.length, undefined, 'steps');
-  figure(SCENARIO, `kill → ${LIMIT} calls in flight again (lease ${LEASE_SECONDS} s)`, refillMs, undefined, 'ms');
+  figure(SCENARIO, `kill → the first of the dead worker's call slots in use again (lease ${LEASE_SECONDS} s)`, Number.isNaN(reusedMs) ? 'never' : reusedMs, undefined, 'ms');
+  figure(SCENARIO, `kill → ${LIMIT} calls in flight again (lease ${LEASE_SECONDS} s; the second batch's ramp included)`, refillMs, undefined, 'ms');
   expectFigure(SCENARIO, `provider calls in flight at once, at most (calls=${LIMIT})`, most, { max: LIMIT }, 'calls');
   expectFigure(SCENARIO, 'runs not completed', notCompleted.length, { equals: 0 }, 'runs');
   expectFigure(SCENARIO, 'double commits', doubles.length, { max: 0 });
