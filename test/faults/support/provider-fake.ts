@@ -71,6 +71,13 @@ export interface Behaviour {
   completionTokens: number;
   /** Chunks the completion is streamed in. */
   chunks: number;
+  /** Answers wait (after `delayMs`) while true: calls pile up in flight until `behave({ hold: false })` lets them all go on. */
+  hold: boolean;
+  /**
+   * A provider's own rate limit: a call that would make more than this many calls answered (not
+   * refused) start within one sliding second is answered 429 (Retry-After 0); 0: none.
+   */
+  refuseAbovePerSecond: number;
 }
 
 export interface ProviderFake {
@@ -79,6 +86,8 @@ export interface ProviderFake {
   /** Changes the behaviour for calls from now on (merged into the current one). */
   behave(change: Partial<Behaviour>): void;
   readonly behaviour: Readonly<Behaviour>;
+  /** Calls whose connection is open and whose answer has not ended: what the provider has in flight now. */
+  inFlight(): number;
   callsFor(tag: string): ProviderCall[];
   /** What the fake billed for the calls carrying `tag`. */
   billedMicrosFor(tag: string): number;
@@ -91,7 +100,7 @@ export interface ProviderFake {
   close(): Promise<void>;
 }
 
-const DEFAULTS: Behaviour = { delayMs: 0, chunkDelayMs: 0, failRatio: 0, failStatus: 503, hang: false, failNext: 0, completionTokens: 20, chunks: 4 };
+const DEFAULTS: Behaviour = { delayMs: 0, chunkDelayMs: 0, failRatio: 0, failStatus: 503, hang: false, failNext: 0, completionTokens: 20, chunks: 4, hold: false, refuseAbovePerSecond: 0 };
 
 function promptText(body: Record<string, unknown>): string {
   const messages = Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : [];
@@ -107,6 +116,20 @@ export async function startProviderFake(options: { seed?: number; pricesText?: s
   const behaviour: Behaviour = { ...DEFAULTS };
   const calls: ProviderCall[] = [];
   const hung = new Set<http.ServerResponse>();
+  /** Answers waiting for `hold` to end. */
+  let held: (() => void)[] = [];
+  const letHeldGo = (): void => {
+    for (const go of held) go();
+    held = [];
+  };
+  /** Whether one more call now would break the provider's own rate (counted over the calls it did not refuse). */
+  const overRate = (now: number): boolean => {
+    const limit = behaviour.refuseAbovePerSecond;
+    if (limit <= 0) return false;
+    let recent = 0;
+    for (let i = calls.length - 1; i >= 0 && calls[i]!.startedAt > now - 1000; i -= 1) if (calls[i]!.httpStatus !== 429) recent += 1;
+    return recent > limit;
+  };
 
   function costMicros(model: string, promptTokens: number, completionTokens: number): number {
     const price = prices.get(model);
@@ -132,6 +155,9 @@ export async function startProviderFake(options: { seed?: number; pricesText?: s
       cancelled: false,
     };
     calls.push(call);
+    // Counted at arrival (the call itself included), as a provider's limiter counts requests.
+    const refused = overRate(call.startedAt);
+    if (refused) call.httpStatus = 429;
     let gone = false;
     res.on('close', () => {
       gone = true;
@@ -139,18 +165,19 @@ export async function startProviderFake(options: { seed?: number; pricesText?: s
       if (call.status === 'answered' && !res.writableEnded) call.status = 'cut';
       call.endedAt ??= Date.now();
     });
-    const failing = behaviour.failNext > 0 || (behaviour.failRatio > 0 && random() < behaviour.failRatio);
-    if (behaviour.failNext > 0) behaviour.failNext -= 1;
+    const failing = refused || behaviour.failNext > 0 || (behaviour.failRatio > 0 && random() < behaviour.failRatio);
+    if (!refused && behaviour.failNext > 0) behaviour.failNext -= 1;
     if (behaviour.hang) {
       hung.add(res);
       return;
     }
-    if (behaviour.delayMs > 0) await sleep(behaviour.delayMs);
+    if (behaviour.delayMs > 0 && !refused) await sleep(behaviour.delayMs);
+    if (behaviour.hold && !refused && !gone) await new Promise<void>((resolve) => held.push(resolve));
     // The client left before any answer: nothing was generated, nothing is billed.
     if (gone || res.destroyed) return;
     if (failing || !prices.has(model)) {
       call.status = 'failed';
-      call.httpStatus = prices.has(model) ? behaviour.failStatus : 404;
+      call.httpStatus = refused ? 429 : prices.has(model) ? behaviour.failStatus : 404;
       res.writeHead(call.httpStatus, { 'content-type': 'application/json', ...(call.httpStatus === 429 ? { 'retry-after': '0' } : {}) });
       res.end(JSON.stringify({ error: { message: `the fake failed this call on purpose (${call.httpStatus})`, type: 'server_error' } }));
       call.endedAt = Date.now();
@@ -205,7 +232,9 @@ export async function startProviderFake(options: { seed?: number; pricesText?: s
     behaviour,
     behave(change) {
       Object.assign(behaviour, change);
+      if (!behaviour.hold) letHeldGo();
     },
+    inFlight: () => calls.filter((c) => c.endedAt === null).length,
     callsFor,
     billedMicrosFor: (tag) => callsFor(tag).reduce((sum, c) => sum + c.billedMicros, 0),
     costMicros,
@@ -214,6 +243,7 @@ export async function startProviderFake(options: { seed?: number; pricesText?: s
     close: () =>
       new Promise((resolve) => {
         for (const res of hung) res.destroy();
+        letHeldGo();
         server.closeAllConnections();
         server.close(() => resolve());
       }),
