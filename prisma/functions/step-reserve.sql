@@ -24,10 +24,14 @@ DROP FUNCTION IF EXISTS svc_retry_step(jsonb);
 --         only when it started at least this long ago; 0: whenever asked), attempt_token text,
 --         lost_charge_micros (what this attempt is charged if lost), max_attempts int,
 --         group_micros (optional, default 0).
+-- A lost attempt that had recorded its provider job (steps.provider_job for its attempt number:
+-- a fal request, a Replicate prediction, submitted and not finished) is not charged when the new
+-- attempt starts: the new attempt resumes that job (its outcome is the job's, charged once when it
+-- settles) and the job is recorded under the new attempt's number. Refused, it is charged as lost.
 -- Output: verdict ('ok' | 'run_not_running' | 'step_not_runnable' | 'attempts_exhausted' |
 --         'cap_exceeded' | 'insufficient_credit'), attempt (int, null unless owned), owned boolean,
 --         group_micros (what was held for the siblings: the asked amount, or null when it did
---         not fit or the attempt did not start).
+--         not fit or the attempt did not start), provider_job (the job to resume, or null).
 -- Locks:  the run row, then the step row (FOR UPDATE). No ledger entry, no organization row.
 CREATE FUNCTION svc_reserve_step(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
@@ -43,6 +47,7 @@ DECLARE
   r record;
   s record;
   lost bigint;
+  resumed jsonb;
   others bigint;
   verdict text;
   held bigint;
@@ -53,7 +58,7 @@ BEGIN
   IF NOT FOUND OR r.status <> 'running' THEN
     RETURN jsonb_build_object('verdict', 'run_not_running', 'attempt', NULL, 'owned', false);
   END IF;
-  SELECT id, status, pending_deps, reserved_micros, lost_charge_micros, started_at, attempt INTO s
+  SELECT id, status, pending_deps, reserved_micros, lost_charge_micros, started_at, attempt, provider_job INTO s
   FROM steps WHERE run_id = p_run AND node_id = p_node FOR UPDATE;
   IF NOT FOUND OR s.pending_deps <> 0 OR NOT (s.status IN ('pending', 'queued')
       OR (s.status = 'running' AND (p_stale_ms <= 0 OR s.started_at <= now() - p_stale_ms * interval '1 millisecond'))) THEN
@@ -61,11 +66,18 @@ BEGIN
   END IF;
   -- A step reserved with its run and never started by a worker (started_at null) called nothing.
   lost := CASE WHEN s.status = 'running' AND s.started_at IS NOT NULL THEN LEAST(s.lost_charge_micros, s.reserved_micros) ELSE 0 END;
+  -- The lost attempt's provider job goes on under the new attempt, which pays for it once: no lost charge.
+  resumed := CASE WHEN lost > 0 AND s.provider_job IS NOT NULL AND (s.provider_job->>'attempt')::int = s.attempt THEN s.provider_job ELSE NULL END;
   others := r.reserved_micros - s.reserved_micros;
   verdict := CASE WHEN s.attempt >= p_max_attempts THEN 'attempts_exhausted'
-                  WHEN r.spent_micros + lost + others + p_estimate > r.cap_micros THEN 'cap_exceeded'
-                  WHEN r.spent_micros + lost + others + p_estimate > COALESCE(r.authorized_micros, r.cap_micros) THEN 'insufficient_credit'
+                  WHEN r.spent_micros + CASE WHEN resumed IS NULL THEN lost ELSE 0 END + others + p_estimate > r.cap_micros THEN 'cap_exceeded'
+                  WHEN r.spent_micros + CASE WHEN resumed IS NULL THEN lost ELSE 0 END + others + p_estimate > COALESCE(r.authorized_micros, r.cap_micros) THEN 'insufficient_credit'
                   ELSE 'ok' END;
+  IF verdict = 'ok' AND resumed IS NOT NULL THEN
+    lost := 0;
+  ELSE
+    resumed := NULL;
+  END IF;
   IF verdict <> 'ok' AND s.status <> 'running' THEN
     RETURN jsonb_build_object('verdict', verdict, 'attempt', NULL, 'owned', false);
   END IF;
@@ -76,10 +88,11 @@ BEGIN
   UPDATE runs SET reserved_micros = others + held, spent_micros = spent_micros + lost WHERE id = p_run;
   UPDATE steps SET status = 'running', attempt = steps.attempt + CASE WHEN verdict = 'ok' THEN 1 ELSE 0 END, attempt_token = p_token,
                    reserved_micros = held, lost_charge_micros = CASE WHEN verdict = 'ok' THEN LEAST(p_lost_charge, p_estimate) ELSE 0 END,
-                   cost_micros = steps.cost_micros + lost, started_at = now(), finished_at = NULL
+                   cost_micros = steps.cost_micros + lost, started_at = now(), finished_at = NULL,
+                   provider_job = CASE WHEN resumed IS NULL THEN NULL ELSE jsonb_set(resumed, '{attempt}', to_jsonb(steps.attempt + 1)) END
   WHERE id = s.id
   RETURNING steps.attempt INTO new_attempt;
-  RETURN jsonb_build_object('verdict', verdict, 'attempt', new_attempt, 'owned', true, 'group_micros', group_held);
+  RETURN jsonb_build_object('verdict', verdict, 'attempt', new_attempt, 'owned', true, 'group_micros', group_held, 'provider_job', resumed->'job');
 END $$;
 
 -- svc_retry_step(args jsonb) RETURNS jsonb

@@ -13,6 +13,21 @@ export interface NodeContext {
   progress(message: string): void;
   /** Reads input media and stores output media. */
   artifacts: ArtifactStore;
+  /** Where a node that submits a job to a provider's queue and waits on it keeps the job, so that another worker can resume it (absent outside a step). */
+  providerJob?: ProviderJobRecord;
+}
+
+/**
+ * A provider job (a fal queue request, a Replicate prediction) as its step's attempts see it: a
+ * node submits once, records the job before it waits, and an attempt that took the step over
+ * from a dead worker finds it in `resumed` and waits on it instead of submitting (and paying)
+ * again (docs/runs.md, Provider jobs).
+ */
+export interface ProviderJobRecord {
+  /** The job a lost attempt of this step submitted and recorded (as `submitted` was given it); undefined: submit. */
+  readonly resumed: unknown;
+  /** Records the job just submitted, durably, before the node waits on it. */
+  submitted(job: unknown): Promise<void>;
 }
 
 /**

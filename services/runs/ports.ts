@@ -24,7 +24,7 @@ export type StepInputStore = Pick<RunRepository, 'stepInputs'>;
 export type RunEndStore = Pick<RunRepository, 'stepInputs' | 'completeRun' | 'failRun'>;
 
 /** An attempt's transitions (docs/money.md): reserve, retry, complete (with a batch's followers), fail. */
-export type StepTransitionStore = Pick<StepRepository, 'reserve' | 'retryAttempt' | 'completeStep' | 'failStep'>;
+export type StepTransitionStore = Pick<StepRepository, 'reserve' | 'retryAttempt' | 'completeStep' | 'failStep' | 'recordProviderJob'>;
 
 /** Failing a step's attempt, as the run's outbox releases it. */
 export type StepFailureStore = Pick<StepRepository, 'failStep'>;

@@ -43,6 +43,8 @@ export interface ReserveStepOut {
   attempt: number | null;
   owned: boolean;
   group_micros: number | null;
+  /** The lost attempt's provider job, which this attempt resumes (null: none). */
+  provider_job: unknown;
 }
 
 /** Input of `svc_retry_step`. */
@@ -363,7 +365,7 @@ export async function createRuns(pool: SqlPool, args: CreateRunsArgs): Promise<C
 
 export async function reserveStep(pool: SqlPool, args: ReserveStepArgs): Promise<ReserveStepOut> {
   const out = await callFunction(pool, 'svc_reserve_step', args);
-  return { ...(out as unknown as ReserveStepOut), group_micros: moneyOrNull(out.group_micros) };
+  return { ...(out as unknown as ReserveStepOut), group_micros: moneyOrNull(out.group_micros), provider_job: out.provider_job ?? null };
 }
 
 export async function retryStep(pool: SqlPool, args: RetryStepArgs): Promise<RetryStepOut> {

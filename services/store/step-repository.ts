@@ -14,6 +14,7 @@ import type {
   ReserveInput,
   ReserveRefusal,
   ReserveResult,
+  StepAttempt,
   RetryAttemptInput,
   RetryAttemptResult,
 } from './step-transitions';
@@ -70,7 +71,9 @@ export class StepRepository {
    * owner. Refused when the run is not running, the step is not ready (finished, waiting for
    * inputs, or running under a live attempt), the step has had `maxAttempts` attempts, or the
    * cap or the run's hold on the balance has no room. Taking over a step left `running` by a lost
-   * attempt first charges that attempt its lost charge and releases the rest of its reservation.
+   * attempt first charges that attempt its lost charge and releases the rest of its reservation,
+   * unless that attempt recorded its provider job (`recordProviderJob`): the new attempt then
+   * resumes the job (`providerJob`) and pays for it once, when it settles.
    */
   async reserve(input: ReserveInput): Promise<ReserveResult> {
     assertMicros(input.estimateMicros, 'estimateMicros');
@@ -91,10 +94,29 @@ export class StepRepository {
       max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
       group_micros: groupMicros,
     });
-    if (row.verdict === 'ok' && row.attempt !== null) return { ok: true, attempt: row.attempt, attemptToken: token, groupHeld: row.group_micros !== null };
+    if (row.verdict === 'ok' && row.attempt !== null) {
+      const resumed = row.provider_job === null ? {} : { providerJob: row.provider_job };
+      return { ok: true, attempt: row.attempt, attemptToken: token, groupHeld: row.group_micros !== null, ...resumed };
+    }
     const reason = row.verdict as ReserveRefusal;
     if (row.owned && (reason === 'cap_exceeded' || reason === 'insufficient_credit' || reason === 'attempts_exhausted')) return { ok: false, reason, attemptToken: token };
     return { ok: false, reason };
+  }
+
+  /**
+   * Records the provider job the attempt `attemptToken` submitted (a fal request's URLs, a
+   * Replicate prediction's), before it waits on it: a worker that takes the step over resumes it
+   * (`reserve`'s `providerJob`) instead of submitting again. False when the attempt no longer
+   * owns the step (taken over, or the step settled): the caller's job is then another's to end.
+   */
+  async recordProviderJob(input: StepAttempt & { job: unknown }): Promise<boolean> {
+    if (!isUuid(input.runId)) return false;
+    const { rowCount } = await this.pool.query(
+      `UPDATE steps SET provider_job = jsonb_build_object('attempt', attempt, 'job', $4::jsonb)
+        WHERE run_id = $1 AND node_id = $2 AND attempt_token = $3 AND status = 'running'`,
+      [input.runId, input.nodeId, input.attemptToken, JSON.stringify(input.job)],
+    );
+    return rowCount === 1;
   }
 
   /**

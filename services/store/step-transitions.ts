@@ -56,7 +56,15 @@ export type ReserveRefusal = AttemptRefusal | 'run_not_running' | 'step_not_runn
  * holding nothing: the caller fails the step under it, which charges the lost attempt.
  */
 export type ReserveResult =
-  | { ok: true; attempt: number; attemptToken: string; /** Whether `groupMicros` was held too (else only the estimate fitted). */ groupHeld: boolean }
+  | {
+      ok: true;
+      attempt: number;
+      attemptToken: string;
+      /** Whether `groupMicros` was held too (else only the estimate fitted). */
+      groupHeld: boolean;
+      /** The provider job a lost attempt submitted, which this attempt resumes instead of submitting again (its lost charge not taken). */
+      providerJob?: unknown;
+    }
   | { ok: false; reason: AttemptRefusal; attemptToken: string }
   | { ok: false; reason: ReserveRefusal; attemptToken?: undefined };
 

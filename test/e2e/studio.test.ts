@@ -449,6 +449,7 @@ describe('the studio, end to end in Chromium', () => {
     const badge = page.locator('.badge.waiting');
     await expectText(badge, 'waiting for openai');
     expect(await badge.getAttribute('title')).toBe("waiting for openai's limit (concurrent calls)");
+    await page.locator('section[aria-label="Steps"]').scrollIntoViewIfNeeded();
     await screenshot(page, 'studio-22-provider-limit-wait');
     const queue = (await (await api('/v1/queue')).json()) as { providerLimits: unknown[] };
     expect(queue.providerLimits).toEqual([{ provider: 'openai', waitingSteps: 1, blockedBy: 'calls' }]);

@@ -32,6 +32,26 @@ interface FalSubmitted {
   cancel_url?: string;
 }
 
+/** A submitted fal request, as recorded with its attempt. */
+interface FalJob {
+  statusUrl: string;
+  responseUrl: string;
+  cancelUrl: string;
+  requestId?: string;
+}
+
+/** The recorded job of a lost attempt, checked again (it reaches the provider with our key): undefined when there is none. */
+function resumedFalJob(recorded: unknown, host: JobHost): FalJob | undefined {
+  if (recorded === undefined || recorded === null || typeof recorded !== 'object') return undefined;
+  const job = recorded as Record<string, unknown>;
+  return {
+    statusUrl: jobUrl(host, job.statusUrl, 'status_url'),
+    responseUrl: jobUrl(host, job.responseUrl, 'response_url'),
+    cancelUrl: jobUrl(host, job.cancelUrl, 'cancel_url'),
+    ...(typeof job.requestId === 'string' ? { requestId: job.requestId } : {}),
+  };
+}
+
 /**
  * One request through the fal queue API: submits `input` to `{base}/{app}`, polls `status_url`
  * until COMPLETED and returns the JSON of `response_url`. On abort (run cancelled or failed) it
@@ -46,12 +66,28 @@ export async function falQueueRequest(settings: FalConnection, app: string, inpu
   return withCancel(
     ctx.signal,
     async (signal) => {
-      const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
-      const statusUrl = jobUrl(queueHost, submitted.status_url, 'status_url');
-      const responseUrl = jobUrl(queueHost, submitted.response_url, 'response_url');
-      cancelUrl = jobUrl(queueHost, submitted.cancel_url, 'cancel_url');
+      // A lost attempt's request goes on (submitted once, paid once); else one is submitted and recorded before the wait.
+      const resumed = resumedFalJob(ctx.providerJob?.resumed, queueHost);
+      let job: FalJob;
+      if (resumed) {
+        job = resumed;
+        ctx.progress(`fal request ${job.requestId ?? ''} resumed after a worker was lost`.replace('  ', ' '));
+      } else {
+        const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
+        job = {
+          statusUrl: jobUrl(queueHost, submitted.status_url, 'status_url'),
+          responseUrl: jobUrl(queueHost, submitted.response_url, 'response_url'),
+          cancelUrl: jobUrl(queueHost, submitted.cancel_url, 'cancel_url'),
+          ...(submitted.request_id ? { requestId: submitted.request_id } : {}),
+        };
+      }
+      const { statusUrl, responseUrl } = job;
+      cancelUrl = job.cancelUrl;
       state.submitted = true;
-      ctx.progress(submitted.request_id ? `fal request ${submitted.request_id} queued` : 'fal request queued');
+      if (!resumed) {
+        await ctx.providerJob?.submitted(job);
+        ctx.progress(job.requestId ? `fal request ${job.requestId} queued` : 'fal request queued');
+      }
       let last = '';
       for (;;) {
         const status = await jsonBody<{ status?: string; queue_position?: number }>(await providerFetch({ ...call(signal), url: statusUrl }), FAL);

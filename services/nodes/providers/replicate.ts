@@ -62,16 +62,29 @@ export async function replicatePrediction(settings: ReplicateConnection, model: 
   const prediction = await withCancel(
     ctx.signal,
     async (signal) => {
-      const create = createRequest(settings, model, input);
-      // Not retried: a retried create could start (and bill) a second prediction.
-      let current = await jsonBody<Prediction>(
-        await providerFetch({ ...call(signal), url: create.url, json: create.json, headers: { ...auth, prefer: `wait=${waitSeconds}` }, retries: 0 }),
-        REPLICATE,
-      );
-      cancelUrl = jobUrl(apiHost, current.urls?.cancel, 'cancel URL');
-      const getUrl = jobUrl(apiHost, current.urls?.get, 'prediction URL');
-      state.submitted = true;
-      ctx.progress(`replicate prediction ${current.id ?? ''} ${current.status ?? ''}`.trim());
+      // A lost attempt's prediction goes on (created once, paid once); else one is created and recorded before the wait.
+      const resumed = ctx.providerJob?.resumed as { getUrl?: unknown; cancelUrl?: unknown; id?: unknown } | null | undefined;
+      let current: Prediction;
+      let getUrl: string;
+      if (resumed && typeof resumed === 'object') {
+        getUrl = jobUrl(apiHost, resumed.getUrl, 'prediction URL');
+        cancelUrl = jobUrl(apiHost, resumed.cancelUrl, 'cancel URL');
+        state.submitted = true;
+        current = await jsonBody<Prediction>(await providerFetch({ ...call(signal), url: getUrl }), REPLICATE);
+        ctx.progress(`replicate prediction ${current.id ?? ''} resumed after a worker was lost`.replace('  ', ' '));
+      } else {
+        const create = createRequest(settings, model, input);
+        // Not retried: a retried create could start (and bill) a second prediction.
+        current = await jsonBody<Prediction>(
+          await providerFetch({ ...call(signal), url: create.url, json: create.json, headers: { ...auth, prefer: `wait=${waitSeconds}` }, retries: 0 }),
+          REPLICATE,
+        );
+        cancelUrl = jobUrl(apiHost, current.urls?.cancel, 'cancel URL');
+        getUrl = jobUrl(apiHost, current.urls?.get, 'prediction URL');
+        state.submitted = true;
+        if (current.status === 'starting' || current.status === 'processing') await ctx.providerJob?.submitted({ getUrl, cancelUrl, ...(current.id ? { id: current.id } : {}) });
+        ctx.progress(`replicate prediction ${current.id ?? ''} ${current.status ?? ''}`.trim());
+      }
       while (current.status === 'starting' || current.status === 'processing') {
         await pause(settings.pollMs, signal);
         current = await jsonBody<Prediction>(await providerFetch({ ...call(signal), url: getUrl }), REPLICATE);

@@ -123,12 +123,12 @@ export class StepAdmission {
    * running under its dead attempt, heading the rest): each gets a job of its own, the claims of
    * groups recorded under `job` (this job's node) given up.
    */
-  async reserve(runId: string, step: PreparedStep, group: readonly PreparedStep[], requeue: { dependents: readonly string[]; group: readonly string[]; job: string }): Promise<{ attemptToken: string; groupHeld: boolean } | null> {
+  async reserve(runId: string, step: PreparedStep, group: readonly PreparedStep[], requeue: { dependents: readonly string[]; group: readonly string[]; job: string }): Promise<{ attemptToken: string; groupHeld: boolean; resumedJob?: unknown } | null> {
     const { nodeId, estimate } = step;
     const { maxAttempts, outbox } = this.deps;
     const lostChargeMicros = lostChargeOf(step.definition, estimate, this.deps.mayRunInline);
     const reserved = await this.deps.steps.reserve({ runId, nodeId, estimateMicros: estimate, lostChargeMicros, maxAttempts, groupMicros: sumOfEstimates(group) });
-    if (reserved.ok) return { attemptToken: reserved.attemptToken, groupHeld: group.length > 0 && reserved.groupHeld };
+    if (reserved.ok) return { attemptToken: reserved.attemptToken, groupHeld: group.length > 0 && reserved.groupHeld, ...(reserved.providerJob === undefined ? {} : { resumedJob: reserved.providerJob }) };
     // Given up as this job's (`gone`): the steps a lost worker ran inline and the groups it ran
     // went with it, and this attempt runs none of its group now; groups of other jobs keep theirs.
     if (reserved.reason === 'step_not_runnable') await outbox.release(runId, [{ kind: 'requeue', nodeIds: [...requeue.dependents, ...requeue.group], gone: requeue.job }]);
@@ -164,6 +164,6 @@ export function startOfJob(nodeId: string, options: { redelivered?: boolean; att
  * step (B3: 1,001 of them a run, about 6% of the process' CPU).
  */
 export function withAttempt(step: PreparedStep, attempt: Omit<ReservedStep, keyof PreparedStep>): ReservedStep {
-  const { context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld } = attempt;
-  return { nodeId: step.nodeId, definition: step.definition, inputs: step.inputs, estimate: step.estimate, context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld };
+  const { context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld, resumedJob } = attempt;
+  return { nodeId: step.nodeId, definition: step.definition, inputs: step.inputs, estimate: step.estimate, context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld, resumedJob };
 }

@@ -1,6 +1,7 @@
 import type { RunEvent } from '../../contract';
-import { withProviderScope, type ArtifactStore } from '../../nodes';
+import { withProviderScope, type ArtifactStore, type ProviderJobRecord } from '../../nodes';
 import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
+import type { StepTransitionStore } from '../ports';
 import type { InFlightSteps } from './in-flight-steps';
 import type { ProviderWaits } from './provider-waits';
 import { abortedByRun } from './step-errors';
@@ -15,6 +16,8 @@ export interface StepCallDeps {
   artifactsFor(runId: string, signal: AbortSignal): ArtifactStore;
   /** The node's provider requests: the shared limits, and the worker slot lent while they wait. */
   providers?: ProviderWaits;
+  /** Where a provider job the node submits is recorded with the attempt. */
+  steps: Pick<StepTransitionStore, 'recordProviderJob'>;
 }
 
 /** Lends the job's worker slot back while its step waits on a provider; null when the worker lends no more. */
@@ -32,7 +35,7 @@ export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progr
   try {
     const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
     const outputs = await inSpan('node.execute', { attributes: node }, () =>
-      withProviderScope(scope, () => step.definition.execute(step.inputs, { signal, artifacts: deps.artifactsFor(runId, signal), progress: say })),
+      withProviderScope(scope, () => step.definition.execute(step.inputs, { signal, artifacts: deps.artifactsFor(runId, signal), progress: say, providerJob: providerJobOf(step, deps) })),
     );
     return { ok: true, outputs };
   } catch (err) {
@@ -41,4 +44,16 @@ export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progr
     scope?.end();
     deps.inFlight.release(runId);
   }
+}
+
+/** The step's provider job: the one a lost attempt recorded, and where this attempt records its own. */
+function providerJobOf(step: ReservedStep, deps: StepCallDeps): ProviderJobRecord {
+  const { runId } = step.context;
+  return {
+    resumed: step.resumedJob,
+    async submitted(job) {
+      // Not recorded (the step was taken over meanwhile): this attempt's result is dropped at its commit, as any stale attempt's.
+      await deps.steps.recordProviderJob({ runId, nodeId: step.nodeId, attemptToken: step.attemptToken, job });
+    },
+  };
 }

@@ -126,6 +126,7 @@ export class StepExecutor {
         : await this.admission.reserve(runId, prepared, members.ready, { dependents: start.how === 'redelivered' ? dependents : [], group, job });
     if (reserved === null) return null;
     const { attemptToken } = reserved;
+    const resumedJob = 'resumedJob' in reserved ? reserved.resumedJob : undefined;
     // Siblings that run in jobs of their own: those that cannot be prepared here, and all of them when their worst cases did not fit beside this step's.
     const inGroup = reserved.groupHeld ? members.ready : [];
     await this.enqueueAlone(runId, reserved.groupHeld ? members.alone : [...members.alone, ...members.ready.map((m) => m.nodeId)]);
@@ -137,7 +138,7 @@ export class StepExecutor {
       return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job, startHeld: new HeldStart(nodeId) });
     }
     await this.outbox.release(runId, [{ kind: 'events', events: [{ type: 'step.started', nodeId }] }]);
-    return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job });
+    return withAttempt(prepared, { context, runId, attemptToken, dependents, batch, mayContinue, job, resumedJob });
   }
 
   /** Enqueues `nodeIds` (ready steps with no jobs of their own) each in a job of its own; null for `admit`. */
@@ -230,7 +231,8 @@ export class StepExecutor {
           { kind: 'events', events: [{ type: 'step.progress', nodeId, message: `attempt ${attempt} failed (${stepError(err, nodeId).message}); retrying` }] },
           { kind: 'enqueue', nodeIds: plan.enqueue, groups: plan.groups },
         ]);
-        return { ...step, attemptToken, batch: undefined };
+        // A new attempt submits anew: the job this one resumed (if any) has ended.
+        return { ...step, attemptToken, batch: undefined, resumedJob: undefined };
       }
       if (retry.reason === 'not_owner') {
         // A stale attempt (its step was taken over) failed: its failure is dropped as its result would be.

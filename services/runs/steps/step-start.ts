@@ -53,4 +53,6 @@ export interface ReservedStep extends PreparedStep, StepAttempt {
   job: string;
   /** Its `step.started`, when held to go out with its outcome (a local step: see HeldStart). */
   startHeld?: HeldStart;
+  /** The provider job a lost attempt of the step submitted: this attempt resumes it instead of submitting again. */
+  resumedJob?: unknown;
 }

@@ -7,7 +7,7 @@ import { formatMs, formatTime, formatUsd } from '../lib/format';
 import { OutputsList } from './output-view';
 import { applyEvent, initialRunState, type RunState } from './run-state';
 import { draftRunName, splitRef } from './runs-page';
-import { CostBar } from './step-list';
+import { CostBar, StepBadge } from './step-list';
 import type { StepView, StepViews } from './step-views';
 import { Loading } from '../ui/load-states';
 import './runs.css';
@@ -163,7 +163,7 @@ export function RunDetailPage() {
                       {uses[s.nodeId] && <div className="muted small mono">{uses[s.nodeId]}</div>}
                       {s.error && <div className="error-text small step-error-narrow">{s.error.code}: {s.error.message}</div>}
                     </td>
-                    <td><span className={`badge ${s.status}`}>{s.status}</span></td>
+                    <td><StepBadge status={s.status} message={steps[s.nodeId]?.message} /></td>
                     <td className="num mono">{formatUsd(s.costUsd)}</td>
                     <td className="num mono hide-narrow">{s.ms !== null ? formatMs(s.ms) : '—'}</td>
                     <td className="hide-narrow error-cell">{s.error ? <><strong>{s.error.code}</strong>: {s.error.message}</> : ''}</td>

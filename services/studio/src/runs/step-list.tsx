@@ -42,8 +42,6 @@ export function StepList({
         const step = steps[id];
         if (!step) return null;
         const progress = step.status === 'completed' ? 1 : step.progress;
-        // Waiting its turn under a provider's limit: running, but nothing is being done for it yet.
-        const waitingFor = step.status === 'running' ? limitWaitedFor(step.message) : undefined;
         return (
           <li key={id} className={`step-item ${step.status}`}>
             <div className="row step-line">
@@ -53,13 +51,7 @@ export function StepList({
               </span>
               {uses[id] && <span className="muted small mono step-uses">{uses[id]}</span>}
               <span className="spacer" />
-              {waitingFor ? (
-                <span className="badge waiting" title={step.message}>
-                  waiting for {waitingFor}
-                </span>
-              ) : (
-                <span className={`badge ${step.status}`}>{step.status}</span>
-              )}
+              <StepBadge status={step.status} message={step.message} />
             </div>
             {step.status === 'running' && (
               <div
@@ -91,4 +83,17 @@ export function StepList({
       })}
     </ol>
   );
+}
+
+/** A step's status; a running step waiting its turn under a provider's limit says so, and why (its title). */
+export function StepBadge({ status, message }: { status: string; message?: string | undefined }) {
+  const waitingFor = status === 'running' ? limitWaitedFor(message) : undefined;
+  if (waitingFor) {
+    return (
+      <span className="badge waiting" title={message}>
+        waiting for {waitingFor}
+      </span>
+    );
+  }
+  return <span className={`badge ${status}`}>{status}</span>;
 }
