@@ -24,8 +24,8 @@ function json(res: http.ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** fal's queue API: each request stays IN_PROGRESS until `finish()`; its result is one PNG. */
-async function startFalFake(): Promise<{ fake: LlmFake; submits: () => number; finish: () => void }> {
+/** fal's queue API: requests stay IN_PROGRESS until `finish()` (and again after `finish(false)`); the result is one PNG. */
+async function startFalFake(): Promise<{ fake: LlmFake; submits: () => number; finish: (done?: boolean) => void }> {
   const png = await sharp({ create: { width: 8, height: 8, channels: 3, background: '#c33' } }).png().toBuffer();
   let finished = false;
   let next = 0;
@@ -47,7 +47,7 @@ async function startFalFake(): Promise<{ fake: LlmFake; submits: () => number; f
     }
     json(res, 404, { detail: `no route ${req.method} ${path}` });
   });
-  return { fake, submits: () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/fal/${APP}`).length, finish: () => (finished = true) };
+  return { fake, submits: () => fake.requests.filter((r) => r.method === 'POST' && r.path === `/fal/${APP}`).length, finish: (done = true) => void (finished = done) };
 }
 
 describe('provider jobs resumed by the worker that takes a step over', () => {
@@ -96,6 +96,46 @@ describe('provider jobs resumed by the worker that takes a step over', () => {
         expect(-Number(charged._sum.amountMicros)).toBe(PRICE);
         const org = await api.prisma.organization.findUniqueOrThrow({ where: { id: who.orgId } });
         expect({ balance: Number(org.balanceMicros), held: Number(org.heldMicros) }).toEqual({ balance: 1_000_000 - PRICE, held: 0 });
+      } finally {
+        await rescuer.close();
+      }
+    } finally {
+      doomed.kill('SIGKILL');
+      await exited(doomed);
+    }
+  });
+
+  it('reaches the recorded job\'s cancel endpoint when the run is cancelled while the rescuer waits on it', async () => {
+    const who = await seedAccount(api.prisma, { slug: 'cancelled', scopes: ['run', 'read'], balanceMicros: 1_000_000 });
+    fal.finish(false);
+    const doomed = startWorkerProcess(api, { STEP_LOCK_MS: '1500', PROVIDER_POLL_MS: '50' });
+    const submitsBefore = fal.submits();
+    try {
+      const workflow = { version: 2, nodes: [{ id: 'draw', uses: 'fal-image', inputs: { prompt: 'a blue square', app: APP } }, { id: 'o', uses: 'output', inputs: { value: '${draw.image}' } }] };
+      const res = await fetch(`${api.url}/v1/runs`, { method: 'POST', headers: { ...bearer(who.token), 'Content-Type': 'application/json' }, body: JSON.stringify({ workflow }) });
+      const stream = readSse(res);
+      const run = await eventually(async () => api.prisma.run.findFirst({ where: { orgId: who.orgId } }), { what: 'the run stored', timeoutMs: 20_000 });
+      const recorded = await eventually(async () => (await api.prisma.step.findFirstOrThrow({ where: { runId: run.id, nodeId: 'draw' } })).providerJob as { job: { cancelUrl: string } } | null, { what: 'the provider job recorded', timeoutMs: 20_000 });
+      doomed.kill('SIGKILL');
+      await exited(doomed);
+      const rescuer = await api.extra({ ROLE: 'worker', STEP_LOCK_MS: '1500', PROVIDER_POLL_MS: '50' });
+      try {
+        await eventually(async () => (await api.prisma.step.findFirstOrThrow({ where: { runId: run.id, nodeId: 'draw' } })).attempt === 2, { what: 'the rescuer taking the step over', timeoutMs: 20_000 });
+        // Waiting on the recorded job (polling its status) when the run is cancelled.
+        const statusPath = new URL(recorded.job.cancelUrl).pathname.replace(/\/cancel$/, '/status');
+        const polls = () => fal.fake.requests.filter((r) => r.path === statusPath).length;
+        const before = polls();
+        await eventually(() => polls() > before + 1, { what: 'the rescuer polling the recorded job', timeoutMs: 20_000 });
+        const cancel = await fetch(`${api.url}/v1/runs/${run.id}/cancel`, { method: 'POST', headers: bearer(who.token) });
+        expect(cancel.status).toBeLessThan(300);
+        const events = (await stream).filter((m) => m.data !== '[DONE]').map((m) => JSON.parse(m.data) as RunEvent);
+        expect(events.at(-1)).toMatchObject({ type: 'run.failed', error: { code: 'cancelled' } });
+        const cancelPath = new URL(recorded.job.cancelUrl).pathname;
+        await eventually(() => fal.fake.requests.some((r) => r.method === 'PUT' && r.path === cancelPath), { what: 'the recorded cancel URL called', timeoutMs: 10_000 });
+        expect(fal.submits()).toBe(submitsBefore + 1);
+        // Submitted once, possibly run: charged its worst case once, not twice.
+        const step = await api.prisma.step.findFirstOrThrow({ where: { runId: run.id, nodeId: 'draw' } });
+        expect(Number(step.costMicros)).toBe(PRICE);
       } finally {
         await rescuer.close();
       }
