@@ -70,8 +70,8 @@ it("starts another organization's run behind at most the window, not behind a fl
   for (let i = 0; i < FLOOD; i++) flood.push(await post(service.account.token));
   // What each organization is told of its place (GET /v1/queue) while the flood waits: the
   // window's jobs are in BullMQ's list, the rest wait their turn.
-  expect(await queueOf(service.account.token)).toEqual({ fairScheduling: true, waitingSteps: FLOOD - WINDOW, dispatchedSteps: WINDOW, limit: null, limitIsOwn: false, organizationsWaiting: 1 });
-  expect(await queueOf(other.token)).toEqual({ fairScheduling: true, waitingSteps: 0, dispatchedSteps: 0, limit: null, limitIsOwn: false, organizationsWaiting: 1 });
+  expect(await queueOf(service.account.token)).toEqual({ fairScheduling: true, waitingSteps: FLOOD - WINDOW, dispatchedSteps: WINDOW, limit: null, limitIsOwn: false, organizationsWaiting: 1, providerLimits: [] });
+  expect(await queueOf(other.token)).toEqual({ fairScheduling: true, waitingSteps: 0, dispatchedSteps: 0, limit: null, limitIsOwn: false, organizationsWaiting: 1, providerLimits: [] });
   const late = await post(other.token);
   expect(await queueOf(other.token)).toMatchObject({ waitingSteps: 1, dispatchedSteps: 0, organizationsWaiting: 2 });
 
