@@ -19,7 +19,7 @@ import { b11 } from './provider-scale/b11-in-flight';
 import { b12 } from './provider-scale/b12-shared-limit';
 import { b13 } from './provider-scale/b13-retry-storm';
 import { benchContext, type Workload } from './support/context';
-import { table, type Row } from './support/report';
+import { closingReport, table, type Row } from './support/report';
 
 const ONLY = new Set((process.env.PROVIDER_BENCH_ONLY ?? '').split(',').map((s) => s.trim().toUpperCase()).filter(Boolean));
 const STEPS = Math.max(1, Number(process.env.PROVIDER_BENCH_STEPS ?? 2000) || 2000);
@@ -66,18 +66,7 @@ async function main(): Promise<number> {
   console.log(`\nsummary (${((Date.now() - started) / 1000).toFixed(0)} s)`);
   console.log(table(rows));
   writeRows(rows, machine);
-  const goals = rows.filter((r) => r.goal);
-  console.log(`goals: ${goals.filter((r) => r.goal!.met).length} of ${goals.length} met`);
-  if (failures.size === 0) {
-    console.log('correctness: every run completed, every charge matched the answered calls');
-    return 0;
-  }
-  console.log('\nFAILURES');
-  for (const [phase, list] of failures) {
-    console.log(`  ${phase}: ${list.length}`);
-    for (const message of [...new Set(list)].slice(0, 5)) console.log(`    - ${message}`);
-  }
-  return 1;
+  return closingReport(rows, failures, 'correctness: every run completed, every charge matched the answered calls');
 }
 
 main().then(

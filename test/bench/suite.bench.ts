@@ -15,7 +15,7 @@ import path from 'node:path';
 import { withBenchStack } from '../support/bench-stack';
 import { benchContext, type Workload } from './support/context';
 import type { Row } from './support/report';
-import { ratioOf, table } from './support/report';
+import { closingReport, ratioOf, table } from './support/report';
 import { installedVersion } from './support/versions';
 import { WORKLOADS } from './workloads';
 
@@ -69,18 +69,7 @@ async function main(): Promise<number> {
   console.log(table(rows));
   fs.mkdirSync(path.dirname(JSON_FILE), { recursive: true });
   fs.writeFileSync(JSON_FILE, JSON.stringify({ at: new Date().toISOString(), quick: QUICK, machine: facts, rows }, null, 2));
-  const goals = rows.filter((r) => r.goal);
-  console.log(`goals: ${goals.filter((r) => r.goal!.met).length} of ${goals.length} met`);
-  if (failures.size === 0) {
-    console.log('correctness: every run and every peer job completed with its expected result');
-    return 0;
-  }
-  console.log('\nFAILURES');
-  for (const [phase, list] of failures) {
-    console.log(`  ${phase}: ${list.length}`);
-    for (const message of [...new Set(list)].slice(0, 5)) console.log(`    - ${message}`);
-  }
-  return 1;
+  return closingReport(rows, failures, 'correctness: every run and every peer job completed with its expected result');
 }
 
 main().then(

@@ -48,3 +48,22 @@ export function table(rows: readonly Row[]): string {
 export const atMost = (text: string, measured: number, max: number) => ({ text, met: measured <= max });
 /** `met` for a goal `ours ≥ min`. */
 export const atLeast = (text: string, measured: number, min: number) => ({ text, met: measured >= min });
+
+/**
+ * The end of a bench's output: how many goals were met, then either `ok` (no failure) or every
+ * failed phase with up to five of its distinct messages. Answers the process' exit code.
+ */
+export function closingReport(rows: readonly Row[], failures: ReadonlyMap<string, readonly string[]>, ok: string): number {
+  const goals = rows.filter((r) => r.goal);
+  console.log(`goals: ${goals.filter((r) => r.goal!.met).length} of ${goals.length} met`);
+  if (failures.size === 0) {
+    console.log(ok);
+    return 0;
+  }
+  console.log('\nFAILURES');
+  for (const [phase, list] of failures) {
+    console.log(`  ${phase}: ${list.length}`);
+    for (const message of [...new Set(list)].slice(0, 5)) console.log(`    - ${message}`);
+  }
+  return 1;
+}
