@@ -92,12 +92,12 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     // Fair scheduling: an ended job frees its organization's slot and its room in the window for the next organization's job.
     onEnded: (job) => void resources.queue.release((job.data as { orgId?: string }).orgId, job.id!).catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not release a job\'s slot')),
     handlers: {
-      'step.execute': async ({ runId, nodeId, attemptToken, group, trace, orgId }, job) => {
+      'step.execute': async ({ runId, nodeId, attemptToken, group, trace }, job) => {
         busy++;
-        // Its step waits on a provider: the job's slot is lent back, and its organization's turn in the fair dispatch given to the next job (it no longer holds a worker).
+        // Its step waits on a provider: the job's slot is lent back, and the fair dispatch fills the room in BullMQ's list (the job keeps its organization's turn: ORG_STEP_CONCURRENCY counts steps in flight, whatever they wait on).
         const lendSlot = () => {
           const back = worker.lendSlot();
-          if (back) void resources.queue.release(orgId, job.id!).catch((err: unknown) => log.warn({ err }, "fair dispatch: could not release a job's slot"));
+          if (back) void resources.queue.refill().catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not refill the queue'));
           return back;
         };
         try {

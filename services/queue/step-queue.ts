@@ -66,6 +66,9 @@ export class StepQueue {
   private readonly prefix: string;
   private readonly onError: (err: Error) => void;
   private readonly fair: { dispatch: FairDispatch; orgOf: (runId: string) => Promise<string> } | undefined;
+  /** A refill under way, and whether another is asked for after it (`refill` batches them). */
+  private refilling: Promise<void> | undefined;
+  private refillAgain = false;
   /** Ended jobs whose release is not sent yet, and the releases under way (`release` batches them). */
   private readonly releases: { org: string; id: string }[] = [];
   private releasing: Promise<void> | undefined;
@@ -176,6 +179,28 @@ export class StepQueue {
    */
   async reconcile(): Promise<void> {
     if (this.fair) await this.addDispatched(await this.fair.dispatch.pump(true));
+  }
+
+  /**
+   * A worker has room again without a job having ended (a job lent its slot while its step waits
+   * on a provider): jobs waiting their organizations' turns move into BullMQ's list while the
+   * window has room. Calls while one is under way go together in the next.
+   */
+  refill(): Promise<void> {
+    const { fair } = this;
+    if (!fair) return Promise.resolve();
+    this.refillAgain = true;
+    this.refilling ??= (async () => {
+      try {
+        while (this.refillAgain) {
+          this.refillAgain = false;
+          await this.addDispatched(await fair.dispatch.pump(false));
+        }
+      } finally {
+        this.refilling = undefined;
+      }
+    })();
+    return this.refilling;
   }
 
   /** Organization `orgId`'s place in the queue; null without fair scheduling (one FIFO queue knows no organizations). */
