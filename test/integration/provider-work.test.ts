@@ -60,7 +60,8 @@ describe('steps waiting on a provider', () => {
     held = heldFake();
     fake = await startLlmFake((res, req) => held.reply(res, req));
     service = await startTestService({
-      env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_MODELS: 'fake-model', OPENAI_PRICES: PRICES, WORKER_CONCURRENCY: '2', PROVIDER_STEP_CONCURRENCY: '100' },
+      // A window of 2 jobs and no timer's pump within the test: only refills when slots are lent keep the workers fed.
+      env: { OPENAI_API_KEY: KEY, OPENAI_BASE_URL: `${fake.url}/v1`, OPENAI_MODELS: 'fake-model', OPENAI_PRICES: PRICES, WORKER_CONCURRENCY: '2', PROVIDER_STEP_CONCURRENCY: '100', FAIR_DISPATCH_WINDOW: '2', FAIR_RECONCILE_MS: '60000' },
     });
   });
   afterAll(async () => {
