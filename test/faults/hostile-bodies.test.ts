@@ -17,7 +17,7 @@ import { inPool, latencyProbe, sendRaw, type RawAnswer } from './support/raw-htt
 
 /** A small body limit: oversize bodies stay cheap to send, and "huge" values are sized from it. */
 const BODY_LIMIT = 256 * 1024;
-const PER_ENDPOINT = scale(1_000, 10_000);
+const PER_ENDPOINT = scale(300, 10_000);
 const CONCURRENCY = 16;
 /** Requests per endpoint generated, sent and judged at a time. */
 const BATCH = 200;

@@ -20,7 +20,7 @@ import type { Topology } from './support/topology';
 const SCENARIO = 'P2';
 const RATE = 20;
 const BOUND = Math.floor(1.1 * RATE) + 1;
-const STEPS = scale(300, 2000);
+const STEPS = scale(160, 2000);
 const CHAIN = 4;
 const RUNS = Math.ceil(STEPS / CHAIN);
 

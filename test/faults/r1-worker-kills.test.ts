@@ -24,7 +24,7 @@ import { aStepHeldSince, doubleCommitsInSql, extraProviderCalls, LOCAL_PRICES, r
  * the end (runs.finished_at) of the runs whose step was taken over.
  */
 
-const KILLS = scale(6, 100);
+const KILLS = scale(3, 100);
 const POINTS = ['afterReserve', 'beforeSettle', 'random'] as const;
 type Point = (typeof POINTS)[number];
 /** The victim sleeps in its failpoint far longer than it takes to notice it there and kill it. */
