@@ -38,6 +38,11 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   // Webhook receivers are caller-given URLs: the address rules of input URLs (FETCH_ALLOW_PRIVATE's exceptions included).
   const webhookAllowList = new AddressAllowList(config.fetch.allowPrivate);
   const inFlight = new InFlightSteps();
+  const providerWaits = new ProviderWaits({
+    limiter: resources.providerLimiter,
+    log,
+    observer: { slowedDown: (provider, reason) => metrics.providerSlowdowns.inc({ provider, reason }) },
+  });
   const abortSubscriber = createRedisSubscriber(redisTargetOf(config), (err) => log.warn({ err }, 'run abort channel: Redis error'));
   const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
     inFlight.abortRun(runId, new Error('the run stopped'));
@@ -62,11 +67,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
         if (costMicros > 0) metrics.costSettled.inc({ node }, costMicros / 1_000_000);
       },
     },
-    providers: new ProviderWaits({
-      limiter: resources.providerLimiter,
-      log,
-      observer: { slowedDown: (provider, reason) => metrics.providerSlowdowns.inc({ provider, reason }) },
-    }),
+    providers: providerWaits,
     outputCache: new OutputCache({
       store: new OutputCacheRepository(resources.database),
       isOwnRef: (ref) => resources.lifecycle.isOwnRef(ref),
@@ -163,7 +164,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       failed: () => metrics.retentionArtifacts.inc({ result: 'sweep_error' }),
     },
   });
-  metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy - worker.lentSlots, providerWaits: worker.lentSlots, providerConcurrency: config.providerStepConcurrency }));
+  metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy - worker.lentSlots, providerWaits: worker.lentSlots, providerConcurrency: config.providerStepConcurrency, providerJobsParked: providerWaits.parkedJobs }));
   // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
   const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));
   // Organizations' own limits, from Postgres (`admin org limit`) into Redis, where the dispatch reads them; again after a Redis that lost them.

@@ -62,6 +62,8 @@ export interface WorkerState {
   active: number;
   providerWaits: number;
   providerConcurrency: number;
+  /** Of the provider waits, those on a provider job submitted or resumed (parked: polled, resumable by another worker). */
+  providerJobsParked: number;
 }
 
 /** One provider limit key as this process sees it (queue/provider-limiter.ts's snapshot). */
@@ -144,6 +146,7 @@ export function createMetrics(options: { role: string }): Metrics {
   sourcedGauge('svc_worker_concurrency', 'Steps this worker process may run at once (WORKER_CONCURRENCY)', () => sources.worker?.(), (w) => w.concurrency);
   sourcedGauge('svc_worker_jobs_active', 'Step jobs this worker process is running now, of its svc_worker_concurrency', () => sources.worker?.(), (w) => w.active);
   sourcedGauge('svc_worker_provider_waits', 'Steps this worker process has waiting on providers now, outside its svc_worker_concurrency slots', () => sources.worker?.(), (w) => w.providerWaits);
+  sourcedGauge('svc_worker_provider_jobs_parked', "Steps this worker process waits on a provider job with (a fal request, a Replicate prediction: recorded, polled, resumed by another worker should this one die)", () => sources.worker?.(), (w) => w.providerJobsParked);
   sourcedGauge('svc_worker_provider_concurrency', 'Steps this worker process may have waiting on providers at once (PROVIDER_STEP_CONCURRENCY)', () => sources.worker?.(), (w) => w.providerConcurrency);
   /** A gauge per provider limit key, set at each scrape from this process' view of the limits. */
   const limitGauge = (name: string, help: string, value: (state: ProviderLimitState) => number) =>

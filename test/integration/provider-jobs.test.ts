@@ -83,6 +83,9 @@ describe('provider jobs resumed by the worker that takes a step over', () => {
         // The rescuer polls the same request (its status asked again) before the provider finishes it.
         const polled = fal.fake.requests.length;
         await eventually(() => fal.fake.requests.length > polled + 2, { what: 'the rescuer polling the recorded request', timeoutMs: 20_000 });
+        // Parked on the job: counted as such, holding no slot.
+        expect(await rescuer.resources.metrics.registry.getSingleMetricAsString('svc_worker_provider_jobs_parked')).toMatch(/svc_worker_provider_jobs_parked\{[^}]*\} 1/);
+        expect(rescuer.worker!.lentSlots).toBe(1);
         fal.finish();
         const events = (await stream).filter((m) => m.data !== '[DONE]').map((m) => JSON.parse(m.data) as RunEvent);
         expect(events.at(-1)).toMatchObject({ type: 'run.completed' });

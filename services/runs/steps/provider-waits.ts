@@ -23,6 +23,8 @@ const NO_PERMIT: RequestPermit = { done: () => undefined };
  * (`StepProviderScope`), over the process' shared limiter.
  */
 export class ProviderWaits {
+  /** Node calls of this process waiting on a provider job they submitted or resumed (a fal request, a Replicate prediction). */
+  parkedJobs = 0;
   /** Rate headers not obeyed, by provider and header name: each is logged once per process. */
   private readonly warned = new Set<string>();
   /** Answers of each provider that were not refused, counted per second: this second's and the last one's. */
@@ -109,11 +111,13 @@ export class StepProviderScope implements ProviderScope {
   private readonly leases = new Map<string, { grant: LimitGrant; used?: number }>();
   /** Grants of requests not reported done yet. */
   private readonly open = new Set<LimitGrant>();
+  /** Whether this call counts among its process' parked jobs. */
+  private parkedHere = false;
 
   constructor(
     private readonly org: string,
     private readonly deps: ProviderWaitsDeps,
-    private readonly waits: Pick<ProviderWaits, 'learn'>,
+    private readonly waits: Pick<ProviderWaits, 'learn' | 'parkedJobs'>,
     private readonly lendSlot: (() => (() => void) | null) | undefined,
     private readonly say: (message: string) => void,
   ) {}
@@ -177,8 +181,19 @@ export class StepProviderScope implements ProviderScope {
     this.waits.learn(request.provider, status, headers);
   }
 
+  /** The call waits on a provider job it submitted or resumed (counted until it ends). */
+  parked(): void {
+    if (this.parkedHere) return;
+    this.parkedHere = true;
+    this.waits.parkedJobs++;
+  }
+
   /** The call ended: its slots and unreported tokens go back, and the job its worker slot. Idempotent. */
   end(): void {
+    if (this.parkedHere) {
+      this.parkedHere = false;
+      this.waits.parkedJobs--;
+    }
     for (const grant of this.open) grant.release();
     this.open.clear();
     for (const { grant, used } of this.leases.values()) grant.release(used);

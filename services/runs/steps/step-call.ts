@@ -35,7 +35,7 @@ export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progr
   try {
     const node = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: step.nodeId, [SPAN_ATTRIBUTES.node]: step.definition.spec.id };
     const outputs = await inSpan('node.execute', { attributes: node }, () =>
-      withProviderScope(scope, () => step.definition.execute(step.inputs, { signal, artifacts: deps.artifactsFor(runId, signal), progress: say, providerJob: providerJobOf(step, deps) })),
+      withProviderScope(scope, () => step.definition.execute(step.inputs, { signal, artifacts: deps.artifactsFor(runId, signal), progress: say, providerJob: providerJobOf(step, deps, () => scope?.parked()) })),
     );
     return { ok: true, outputs };
   } catch (err) {
@@ -47,11 +47,14 @@ export async function callStepNode(step: ReservedStep, deps: StepCallDeps, progr
 }
 
 /** The step's provider job: the one a lost attempt recorded, and where this attempt records its own. */
-function providerJobOf(step: ReservedStep, deps: StepCallDeps): ProviderJobRecord {
+function providerJobOf(step: ReservedStep, deps: StepCallDeps, parked: () => void): ProviderJobRecord {
   const { runId } = step.context;
+  // A resumed job is waited on from the call's start; a new one once submitted.
+  if (step.resumedJob !== undefined) parked();
   return {
     resumed: step.resumedJob,
     async submitted(job) {
+      parked();
       // Not recorded (the step was taken over meanwhile): this attempt's result is dropped at its commit, as any stale attempt's.
       await deps.steps.recordProviderJob({ runId, nodeId: step.nodeId, attemptToken: step.attemptToken, job });
     },
