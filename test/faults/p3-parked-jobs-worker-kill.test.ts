@@ -108,6 +108,7 @@ it(`P3: a worker SIGKILLed with ${PARKED} parked fal jobs: the survivor resumes 
   const { rows: ledger } = await pool.query<{ charged: string }>(`SELECT COALESCE(-SUM(amount_micros), 0)::text AS charged FROM ledger_entries WHERE kind = 'run_charge' AND run_id = ANY($1::uuid[])`, [runIds]);
   const charged = Number(ledger[0]!.charged);
   const billed = fal.billedMicros();
+  const undelivered = fal.undelivered().length;
 
   console.log(
     JSON.stringify({
@@ -122,6 +123,7 @@ it(`P3: a worker SIGKILLed with ${PARKED} parked fal jobs: the survivor resumes 
       cancelled,
       charged,
       billed,
+      undelivered,
       unknownRequests: fal.unknown.slice(0, 10),
       notResumed: notResumed.slice(0, 10).map((j) => [j.requestId, j.tag, j.polls.length]),
       mispriced: mispriced.slice(0, 10),
@@ -143,6 +145,7 @@ it(`P3: a worker SIGKILLed with ${PARKED} parked fal jobs: the survivor resumes 
   expectFigure(SCENARIO, 'fal submits beyond one per step', submitsBeyondOne, { equals: 0 }, 'jobs');
   expectFigure(SCENARIO, 'steps whose job was never submitted', unsubmitted, { equals: 0 }, 'steps');
   expectFigure(SCENARIO, 'fal jobs cancelled', cancelled, { equals: 0 }, 'jobs');
+  expectFigure(SCENARIO, 'fal jobs whose result was never read (abandoned: billed by fal, unseen here)', undelivered, { equals: 0 }, 'jobs');
   expectFigure(SCENARIO, `steps whose cost is not one job's price (${FAL_PRICE_MICROS} micro-USD)`, mispriced.length, { equals: 0 }, 'steps');
   expectFigure(SCENARIO, `ledger run charges (steps × ${FAL_PRICE_MICROS})`, charged, { equals: PARKED * FAL_PRICE_MICROS }, 'micro-USD');
   expectFigure(SCENARIO, 'billed by fal', billed, { equals: PARKED * FAL_PRICE_MICROS }, 'micro-USD');

@@ -11,10 +11,12 @@ import sharp from 'sharp';
  * was opened, so a scenario can tell a poll sent by a process started, or still alive, after a
  * kill) and every cancel.
  *
- * Billing rule: a job is billed once, the app's price per image, when its result is read while it
- * is COMPLETED (fal bills a job that ran; here a job runs only once released, and a scenario reads
- * every released job, so "completed and read" is the same set). Reading it again bills nothing
- * more; a job cancelled before it completed, or never released, is not billed.
+ * Billing rule: a job is billed once, the app's price per image, when it is COMPLETED (its status
+ * answered so after `release()`) and its result is read; reading it again bills nothing more. A
+ * job cancelled before it completed, never released, or abandoned (no one polls or reads it any
+ * more) is not billed. Real fal bills a job that ran whether or not anyone reads it: an abandoned
+ * job would cost money here unseen by `billedMicros`, so a scenario counts submits and unread
+ * jobs (`undelivered`) beside the bill.
  */
 
 export const FAL_APP = 'fal-ai/flux/schnell';
@@ -57,6 +59,8 @@ export interface FalFake {
   /** From now on every job (those held so far included) answers COMPLETED. */
   release(): void;
   billedMicros(): number;
+  /** Jobs not cancelled whose result was never read while COMPLETED: abandoned, or not finished yet. */
+  undelivered(): FalJob[];
   /** Requests the fake did not know (method and path), for a look after a failure. */
   readonly unknown: readonly string[];
   close(): Promise<void>;
@@ -146,6 +150,7 @@ export async function startFalFake(): Promise<FalFake> {
     inProgress: () => jobs.filter((j) => j.completedAt === null && j.cancels.length === 0).length,
     release: () => void (released = true),
     billedMicros: () => jobs.reduce((sum, j) => sum + j.billedMicros, 0),
+    undelivered: () => jobs.filter((j) => j.cancels.length === 0 && j.resultReads === 0),
     unknown,
     close: () =>
       new Promise((resolve) => {
