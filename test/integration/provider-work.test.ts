@@ -2,6 +2,7 @@ import type { RunEvent } from '../../services/contract';
 import { eventually } from '../support/eventually';
 import { seedAccount } from '../support/fixtures';
 import { errorReply, openAiStream, startLlmFake, type LlmFake, type Reply } from '../support/llm-fake';
+import type { ServiceRuntime } from '../../services/composition';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 
@@ -92,6 +93,8 @@ describe('provider limits shared by the workers', () => {
   let reply: Reply;
   let service: TestService;
   const state = { inFlight: 0, peak: 0 };
+  /** The second worker (the first test starts it): each worker has its own metrics. */
+  let extraWorker: ServiceRuntime | undefined;
 
   beforeAll(async () => {
     reply = REPLY;
@@ -118,7 +121,7 @@ describe('provider limits shared by the workers', () => {
   });
 
   it('holds the concurrent calls across two workers (each with its own limiter and connections), says why a step waits, and completes every run', async () => {
-    await service.extra({ ROLE: 'worker', METRICS_PORT: '0' });
+    extraWorker = await service.extra({ ROLE: 'worker', METRICS_PORT: '0' });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     reply = async (res, req) => {
@@ -173,8 +176,9 @@ describe('provider limits shared by the workers', () => {
     // Retry-After: 2 s, on the provider's clock and ours alike (one machine); 50 ms for the
     // resolution of the two clocks' readings.
     for (const request of after) expect(request.at - refusedAt).toBeGreaterThanOrEqual(2_000 - 50);
-    const slowdowns = await service.runtime.resources.metrics.registry.getSingleMetricAsString('svc_provider_slowdowns_total');
-    expect(slowdowns).toMatch(/provider="openai",reason="retry_after"/);
+    // Counted by the worker whose call met the 429, whichever of the two it was.
+    const slowdowns = await Promise.all([service.runtime, extraWorker].map((r) => r?.resources.metrics.registry.getSingleMetricAsString('svc_provider_slowdowns_total') ?? ''));
+    expect(slowdowns.join('\n')).toMatch(/provider="openai",reason="retry_after"/);
   });
 
   it('obeys a remaining-requests header at 0 until its reset, fleet-wide, and ignores one that makes no sense', async () => {
