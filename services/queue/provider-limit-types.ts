@@ -1,14 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from '../platform/logger';
+import type { ProviderLimitSetting } from '../platform/provider-limit-settings';
 
-/** What the operator states of one provider (or one of its models) once, for every process. */
-export interface ProviderLimit {
-  /** `openai`, or `openai/gpt-4o-mini`: one model of a provider. */
-  key: string;
-  requestsPerMinute?: number;
-  tokensPerMinute?: number;
-  concurrentCalls?: number;
-}
+/** What the operator states of one provider (or one of its models) once, for every process: the setting as read. */
+export type ProviderLimit = ProviderLimitSetting;
 
 export interface ProviderLimiterOptions {
   /** ioredis, a shared command connection (not a subscriber). */
