@@ -1,11 +1,12 @@
-import { createStudioRouter, TokenCache, createApiLimits, createApp, TokenUsageRecorder, createHandlers, type TokenLimit, createInvoker, type Invoke, McpCancellations, createMcpRouter, createBrowserSessions, createBlobRouter, createDeviceRouter, createMcpOAuthRouters, createSessionRouter } from '../api';
+import { createStudioRouter, TokenCache, createApiLimits, createApp, TokenUsageRecorder, createHandlers, type TokenLimit, createInvoker, type Invoke, McpCancellations, createMcpRouter, createBrowserSessions, createBlobRouter, createProviderWebhookRouter, createDeviceRouter, createMcpOAuthRouters, createSessionRouter } from '../api';
 import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { Failpoints } from '../platform/failpoints';
 import { AddressAllowList, blockedReason } from '../platform/address-policy';
 import net from 'node:net';
-import { RateLimiter } from '../queue';
+import { publishProviderJobEnd, RateLimiter } from '../queue';
+import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { RunLauncher, RunStarter } from '../runs';
 import type { ServiceResources } from './service-resources';
 import { DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
@@ -135,8 +136,8 @@ function runLauncher(resources: ServiceResources): RunLauncher {
 }
 
 /**
- * The routers beside the declared routes: blob downloads, RFC 8628 device login and its approval
- * page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
+ * The routers beside the declared routes: blob downloads, providers' webhooks, RFC 8628 device
+ * login and its approval page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
  * server.
  */
 function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke, cancellations: McpCancellations): Router[] {
@@ -156,6 +157,12 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
   });
   return [
     createBlobRouter({ store: blobs.store, signer: blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
+    // Served whatever PROVIDER_WEBHOOK_BASE_URL says here: the workers that gave providers these URLs may be configured apart.
+    createProviderWebhookRouter({
+      urls: new ProviderWebhookUrls({ baseUrl: config.providerWebhookBaseUrl || config.publicBaseUrl, secret: config.blobSigningSecret }),
+      announce: (jobKey) => publishProviderJobEnd(redis, config.redisPrefix, jobKey),
+      observe: (provider, outcome) => resources.metrics.providerWebhooks.inc({ provider, outcome }),
+    }),
     createDeviceRouter({
       users,
       organizations,

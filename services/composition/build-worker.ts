@@ -1,11 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Failpoints } from '../platform/failpoints';
 import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
-import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeRunAborts, type StepWorker } from '../queue';
+import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeProviderJobEnds, subscribeRunAborts, type StepWorker } from '../queue';
+import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
 import { OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
-import { OutputCache, InFlightSteps, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
+import { OutputCache, InFlightSteps, ProviderJobPolls, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
 import type { ServiceResources } from './service-resources';
 
 /** A step worker with its reaper and retention sweeper. */
@@ -47,6 +48,14 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   const unsubscribe = await subscribeRunAborts(abortSubscriber, config.redisPrefix, (runId) => {
     inFlight.abortRun(runId, new Error('the run stopped'));
   });
+  // Parked provider jobs poll on one timer; a provider's webhook (through any API process) brings a job's poll forward.
+  const jobPolls = new ProviderJobPolls();
+  const unsubscribeJobEnds = await subscribeProviderJobEnds(abortSubscriber, config.redisPrefix, (jobKey) => jobPolls.wake(jobKey));
+  const providerJobs = {
+    polls: jobPolls,
+    ...(config.providerWebhookBaseUrl ? { webhooks: new ProviderWebhookUrls({ baseUrl: config.providerWebhookBaseUrl, secret: config.blobSigningSecret }) } : {}),
+    webhookPollMs: config.providerWebhookPollSeconds * 1000,
+  };
   const executor = new StepExecutor({
     runs: resources.runs,
     steps: resources.steps,
@@ -68,6 +77,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       },
     },
     providers: providerWaits,
+    providerJobs,
     outputCache: new OutputCache({
       store: new OutputCacheRepository(resources.database),
       isOwnRef: (ref) => resources.lifecycle.isOwnRef(ref),
@@ -209,6 +219,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       await stop();
       await workerConnection.quit();
       await unsubscribe();
+      await unsubscribeJobEnds();
       await abortSubscriber.quit();
     },
   };

@@ -28,6 +28,17 @@ export interface ProviderJobRecord {
   readonly resumed: unknown;
   /** Records the job just submitted, durably, before the node waits on it. */
   submitted(job: unknown): Promise<void>;
+  /**
+   * Where `provider` should call when the job ends (fal's `fal_webhook`, Replicate's `webhook`);
+   * undefined when the deployment takes no webhooks (`PROVIDER_WEBHOOK_BASE_URL` unset).
+   */
+  webhookUrl(provider: string): string | undefined;
+  /**
+   * Waits until the job's next poll: `pollMs` on the worker's shared poll timer (longer, as a
+   * fallback, when the provider was given a webhook), ended early by the provider's webhook;
+   * rejects when `signal` aborts.
+   */
+  nextPoll(pollMs: number, signal: AbortSignal): Promise<void>;
 }
 
 /**

@@ -211,6 +211,19 @@ export const SETTINGS = {
   },
   providerLimitLeaseSeconds: { env: 'PROVIDER_LIMIT_LEASE_SECONDS', description: "How long a worker's hold on a provider's concurrent-call slot lasts without renewal (renewed every third of it): a killed worker's slots come back within this", default: '30', parse: int(3, 3600) },
   providerPollMs: { env: 'PROVIDER_POLL_MS', description: 'Pause between status polls of queued provider jobs (fal, Replicate)', default: '1000', parse: int(10, 60_000) },
+  providerWebhookBaseUrl: {
+    env: 'PROVIDER_WEBHOOK_BASE_URL',
+    description:
+      "Base URL at which fal and Replicate reach this service's API to say a job ended (usually PUBLIC_BASE_URL, when providers can reach it); a parked job's step then polls at once. Empty: no webhooks, jobs are polled every PROVIDER_POLL_MS",
+    default: '',
+    parse: (raw: string) => (raw === '' ? '' : baseUrl(raw)),
+  },
+  providerWebhookPollSeconds: {
+    env: 'PROVIDER_WEBHOOK_POLL_SECONDS',
+    description: 'Pause between status polls of a provider job that was given a webhook: the fallback should its call never come',
+    default: '30',
+    parse: int(1, 3600),
+  },
   nodeCatalogFiles: {
     env: 'NODE_CATALOG_FILES',
     description: 'Catalog files of hosted models offered as nodes (comma list of YAML files, relative to the working directory; docs/providers.md); "none" for none. A bad entry stops the process at start',

@@ -37,6 +37,7 @@ export interface Metrics {
   queueJobs: Gauge<'state'>;
   reaperActions: Counter<'action'>;
   webhookAttempts: Counter<'outcome'>;
+  providerWebhooks: Counter<'provider' | 'outcome'>;
   retentionArtifacts: Counter<'result'>;
   /** Output cache lookups and writes of eligible steps, by node id and result: hit, miss, store, eviction, error. */
   outputCache: Counter<'node' | 'result'>;
@@ -272,6 +273,12 @@ export function createMetrics(options: { role: string }): Metrics {
       name: 'svc_webhook_attempts_total',
       help: 'Webhook delivery attempts by outcome: delivered (2xx), retry (failed, to be tried again), failed (given up on after WEBHOOK_GIVE_UP_SECONDS)',
       labelNames: ['outcome'],
+      registers,
+    }),
+    providerWebhooks: new Counter({
+      name: 'svc_provider_webhooks_total',
+      help: "Calls of fal's and Replicate's webhooks (PROVIDER_WEBHOOK_BASE_URL) by provider and outcome: woke (the workers were told; the job's step polls now), refused (a URL this service did not sign), unavailable (Redis did not take it; the provider retries, the step polls on its timer)",
+      labelNames: ['provider', 'outcome'],
       registers,
     }),
     retentionArtifacts: new Counter({

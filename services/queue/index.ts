@@ -11,6 +11,7 @@ export { GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOption
 export type { FairStatus } from './fair-dispatch';
 export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
+export { publishProviderJobEnd, subscribeProviderJobEnds } from './provider-job-ends';
 export { claimSize, RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
 export { RedisScript } from './redis-script';
 export { StreamLeases, type StreamLease, type StreamLeasesOptions } from './stream-leases';

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { broadcastToWorkers, listenToBroadcasts } from './worker-broadcast';
 
 /** The channel on which a run's failure or cancellation reaches every worker process. */
 export function runAbortChannel(prefix: string): string {
@@ -7,7 +8,7 @@ export function runAbortChannel(prefix: string): string {
 
 /** Tells every worker that the run stopped: their in-flight steps of it abort. */
 export async function publishRunAbort(redis: Redis, prefix: string, runId: string): Promise<void> {
-  await redis.publish(runAbortChannel(prefix), runId);
+  await broadcastToWorkers(redis, runAbortChannel(prefix), runId);
 }
 
 /**
@@ -15,15 +16,6 @@ export async function publishRunAbort(redis: Redis, prefix: string, runId: strin
  * Pub/sub may drop a message while the connection is down; an attempt that misses its abort
  * still cannot commit (its run is no longer running), it only runs to its end.
  */
-export async function subscribeRunAborts(subscriber: Redis, prefix: string, onAbort: (runId: string) => void): Promise<() => Promise<void>> {
-  const channel = runAbortChannel(prefix);
-  const listener = (from: string, message: string) => {
-    if (from === channel) onAbort(message);
-  };
-  subscriber.on('message', listener);
-  await subscriber.subscribe(channel);
-  return async () => {
-    subscriber.off('message', listener);
-    await subscriber.unsubscribe(channel).catch(() => undefined);
-  };
+export function subscribeRunAborts(subscriber: Redis, prefix: string, onAbort: (runId: string) => void): Promise<() => Promise<void>> {
+  return listenToBroadcasts(subscriber, runAbortChannel(prefix), onAbort);
 }

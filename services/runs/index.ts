@@ -19,4 +19,5 @@ export type { RunEventSource, RunLogFeed, RunLogReader } from './ports';
 export { createRetentionSweeper, type RetentionSweeper, type RetentionSweeperOptions } from './sweeps/retention-sweeper';
 export { OutputCache } from './steps/output-cache';
 export { ProviderWaits, type ProviderWaitsDeps } from './steps/provider-waits';
+export { ProviderJobPolls } from './steps/provider-job-polls';
 export { RepeatingSweep } from './sweeps/repeating-sweep';

@@ -5,7 +5,7 @@ import { connector, ports } from '../spec-builders';
 import { offered, priceIn, rehostImage, resultFileBytes } from './media-rehost';
 import { providerFetch } from './provider-http';
 import { jsonBody, malformedResponse } from './provider-response';
-import { jobUrl, pause, withCancel, type JobHost } from './provider-queue';
+import { jobUrl, nextPoll, withCancel, type JobHost } from './provider-queue';
 
 /** How to reach fal's queue API: the key, the base URL, the request timeout and the poll interval. */
 export interface FalConnection {
@@ -73,7 +73,10 @@ export async function falQueueRequest(settings: FalConnection, app: string, inpu
         job = resumed;
         ctx.progress(`fal request ${job.requestId ?? ''} resumed after a worker was lost`.replace('  ', ' '));
       } else {
-        const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: `${settings.baseUrl}/${app}`, json: input }), FAL);
+        // fal calls the webhook when the request ends, so the step polls at once instead of on its timer.
+        const webhook = ctx.providerJob?.webhookUrl(FAL);
+        const submitUrl = `${settings.baseUrl}/${app}${webhook ? `?fal_webhook=${encodeURIComponent(webhook)}` : ''}`;
+        const submitted = await jsonBody<FalSubmitted>(await providerFetch({ ...call(signal), url: submitUrl, json: input }), FAL);
         job = {
           statusUrl: jobUrl(queueHost, submitted.status_url, 'status_url'),
           responseUrl: jobUrl(queueHost, submitted.response_url, 'response_url'),
@@ -95,7 +98,7 @@ export async function falQueueRequest(settings: FalConnection, app: string, inpu
         if (status.status !== 'IN_QUEUE' && status.status !== 'IN_PROGRESS') throw malformedResponse(FAL, `an unknown status ${JSON.stringify(status.status ?? null)}`);
         const note = status.status === 'IN_QUEUE' ? `queued at position ${status.queue_position ?? '?'}` : 'in progress';
         if (note !== last) ctx.progress(`fal: ${(last = note)}`);
-        await pause(settings.pollMs, signal);
+        await nextPoll(ctx, settings.pollMs, signal);
       }
       const answer = await jsonBody<Record<string, unknown>>(await providerFetch({ ...call(signal), url: responseUrl }), FAL);
       state.finished = true;

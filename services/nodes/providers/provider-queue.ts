@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../../platform/app-error';
+import type { NodeContext } from '../node-definition';
 import { malformedResponse } from './provider-response';
 
 /** How long a queued provider job may take in all before we cancel it and fail the step. */
@@ -66,4 +67,9 @@ export function jobUrl(host: JobHost, url: unknown, what: string): string {
 /** Waits between polls; rejects at once when the signal aborts. */
 export function pause(ms: number, signal: AbortSignal): Promise<void> {
   return sleep(ms, undefined, { signal });
+}
+
+/** Waits for a job's next poll: on the worker's shared poll timer in a step (woken by the provider's webhook), else a plain pause. */
+export function nextPoll(ctx: NodeContext, ms: number, signal: AbortSignal): Promise<void> {
+  return ctx.providerJob ? ctx.providerJob.nextPoll(ms, signal) : pause(ms, signal);
 }

@@ -6,7 +6,7 @@ import { connector, ports } from '../spec-builders';
 import { downloadResult, offered, priceIn, rehostImage } from './media-rehost';
 import { providerFetch } from './provider-http';
 import { jsonBody, malformedResponse } from './provider-response';
-import { jobUrl, pause, withCancel, type JobHost } from './provider-queue';
+import { jobUrl, nextPoll, withCancel, type JobHost } from './provider-queue';
 
 /** How to reach Replicate's API: the token, the base URL, the request timeout and the poll interval. */
 export interface ReplicateConnection {
@@ -39,10 +39,12 @@ export interface Prediction {
 }
 
 /** Where to create a prediction of a model: the model's endpoint, or /v1/predictions with a pinned version. */
-function createRequest(settings: ReplicateConnection, model: string, input: Record<string, unknown>): { url: string; json: unknown } {
+function createRequest(settings: ReplicateConnection, model: string, input: Record<string, unknown>, webhook: string | undefined): { url: string; json: unknown } {
   const [name, version] = model.split(':', 2) as [string, string | undefined];
-  if (version) return { url: `${settings.baseUrl}/v1/predictions`, json: { version, input } };
-  return { url: `${settings.baseUrl}/v1/models/${name}/predictions`, json: { input } };
+  // Replicate calls the webhook once the prediction is done, so the step polls at once instead of on its timer.
+  const callback = webhook ? { webhook, webhook_events_filter: ['completed'] } : {};
+  if (version) return { url: `${settings.baseUrl}/v1/predictions`, json: { version, input, ...callback } };
+  return { url: `${settings.baseUrl}/v1/models/${name}/predictions`, json: { input, ...callback } };
 }
 
 /**
@@ -73,7 +75,7 @@ export async function replicatePrediction(settings: ReplicateConnection, model: 
         current = await jsonBody<Prediction>(await providerFetch({ ...call(signal), url: getUrl }), REPLICATE);
         ctx.progress(`replicate prediction ${current.id ?? ''} resumed after a worker was lost`.replace('  ', ' '));
       } else {
-        const create = createRequest(settings, model, input);
+        const create = createRequest(settings, model, input, ctx.providerJob?.webhookUrl(REPLICATE));
         // Not retried: a retried create could start (and bill) a second prediction.
         current = await jsonBody<Prediction>(
           await providerFetch({ ...call(signal), url: create.url, json: create.json, headers: { ...auth, prefer: `wait=${waitSeconds}` }, retries: 0 }),
@@ -86,7 +88,7 @@ export async function replicatePrediction(settings: ReplicateConnection, model: 
         ctx.progress(`replicate prediction ${current.id ?? ''} ${current.status ?? ''}`.trim());
       }
       while (current.status === 'starting' || current.status === 'processing') {
-        await pause(settings.pollMs, signal);
+        await nextPoll(ctx, settings.pollMs, signal);
         current = await jsonBody<Prediction>(await providerFetch({ ...call(signal), url: getUrl }), REPLICATE);
       }
       if (!FINAL_STATUSES.has(String(current.status))) throw malformedResponse(REPLICATE, `a prediction with an unknown status ${JSON.stringify(current.status ?? null)}`);

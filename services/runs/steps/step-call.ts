@@ -1,8 +1,11 @@
 import type { RunEvent } from '../../contract';
+import { setTimeout as pause } from 'node:timers/promises';
 import { withProviderScope, type ArtifactStore, type ProviderJobRecord } from '../../nodes';
+import { providerJobKey, type ProviderWebhookUrls } from '../../platform/provider-webhook-urls';
 import { inSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { StepTransitionStore } from '../ports';
 import type { InFlightSteps } from './in-flight-steps';
+import type { ProviderJobPolls } from './provider-job-polls';
 import type { ProviderWaits } from './provider-waits';
 import { abortedByRun } from './step-errors';
 import type { ReservedStep } from './step-start';
@@ -18,6 +21,17 @@ export interface StepCallDeps {
   providers?: ProviderWaits;
   /** Where a provider job the node submits is recorded with the attempt. */
   steps: Pick<StepTransitionStore, 'recordProviderJob'>;
+  /** How parked provider jobs wait for their polls; absent: each on a timer of its own, no webhooks. */
+  providerJobs?: ProviderJobWaits;
+}
+
+/** The worker's shared poll timer, and the webhooks providers are given when the deployment takes them. */
+export interface ProviderJobWaits {
+  polls: ProviderJobPolls;
+  /** Signs the URLs providers call back; absent: no webhooks (`PROVIDER_WEBHOOK_BASE_URL` unset). */
+  webhooks?: ProviderWebhookUrls;
+  /** The poll interval of a job whose provider was given a webhook: a fallback should the call never come. */
+  webhookPollMs: number;
 }
 
 /** Lends the job's worker slot back while its step waits on a provider; null when the worker lends no more. */
@@ -51,12 +65,20 @@ function providerJobOf(step: ReservedStep, deps: StepCallDeps, parked: () => voi
   const { runId } = step.context;
   // A resumed job is waited on from the call's start; a new one once submitted.
   if (step.resumedJob !== undefined) parked();
+  const jobs = deps.providerJobs;
+  const key = providerJobKey(runId, step.nodeId);
   return {
     resumed: step.resumedJob,
     async submitted(job) {
       parked();
       // Not recorded (the step was taken over meanwhile): this attempt's result is dropped at its commit, as any stale attempt's.
       await deps.steps.recordProviderJob({ runId, nodeId: step.nodeId, attemptToken: step.attemptToken, job });
+    },
+    webhookUrl: (provider) => jobs?.webhooks?.urlFor(provider, key),
+    nextPoll(pollMs, signal) {
+      if (!jobs) return pause(pollMs, undefined, { signal });
+      // A resumed job was given a webhook by the attempt that submitted it, if this deployment takes them.
+      return jobs.polls.wait(key, jobs.webhooks ? Math.max(pollMs, jobs.webhookPollMs) : pollMs, signal);
     },
   };
 }

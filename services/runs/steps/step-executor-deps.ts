@@ -7,6 +7,7 @@ import type { RunLifecycle } from '../run-lifecycle';
 import type { InFlightSteps } from './in-flight-steps';
 import type { OutputCache } from './output-cache';
 import type { ProviderWaits } from './provider-waits';
+import type { ProviderJobWaits } from './step-call';
 
 /** How transient provider failures are retried inside a step. */
 export interface RetryPolicy {
@@ -51,4 +52,6 @@ export interface StepExecutorDeps {
   outputCache: OutputCache;
   /** Provider requests under the shared limits, the job's slot lent while they wait; absent: neither. */
   providers?: ProviderWaits;
+  /** The worker's shared poll timer for parked provider jobs, and their webhooks; absent: each job polls on its own timer. */
+  providerJobs?: ProviderJobWaits;
 }
