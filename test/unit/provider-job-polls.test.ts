@@ -2,7 +2,7 @@ import { ProviderJobPolls } from '../../services/runs/steps/provider-job-polls';
 import { providerJobKey, ProviderWebhookUrls } from '../../services/platform/provider-webhook-urls';
 
 /** Settles pending promise callbacks after the fake clock moved. */
-const flush = () => new Promise<void>((resolve) => jest.requireActual<typeof import('timers')>('timers').setImmediate(resolve));
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('ProviderJobPolls: the parked jobs of a worker on one timer', () => {
   beforeEach(() => jest.useFakeTimers({ doNotFake: ['setImmediate'] }));
