@@ -40,6 +40,10 @@ export interface SlowProvider {
   readonly peakInFlight: number;
   /** Forgets every count (between a warm-up and the measured phase). */
   reset(): void;
+  /** Holds every call from now on until `letGo` (B11's memory phase: every step in flight at once). */
+  hold(): void;
+  /** Answers the held calls (at once, or when their latency is up) and stops holding. */
+  letGo(): void;
   close(): Promise<void>;
 }
 
@@ -51,6 +55,7 @@ export async function startSlowProvider(options: SlowProviderOptions): Promise<S
   let answered = 0;
   const open = new Set<http.ServerResponse>();
   let peakInFlight = 0;
+  let gate: { opened: Promise<void>; open(): void } | undefined;
   const stream = openAiStream([options.text], options.usage);
   const refusal = (retryAfterS: number) => errorReply(429, { message: 'Rate limit reached for requests', type: 'requests' }, { 'retry-after': String(retryAfterS) });
 
@@ -77,7 +82,7 @@ export async function startSlowProvider(options: SlowProviderOptions): Promise<S
     peakInFlight = Math.max(peakInFlight, open.size);
     res.once('close', () => open.delete(res));
     res.once('finish', () => void answered++);
-    await sleep(options.latencyMs);
+    await Promise.all([sleep(options.latencyMs), gate?.opened]);
     if (req.body.stream === true) return stream(res, req);
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(
@@ -118,6 +123,15 @@ export async function startSlowProvider(options: SlowProviderOptions): Promise<S
       peakInFlight = open.size;
       // The recorded requests (headers and bodies) would otherwise pile up over the phases.
       fake.requests.length = 0;
+    },
+    hold() {
+      let open = () => undefined as void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      gate = { opened, open };
+    },
+    letGo() {
+      gate?.open();
+      gate = undefined;
     },
     close: () => fake.close(),
   };
