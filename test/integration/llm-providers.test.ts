@@ -142,6 +142,17 @@ describe('LLM provider nodes against local fakes of the provider APIs', () => {
     expect(refused.message).toBe("openai refused the request (400): Invalid schema for response_format 'answer'");
   });
 
+  it('does not follow a redirect (the key stays with the provider): unavailable, naming where it pointed', async () => {
+    fake.script(async (res) => {
+      res.writeHead(307, { location: 'http://127.0.0.1:9/elsewhere/chat/completions' });
+      res.end();
+    });
+    const moved = await failure(node(nodes, 'openai-chat').execute({ prompt: 'hi' }, context().ctx));
+    expect(moved.code).toBe('unavailable');
+    expect(moved.message).toBe('openai answered a redirect (307) to http://127.0.0.1:9/elsewhere/chat/completions; provider calls do not follow redirects: the operator must set its base URL to where it points');
+    expect(fake.requests).toHaveLength(1);
+  });
+
   it('closes the provider connection when the run aborts mid-stream', async () => {
     fake.script(openAiStream(Array.from({ length: 100 }, () => 'word '), { prompt: 5, completion: 100 }, 50));
     const controller = new AbortController();

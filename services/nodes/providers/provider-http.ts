@@ -79,7 +79,11 @@ export function providerMessage(text: string): string {
   return text.trim() || 'no details';
 }
 
-function failure(provider: string, status: number, message: string): AppError {
+function failure(provider: string, status: number, message: string, location?: string | null): AppError {
+  if (status >= 300 && status < 400) {
+    // Not followed (`send`): a moved API is the operator's to point at, not ours to chase with the key.
+    return new AppError({ code: 'unavailable', message: `${provider} answered a redirect (${status})${location ? ` to ${location.slice(0, 200)}` : ''}; provider calls do not follow redirects: the operator must set its base URL to where it points` });
+  }
   if (status === 429) return new AppError({ code: 'rate_limited', message: `${provider} is rate limiting us (429): ${message}` });
   if (status === 401 || status === 403) return new AppError({ code: 'unavailable', message: `${provider} refused the service's credentials (${status}); the operator must check its API key: ${message}` });
   if (status >= 500) return new AppError({ code: 'unavailable', message: `${provider} failed (${status}): ${message}` });
@@ -215,6 +219,6 @@ async function sendWithRetries(request: ProviderRequest): Promise<Response> {
         continue;
       }
     }
-    throw final(failure(request.provider, response.status, providerMessage(text)));
+    throw final(failure(request.provider, response.status, providerMessage(text), response.headers.get('location')));
   }
 }
