@@ -7,6 +7,7 @@ import { seedAccount } from '../support/fixtures';
 import { startLlmFake, type LlmFake } from '../support/llm-fake';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
+import { exited, startWorkerProcess } from '../support/worker-process';
 
 /**
  * With PROVIDER_WEBHOOK_BASE_URL set, fal and Replicate are given a signed URL with each job and
@@ -79,6 +80,20 @@ async function startProviders(): Promise<{ fake: LlmFake; webhooks: string[]; fi
   };
 }
 
+/** The providers pointed at the fake; polls an hour apart, so only a webhook ends a wait. */
+function providerEnv(fakeUrl: string): Record<string, string> {
+  return {
+    FAL_KEY: 'fal-test-key-0123456789abcdef',
+    FAL_BASE_URL: `${fakeUrl}/fal`,
+    FAL_APPS: `${FAL_APP}=${PRICE}`,
+    REPLICATE_API_TOKEN: 'r8_test_token_0123456789abcdef',
+    REPLICATE_BASE_URL: `${fakeUrl}/replicate`,
+    REPLICATE_MODELS: `${REPLICATE_MODEL}=${PRICE}`,
+    PROVIDER_POLL_MS: '60000',
+    PROVIDER_WEBHOOK_POLL_SECONDS: '3600',
+  };
+}
+
 describe('provider webhooks bring a parked job\'s poll forward', () => {
   let providers: Awaited<ReturnType<typeof startProviders>>;
   let api: TestService;
@@ -86,17 +101,7 @@ describe('provider webhooks bring a parked job\'s poll forward', () => {
 
   beforeAll(async () => {
     providers = await startProviders();
-    const env = {
-      FAL_KEY: 'fal-test-key-0123456789abcdef',
-      FAL_BASE_URL: `${providers.fake.url}/fal`,
-      FAL_APPS: `${FAL_APP}=${PRICE}`,
-      REPLICATE_API_TOKEN: 'r8_test_token_0123456789abcdef',
-      REPLICATE_BASE_URL: `${providers.fake.url}/replicate`,
-      REPLICATE_MODELS: `${REPLICATE_MODEL}=${PRICE}`,
-      PROVIDER_POLL_MS: '60000',
-      PROVIDER_WEBHOOK_POLL_SECONDS: '3600',
-    };
-    api = await startTestService({ env: { ROLE: 'api', ...env } });
+    api = await startTestService({ env: { ROLE: 'api', ...providerEnv(providers.fake.url) } });
     worker = await api.extra({ ROLE: 'worker', PROVIDER_WEBHOOK_BASE_URL: api.url });
   });
   afterAll(async () => {
@@ -154,5 +159,63 @@ describe('provider webhooks bring a parked job\'s poll forward', () => {
     expect(((await unknown.json()) as { error: string }).error).toMatch(/provider webhooks are for fal and replicate/);
     const counted = await api.metrics.registry.getSingleMetricAsString('svc_provider_webhooks_total');
     expect(counted).toMatch(/outcome="refused"[^}]*\} 1/);
+  });
+});
+
+describe('a Replicate prediction outlives the worker that created it', () => {
+  let providers: Awaited<ReturnType<typeof startProviders>>;
+  let api: TestService;
+
+  beforeAll(async () => {
+    providers = await startProviders();
+    api = await startTestService({ env: { ROLE: 'api', ...providerEnv(providers.fake.url), STEP_LOCK_MS: '1500' } });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await providers?.fake.close();
+  });
+
+  it('is resumed from its record by the worker that takes the step over, created and charged once, and its webhook wakes that worker', async () => {
+    const who = await seedAccount(api.prisma, { slug: 'predicted', scopes: ['run', 'read'], balanceMicros: 1_000_000 });
+    const hooks = { PROVIDER_WEBHOOK_BASE_URL: api.url, STEP_LOCK_MS: '1500' };
+    const doomed = startWorkerProcess(api, hooks);
+    try {
+      const workflow = { version: 2, nodes: [{ id: 'rep', uses: 'replicate-image', inputs: { prompt: 'a green square', model: REPLICATE_MODEL } }, { id: 'o', uses: 'output', inputs: { value: '${rep.image}' } }] };
+      const res = await fetch(`${api.url}/v1/runs`, { method: 'POST', headers: { ...bearer(who.token), 'Content-Type': 'application/json' }, body: JSON.stringify({ workflow }) });
+      expect(res.status).toBe(200);
+      const stream = readSse(res);
+      const run = await eventually(async () => api.prisma.run.findFirst({ where: { orgId: who.orgId } }), { what: 'the run stored', timeoutMs: 20_000 });
+      const recorded = await eventually(async () => (await api.prisma.step.findFirstOrThrow({ where: { runId: run.id, nodeId: 'rep' } })).providerJob as { job: { getUrl: string } } | null, {
+        what: 'the prediction recorded',
+        timeoutMs: 20_000,
+      });
+      expect(providers.webhooks).toHaveLength(1);
+      doomed.kill('SIGKILL');
+      await exited(doomed);
+
+      const rescuer = await api.extra({ ROLE: 'worker', ...hooks });
+      try {
+        // The rescuer reads the recorded prediction (no second create), then waits on it.
+        const getPath = new URL(recorded.job.getUrl).pathname;
+        await eventually(() => providers.fake.requests.filter((r) => r.method === 'GET' && new URL(r.path, providers.fake.url).pathname === getPath).length >= 1, { what: 'the rescuer reading the recorded prediction', timeoutMs: 20_000 });
+        await eventually(() => rescuer.worker!.lentSlots === 1, { what: 'the rescuer parked on the prediction', timeoutMs: 10_000 });
+        // The URL Replicate was given by the dead worker reaches the rescuer.
+        expect(await providers.finish()).toEqual([200]);
+        const events = (await stream).filter((m) => m.data !== '[DONE]').map((m) => JSON.parse(m.data) as RunEvent);
+        expect(events.at(-1)).toMatchObject({ type: 'run.completed' });
+        expect(events.some((e) => e.type === 'step.progress' && /replicate prediction .* resumed after a worker was lost/.test(e.message))).toBe(true);
+        const creates = providers.fake.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/predictions')).length;
+        expect(creates).toBe(1);
+        const step = await api.prisma.step.findFirstOrThrow({ where: { runId: run.id, nodeId: 'rep' } });
+        expect({ status: step.status, attempt: step.attempt, cost: Number(step.costMicros) }).toEqual({ status: 'completed', attempt: 2, cost: PRICE });
+        const org = await api.prisma.organization.findUniqueOrThrow({ where: { id: who.orgId } });
+        expect({ balance: Number(org.balanceMicros), held: Number(org.heldMicros) }).toEqual({ balance: 1_000_000 - PRICE, held: 0 });
+      } finally {
+        await rescuer.close();
+      }
+    } finally {
+      doomed.kill('SIGKILL');
+      await exited(doomed);
+    }
   });
 });
