@@ -102,10 +102,11 @@ export class ProviderLimitStore {
 
   /**
    * Stores a pause of `key` (the later one wins); with `learn` (a 429), also the pace the
-   * provider takes (provider-limit-pause.lua). Answers the pause in force, until ms (0: none).
+   * provider takes (provider-limit-pause.lua). Answers the pause in force, until ms (0: none),
+   * and whether a learnt pace is.
    */
-  async pause(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<number> {
-    return (await this.pauseRun(key, untilMs, learn)).untilMs;
+  async pause(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<{ untilMs: number; learnt: boolean }> {
+    return this.pauseRun(key, untilMs, learn);
   }
 
   /** The pause of `key` in force, until ms (0: none), and whether a pace learnt from 429s is in force. */

@@ -76,6 +76,13 @@ export class ProviderLimiter {
     return this.queues.get(key) ?? this.addQueue(new KeyQueue({ key, requestsPerMinute: 0, tokensPerMinute: 0, concurrentCalls: 0 }, this.deps));
   }
 
+  /** Forgets an idle queue of a learnt pace that lapsed (it holds no leases: a learnt pace limits requests only). */
+  private dropLearntQueue(queue: KeyQueue): void {
+    this.queues.delete(queue.limit.key);
+    this.byBase.delete(queue.base);
+    void queue.close(new Error('the learnt pace lapsed'), (p) => p);
+  }
+
   /** Whether `key` has a configured limit. */
   has(key: string): boolean {
     return this.stated.has(key);
@@ -92,10 +99,14 @@ export class ProviderLimiter {
     if (this.closed) throw new Error('the provider limiter is closed');
     signal.throwIfAborted();
     let queue = this.queues.get(request.key);
-    if (!queue) {
+    if (!queue || !this.stated.has(request.key)) {
       // A key without stated limits: its pause waited out, unless a pace learnt from its 429s is in force.
       const seen = await this.pauses.read(request.key);
-      if (!seen.learnt) return this.afterPause(request);
+      if (!seen.learnt) {
+        // The pace lapsed: its queue goes once idle, so the key's requests stop paying a Redis round trip each.
+        if (queue && queue.waiters.size === 0 && !queue.waiting) this.dropLearntQueue(queue);
+        return this.afterPause(request);
+      }
       queue = this.learntQueue(request.key);
     }
     const enqueuedAt = Date.now();
@@ -139,7 +150,8 @@ export class ProviderLimiter {
   async pause(key: string, untilMs: number, learn?: { answeredPerMinute: number }): Promise<void> {
     this.pauses.note(key, untilMs);
     try {
-      this.pauses.note(key, await this.store.pause(key, untilMs, learn));
+      const stored = await this.store.pause(key, untilMs, learn);
+      this.pauses.note(key, stored.untilMs, stored.learnt);
     } catch (err) {
       this.options.log.warn({ err, key }, 'provider limiter: storing a pause failed; only this process knows of it');
     }

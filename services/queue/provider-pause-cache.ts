@@ -51,11 +51,13 @@ export class ProviderPauseCache {
     return entry.reading;
   }
 
-  /** A pause learnt otherwise (this process set it, or a limited key's turn saw it). */
-  note(key: string, untilMs: number): void {
+  /** A pause learnt otherwise (this process set it, or a limited key's turn saw it); `learnt` when Redis said whether a pace is in force. */
+  note(key: string, untilMs: number, learnt?: boolean): void {
     const entry = this.seen.get(key);
-    if (entry) entry.untilMs = Math.max(entry.untilMs, untilMs);
-    else this.seen.set(key, { untilMs, learnt: false, readAt: Date.now() });
+    if (entry) {
+      entry.untilMs = Math.max(entry.untilMs, untilMs);
+      if (learnt !== undefined) entry.learnt = learnt;
+    } else this.seen.set(key, { untilMs, learnt: learnt ?? false, readAt: Date.now() });
   }
 
   /** Keys whose pause was seen, with its end (ms). */

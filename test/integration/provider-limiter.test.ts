@@ -213,6 +213,29 @@ describe('the provider limiter, shared through Redis', () => {
     expect(pace).toBeLessThanOrEqual((8 * 60) / 2);
   });
 
+  it('drops the queue of a learnt pace once the pace lapses: the key\'s requests go out without a Redis round trip again', async () => {
+    const key = uniqueName('lapsed');
+    const l = limiter([]);
+    await l.pause(key, Date.now() + 10, { answeredPerMinute: 600 });
+    // Paced: the request goes through the key's queue in Redis.
+    (await l.acquire(request(key, 'o'))).release();
+    expect(l.snapshot().find((s) => s.key === key)).toMatchObject({ waiting: 0 });
+    // The pace lapses (it expires in Redis after 10 minutes unrenewed; here at once).
+    await redis.del(`${prefix}:plim:${key.length}:${key}:lr`);
+    // Within the pause cache's second the process still queues; after it, the queue goes.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    (await l.acquire(request(key, 'o'))).release();
+    let commands = 0;
+    const onCommand = () => void commands++;
+    redisCalls.subscribe(onCommand);
+    try {
+      for (let i = 0; i < 20; i++) (await l.acquire(request(key, 'o'))).release();
+    } finally {
+      redisCalls.unsubscribe(onCommand);
+    }
+    expect(commands).toBeLessThanOrEqual(1);
+  });
+
   it('sends no Redis command per request for a key without limits, past the pause read once a second', async () => {
     const l = limiter([]);
     const key = uniqueName('free');
