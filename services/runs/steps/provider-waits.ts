@@ -27,7 +27,7 @@ export class ProviderWaits {
   parkedJobs = 0;
   /** Rate headers not obeyed, by provider and header name: each is logged once per process. */
   private readonly warned = new Set<string>();
-  /** Answers of each provider that were not refused, counted per second: this second's and the last one's. */
+  /** Answers of each provider that were neither refused (429) nor failed (5xx), counted per second: this second's and the last one's. */
   private readonly answered = new Map<string, { second: number; now: number; last: number }>();
 
   constructor(private readonly deps: ProviderWaitsDeps) {}
@@ -41,7 +41,8 @@ export class ProviderWaits {
     const { limiter, log, observer } = this.deps;
     if (!limiter) return;
     const now = Date.now();
-    if (status !== 429) this.countAnswered(provider, now);
+    // The pace a 429 teaches is what the provider took: its 5xx (an overload) are not counted as taken.
+    if (status !== 429 && status < 500) this.countAnswered(provider, now);
     const advice = readRateHeaders(headers, now);
     for (const ignored of advice.ignored) {
       const name = `${provider} ${ignored.split(':')[0]}`;
