@@ -31,6 +31,12 @@ export interface AppDeps {
   publicBaseUrl: string;
   /** Routers beside the declared routes: blob downloads, browser sign-in, RFC 8628 device login. */
   extraRoutes: readonly Router[];
+  /**
+   * Routers served before the per-IP limit (at the root and under `/api`): providers' signed
+   * webhooks, whose few addresses carry the calls of every customer of theirs, and whose refusal
+   * (an HMAC) costs less than the limit's Redis call.
+   */
+  uncountedRoutes?: readonly Router[];
   /** Routers served at the root only, never under `/api`: the studio's pages and bundles. */
   siteRoutes?: readonly Router[];
   heartbeatMs: number;
@@ -55,7 +61,11 @@ export function createApp(deps: AppDeps): Express {
   app.use(requestId());
   app.use(requestMetrics(deps.metrics));
   app.use(requestLogging(deps.log));
-  // After logging and metrics, so refusals are logged and counted; before every router.
+  for (const router of deps.uncountedRoutes ?? []) {
+    app.use(router);
+    app.use('/api', router);
+  }
+  // After logging and metrics, so refusals are logged and counted; before every other router.
   if (deps.ipLimit) app.use(ipRateLimit(deps.ipLimit, deps.tokenLimit && tokenCountedEarly(deps.tokenLimit, deps.tokens)));
 
   const api = express.Router();

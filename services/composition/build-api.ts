@@ -136,8 +136,8 @@ function runLauncher(resources: ServiceResources): RunLauncher {
 }
 
 /**
- * The routers beside the declared routes: blob downloads, providers' webhooks, RFC 8628 device
- * login and its approval page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
+ * The routers beside the declared routes: blob downloads, RFC 8628 device login and its approval
+ * page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
  * server.
  */
 function besideRoutes(resources: ServiceResources, accounts: AccountStores, tokenLimit: TokenLimit | undefined, invoke: Invoke, cancellations: McpCancellations): Router[] {
@@ -157,12 +157,6 @@ function besideRoutes(resources: ServiceResources, accounts: AccountStores, toke
   });
   return [
     createBlobRouter({ store: blobs.store, signer: blobs.signer, workflowLive: (id) => workflows.isLive(id) }),
-    // Served whatever PROVIDER_WEBHOOK_BASE_URL says here: the workers that gave providers these URLs may be configured apart.
-    createProviderWebhookRouter({
-      urls: new ProviderWebhookUrls({ baseUrl: config.providerWebhookBaseUrl || config.publicBaseUrl, secret: config.blobSigningSecret }),
-      announce: (jobKey) => publishProviderJobEnd(redis, config.redisPrefix, jobKey),
-      observe: (provider, outcome) => resources.metrics.providerWebhooks.inc({ provider, outcome }),
-    }),
     createDeviceRouter({
       users,
       organizations,
@@ -246,6 +240,14 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
     extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations),
+    // Served whatever PROVIDER_WEBHOOK_BASE_URL says here: the workers that gave providers these URLs may be configured apart.
+    uncountedRoutes: [
+      createProviderWebhookRouter({
+        urls: new ProviderWebhookUrls({ baseUrl: config.providerWebhookBaseUrl || config.publicBaseUrl, secret: config.blobSigningSecret }),
+        announce: (jobKey) => publishProviderJobEnd(redis, config.redisPrefix, jobKey),
+        observe: (provider, outcome) => metrics.providerWebhooks.inc({ provider, outcome }),
+      }),
+    ],
     // `/device`: the studio's device approval page, the verification URL `svc login` opens.
     siteRoutes: [createStudioRouter({ dir: resources.config.studioDir, extraPages: ['/device'] })],
   });

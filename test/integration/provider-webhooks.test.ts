@@ -8,6 +8,7 @@ import { startLlmFake, type LlmFake } from '../support/llm-fake';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { readSse } from '../support/sse';
 import { exited, startWorkerProcess } from '../support/worker-process';
+import { providerJobKey, ProviderWebhookUrls } from '../../services/platform/provider-webhook-urls';
 
 /**
  * With PROVIDER_WEBHOOK_BASE_URL set, fal and Replicate are given a signed URL with each job and
@@ -217,5 +218,28 @@ describe('a Replicate prediction outlives the worker that created it', () => {
       doomed.kill('SIGKILL');
       await exited(doomed);
     }
+  });
+});
+
+describe('provider webhooks and the per-IP limit', () => {
+  let api: TestService;
+
+  beforeAll(async () => {
+    api = await startTestService({ env: { RATE_LIMIT_IP_PER_MINUTE: '3' } });
+  });
+  afterAll(async () => {
+    await api?.close();
+  });
+
+  it("are not counted against a provider's address: its many customers' calls come from a few", async () => {
+    const urls = new ProviderWebhookUrls({ baseUrl: api.url, secret: api.config.blobSigningSecret });
+    const hook = urls.urlFor('fal', providerJobKey('a-run', 'a-node'));
+    const answered: number[] = [];
+    for (let i = 0; i < 10; i++) answered.push((await fetch(hook, { method: 'POST', body: '{}' })).status);
+    expect(answered).toEqual(Array(10).fill(200));
+    // The same address's other requests are limited as ever.
+    const limited: number[] = [];
+    for (let i = 0; i < 5; i++) limited.push((await fetch(`${api.url}/v1/nodes`)).status);
+    expect(limited).toContain(429);
   });
 });
