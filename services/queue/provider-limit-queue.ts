@@ -7,6 +7,8 @@ export interface Waiter extends NewTicket {
   enqueuedAt: number;
   /** Sent to Redis (as far as this process knows). */
   registered: boolean;
+  /** Sent to Redis at least once: an abort withdraws it there, whether or not it is known to be queued. */
+  sent?: boolean;
   granted(): void;
   failed(err: Error): void;
 }
@@ -37,6 +39,8 @@ export class KeyQueue {
   readonly base: string;
   /** Tickets aborted after they were sent: withdrawn by the next pass (refunded if granted meanwhile). */
   private readonly abandoned = new Map<string, NewTicket>();
+  /** Grants the last reply carried, acknowledged with the next call (provider-limit-pump.lua). */
+  private received: readonly string[] = [];
   private running = false;
   private again = false;
   private closed = false;
@@ -63,7 +67,7 @@ export class KeyQueue {
     const waiter = this.waiters.get(id);
     if (!waiter) return;
     this.waiters.delete(id);
-    if (waiter.registered) {
+    if (waiter.registered || waiter.sent) {
       this.abandoned.set(id, waiter);
       this.poke();
     }
@@ -103,13 +107,13 @@ export class KeyQueue {
     this.closed = true;
     this.wake?.();
     const withdrawn = new Map(this.abandoned);
-    for (const waiter of this.waiters.values()) if (waiter.registered) withdrawn.set(waiter.id, waiter);
+    for (const waiter of this.waiters.values()) if (waiter.registered || waiter.sent) withdrawn.set(waiter.id, waiter);
     const waiters = [...this.waiters.values()];
     this.waiters.clear();
     for (const waiter of waiters) waiter.failed(reason);
     if (withdrawn.size === 0) return;
     try {
-      const reply = await within(this.deps.store.pump(this.limit, 0, [...withdrawn.keys()], []));
+      const reply = await within(this.deps.store.pump(this.limit, 0, [...withdrawn.keys()], this.received, []));
       if (!reply.lost) for (const id of reply.granted) this.refundIfAbandoned(id, withdrawn);
     } catch (err) {
       this.deps.log.warn({ err, key: this.limit.key }, 'provider limiter: withdrawing tickets on close failed (they are dropped when this process is seen dead)');
@@ -136,9 +140,12 @@ export class KeyQueue {
     const withdrawn = new Map(this.abandoned);
     this.abandoned.clear();
     // Registered before the call: an abort during it must withdraw the ticket.
-    for (const waiter of fresh) waiter.registered = true;
+    for (const waiter of fresh) {
+      waiter.registered = true;
+      waiter.sent = true;
+    }
     try {
-      const reply = await this.deps.store.pump(this.limit, registered, [...withdrawn.keys()], fresh);
+      const reply = await this.deps.store.pump(this.limit, registered, [...withdrawn.keys()], this.received, fresh);
       if (reply.lost) {
         this.deps.log.warn({ key: this.limit.key }, 'provider limiter: Redis lost this process\'s tickets (a restart?); queueing them again');
         for (const waiter of this.waiters.values()) waiter.registered = false;
@@ -146,6 +153,8 @@ export class KeyQueue {
         this.again = true;
         return 0;
       }
+      // Acknowledged with the next call: until then Redis keeps them for us.
+      this.received = reply.granted;
       for (const id of reply.granted) {
         const waiter = this.waiters.get(id);
         if (waiter) {
@@ -157,7 +166,8 @@ export class KeyQueue {
       this.blockedBy = reply.blockedBy;
       return reply.waitMs;
     } catch (err) {
-      // Redis blinked: nothing is lost; the same tickets and withdrawals go again after a pause.
+      // Redis blinked: nothing is lost; the new tickets and withdrawals go again after a pause (a
+      // ticket queued by a call whose reply was lost keeps its place; its grants come again, unacknowledged).
       this.deps.log.warn({ err, key: this.limit.key }, 'provider limiter: a turn failed; trying again');
       for (const waiter of fresh) if (this.waiters.has(waiter.id)) waiter.registered = false;
       for (const [id, ticket] of withdrawn) this.abandoned.set(id, ticket);

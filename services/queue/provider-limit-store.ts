@@ -70,10 +70,14 @@ export class ProviderLimitStore {
     return `${this.base(key)}:p`;
   }
 
-  /** One turn at `limit`'s key: withdraw, queue, grant, collect (provider-limit-pump.lua). */
-  async pump(limit: Required<ProviderLimit>, registered: number, withdrawn: readonly string[], fresh: readonly NewTicket[]): Promise<PumpReply> {
+  /**
+   * One turn at `limit`'s key: withdraw, queue, grant, collect (provider-limit-pump.lua). `acked`:
+   * the grants the last reply carried; the reply carries every grant not acknowledged yet, so one
+   * lost with a reply comes again.
+   */
+  async pump(limit: Required<ProviderLimit>, registered: number, withdrawn: readonly string[], acked: readonly string[], fresh: readonly NewTicket[]): Promise<PumpReply> {
     const tickets = fresh.flatMap((t) => [t.id, t.org, t.tokens, t.lease ? 1 : 0]);
-    const reply = (await this.run(PUMP, limit, [registered, withdrawn.length, ...withdrawn, ...tickets])) as (string | number)[];
+    const reply = (await this.run(PUMP, limit, [registered, withdrawn.length, ...withdrawn, acked.length, ...acked, ...tickets])) as (string | number)[];
     if (reply[0] === 1) return { lost: true };
     const [, waitMs, by, requests, tokens, calls, ...granted] = reply.map(String);
     return {

@@ -1,4 +1,4 @@
-import { reportRuns, startBatch, startTopologyPatiently, terminalRuns, untilInFlight } from './support/fault-load';
+import { reportRuns, startBatch, startTopologyPatiently, terminalRuns, unfinishedRuns, untilInFlight } from './support/fault-load';
 import { expectFigure, figure, scale } from './support/figures';
 import type { Topology } from './support/topology';
 
@@ -68,6 +68,7 @@ it(`P2: ${RUNS} runs of ${CHAIN} provider steps under rpm=${RATE * 60} across a 
   const notCompleted = records.filter((r) => r.runId === undefined || r.gaveUp !== undefined).length + runs.failed;
 
   console.log(JSON.stringify({ notCompleted, gaveUp: records.flatMap((r) => (r.gaveUp ? [`${r.httpStatus} ${r.gaveUp}`] : [])).slice(0, 5), calls: calls.length, refused, after: after.length, busiestBefore, busiestAfter, redisAwayMs: backAt - faultAt, spanAfterS, runs }));
+  if (notCompleted > 0) console.log(JSON.stringify({ unfinished: await unfinishedRuns(topo, runIds), at: Date.now(), restartAt: faultAt }));
   expectFigure(SCENARIO, 'runs not completed', notCompleted, { equals: 0 }, 'runs');
   figure(SCENARIO, 'Redis away (restart to answering again)', backAt - faultAt, undefined, 'ms');
   figure(SCENARIO, `busiest sliding second before the restart (rate ${RATE}/s)`, busiestBefore, undefined, 'calls');

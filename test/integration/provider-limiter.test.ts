@@ -5,6 +5,7 @@ import type { Redis } from 'ioredis';
 import pino from 'pino';
 import { redisCalls } from '../../services/platform/call-channels';
 import { createRedisConnection, ProviderLimiter, type LimitGrant, type LimitRequest, type ProviderLimit } from '../../services/queue';
+import { ProviderLimitStore } from '../../services/queue/provider-limit-store';
 import { eventually, stillTrueFor } from '../support/eventually';
 import { freePorts, startRedis, stopRedis } from '../support/local-servers';
 import { stack, uniqueName } from '../support/stack';
@@ -234,6 +235,36 @@ describe('the provider limiter, shared through Redis', () => {
       redisCalls.unsubscribe(onCommand);
     }
     expect(commands).toBeLessThanOrEqual(1);
+  });
+
+  it('grants a request whose grant was in a reply lost on its way back, the call sent again (as a client resends an unanswered command after a reconnect) or not', async () => {
+    const key = uniqueName('lostreply');
+    // Renewals three minutes apart: nothing but the next turn may bring the grant.
+    const l = limiter([{ key, requestsPerMinute: 120 }], { leaseMs: 540_000 });
+    (await l.acquire(request(key, 'o'))).release();
+    const pump = ProviderLimitStore.prototype.pump;
+    let lose: 'resent' | 'failed' | undefined = 'resent';
+    const lost: string[] = [];
+    const spy = jest.spyOn(ProviderLimitStore.prototype, 'pump').mockImplementation(async function (this: ProviderLimitStore, ...args: Parameters<typeof pump>) {
+      const reply = await pump.apply(this, args);
+      if (lose === undefined || reply.lost || reply.granted.length === 0) return reply;
+      // The script ran in Redis (the grant taken, and collected); its reply never arrived.
+      lost.push(...reply.granted);
+      const how = lose;
+      lose = how === 'resent' ? 'failed' : undefined;
+      if (how === 'resent') return pump.apply(this, args);
+      throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+    });
+    try {
+      for (const way of ['resent', 'failed']) {
+        const waiting = track(l.acquire(request(key, 'o')));
+        await eventually(() => waiting.settled(), { what: `the request granted after its grant's reply was lost (${way})`, timeoutMs: 5_000 });
+        expect(waiting.error()).toBeUndefined();
+      }
+      expect(lost).toHaveLength(2);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('sends no Redis command per request for a key without limits, past the pause read once a second', async () => {

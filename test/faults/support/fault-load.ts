@@ -121,6 +121,18 @@ export async function terminalRuns(topo: Topology, runIds: readonly string[]): P
   };
 }
 
+/** The runs of `runIds` not ended, each with its steps (status, attempt, times): what a scenario prints when a run does not end. */
+export async function unfinishedRuns(topo: Topology, runIds: readonly string[]): Promise<unknown[]> {
+  const { rows } = await topo.database.pool.query(
+    `SELECT r.id, r.status, json_agg(json_build_object('node', s.node_id, 'status', s.status, 'attempt', s.attempt, 'deps', s.pending_deps, 'started', s.started_at, 'finished', s.finished_at) ORDER BY s.node_id) AS steps
+       FROM runs r JOIN steps s ON s.run_id = r.id
+      WHERE r.id::text = ANY($1::text[]) AND r.status NOT IN ('completed', 'failed', 'cancelled')
+      GROUP BY r.id, r.status`,
+    [runIds],
+  );
+  return rows;
+}
+
 /**
  * The figures every scenario of runs under a fault reports: runs terminal n/n, streams whole n/n
  * (and how many needed a resume), and the checker's violations. Returns the goals missed, each

@@ -163,7 +163,8 @@ async function startTopologyOnce(options: TopologyOptions): Promise<Topology> {
       },
       async close() {
         await runCleanups(cleanups);
-        fs.rmSync(dir, { recursive: true, force: true });
+        if (process.env.KEEP_FAULT_DIR) console.log(`kept ${dir}`);
+        else fs.rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (err) {
