@@ -12,8 +12,9 @@ import { aStepHeldSince, doubleCommitsInSql, extraProviderCalls, LOCAL_PRICES, r
  * kills at each point are test/integration/run-recovery.test.ts's; this is the same recovery
  * under load and repetition, with the oracles watching.
  *
- * worker-1 is the victim, at WORKER_CONCURRENCY=1 so that one kill loses at most one attempt (and
- * so at most one provider call); worker-2 keeps going. Kill points, in turn: asleep in the
+ * worker-1 is the victim, at WORKER_CONCURRENCY=1 and PROVIDER_STEP_CONCURRENCY=0 (a step waiting
+ * on its provider keeps the slot, none is lent) so that one kill loses at most one attempt (and so
+ * at most one provider call); worker-2 keeps going. Kill points, in turn: asleep in the
  * `step.afterReserve` failpoint (reserved, nothing called), asleep in `step.beforeSettle` (the
  * provider answered and billed, nothing committed), and at a random time. After each kill the
  * victim is started again, with the next point's failpoint.
@@ -29,7 +30,9 @@ const POINTS = ['afterReserve', 'beforeSettle', 'random'] as const;
 type Point = (typeof POINTS)[number];
 /** The victim sleeps in its failpoint far longer than it takes to notice it there and kill it. */
 const FAILPOINT: Record<Point, string> = { afterReserve: 'step.afterReserve=sleep(60000)', beforeSettle: 'step.beforeSettle=sleep(60000)', random: '' };
-const victimEnv = (point: Point) => ({ WORKER_CONCURRENCY: '1', SVC_FAILPOINTS: FAILPOINT[point] });
+// One step at a time, its slot kept while its provider call waits (no slot lent): one kill loses one attempt at most.
+const VICTIM_SLOTS = { WORKER_CONCURRENCY: '1', PROVIDER_STEP_CONCURRENCY: '0' };
+const victimEnv = (point: Point) => ({ ...VICTIM_SLOTS, SVC_FAILPOINTS: FAILPOINT[point] });
 
 /**
  * Starts the victim again; on a loaded machine its start may outlast ServiceProcess's own wait,
@@ -80,7 +83,7 @@ it(`R1: ${KILLS} SIGKILLs of a worker mid-step lose no run, commit no step twice
       kills.push({ at, held });
       const next = POINTS[(k + 1) % POINTS.length]!;
       victimSince = Date.now();
-      const restarted = restart(victim, k + 1 < KILLS ? victimEnv(next) : { WORKER_CONCURRENCY: '1' });
+      const restarted = restart(victim, k + 1 < KILLS ? victimEnv(next) : VICTIM_SLOTS);
       await eventually(async () => (await stillHeld(pool, held)).length === 0, { timeoutMs: 60_000, intervalMs: 50, what: `the steps held at kill ${k + 1} to be finished or taken over` });
       recoveries.push(Date.now() - at);
       await restarted;
