@@ -14,6 +14,7 @@ export { McpCancellations } from './mcp/mcp-cancellations';
 export { createMcpRouter } from './mcp/mcp-route';
 export { createBrowserSessions } from './auth/browser-sessions';
 export { createBlobRouter } from './routes/blob-route';
+export { createBatchResultsRouter } from './routes/batch-results-route';
 export { createProviderWebhookRouter } from './routes/provider-webhook-route';
 export { createDeviceRouter } from './routes/device-routes';
 export { createMcpOAuthRouters } from './routes/mcp-oauth';

@@ -1,15 +1,20 @@
-import { createStudioRouter, TokenCache, createApiLimits, createApp, TokenUsageRecorder, createHandlers, type TokenLimit, createInvoker, type Invoke, McpCancellations, createMcpRouter, createBrowserSessions, createBlobRouter, createProviderWebhookRouter, createDeviceRouter, createMcpOAuthRouters, createSessionRouter } from '../api';
+import { createStudioRouter, TokenCache, createApiLimits, createApp, TokenUsageRecorder, createHandlers, type TokenLimit, createInvoker, type Invoke, McpCancellations, createMcpRouter, createBrowserSessions, createBlobRouter, createProviderWebhookRouter, createBatchResultsRouter, createDeviceRouter, createMcpOAuthRouters, createSessionRouter } from '../api';
 import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
 import { Failpoints } from '../platform/failpoints';
 import { AddressAllowList, blockedReason } from '../platform/address-policy';
 import net from 'node:net';
+import { text } from 'node:stream/consumers';
 import { publishProviderJobEnd, RateLimiter } from '../queue';
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
-import { RunLauncher, RunStarter } from '../runs';
+import { BatchLauncher, RunLauncher, RunStarter } from '../runs';
+import { BatchResultsUrls } from '../platform/batch-results-urls';
+import { AppError } from '../platform/app-error';
+import { uploadPrefix } from '../nodes/uploads';
+import { BlobNotFoundError } from '../blobs';
 import type { ServiceResources } from './service-resources';
-import { DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
+import { BatchRepository, DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
 import { readinessProbes } from './monitor-app';
 
 /**
@@ -136,6 +141,34 @@ function runLauncher(resources: ServiceResources): RunLauncher {
 }
 
 /**
+ * Reads a batch's rows file: the ref of one of the organization's uploads (`POST /v1/uploads`),
+ * read from the blob store under its signature; anything else is a 400 naming what to send.
+ */
+function rowsFileReader(resources: ServiceResources): (ref: string, orgId: string) => Promise<string> {
+  const { config, blobs } = resources;
+  const base = `${config.publicBaseUrl.replace(/\/+$/, '')}/blobs/`;
+  return async (ref, orgId) => {
+    const refuse = (why: string) => new AppError({ code: 'bad_request', message: `rowsFile ${why}; upload the JSON Lines or CSV file with POST /v1/uploads and pass the "ref" it answers` });
+    let url: URL;
+    try {
+      url = new URL(ref);
+    } catch {
+      throw refuse('is not a URL');
+    }
+    const key = ref.startsWith(base) ? decodeURIComponent(url.pathname.slice(new URL(base).pathname.length)) : '';
+    if (!key.startsWith(`${uploadPrefix(orgId)}/`)) throw refuse("is not the ref of one of your organization's uploads");
+    const check = blobs.signer.verify(key, url.searchParams.get('expires') ?? undefined, url.searchParams.get('signature') ?? undefined);
+    if (!check.ok) throw refuse(check.reason === 'expired' ? 'has expired' : 'does not carry a valid signature (pass the ref exactly as the upload answered it)');
+    try {
+      return await text((await blobs.store.get(key)).body);
+    } catch (err) {
+      if (err instanceof BlobNotFoundError) throw refuse('names an upload that no longer exists');
+      throw err;
+    }
+  };
+}
+
+/**
  * The routers beside the declared routes: blob downloads, RFC 8628 device login and its approval
  * page, the editor's cookie session, the MCP clients' OAuth authorization server, the hosted MCP
  * server.
@@ -191,11 +224,15 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
   const accounts = accountStores(resources);
   const { tokens, users, organizations, memberships } = accounts;
   const limits = createApiLimits(config, redis, metrics, log);
+  const launcher = runLauncher(resources);
+  const costs = new RunCosts(resources.database);
+  const batches = new BatchRepository(resources.database);
+  const resultsUrls = new BatchResultsUrls({ baseUrl: config.publicBaseUrl, secret: config.blobSigningSecret, ttlSeconds: config.blobUrlTtlSeconds });
   const handlers = createHandlers({
     catalog,
     workflows: { published: workflows },
-    runs: runLauncher(resources),
-    costs: new RunCosts(resources.database),
+    runs: launcher,
+    costs,
     runRecords: { runs, cancel: (runId, error) => resources.lifecycle.cancel(runId, error), events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
     account: { tokens, users, organizations },
     editor: {
@@ -214,6 +251,20 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     webhooks: { secrets: new WebhookRepository(resources.database), memberships },
     queue: { statusOf: (orgId) => resources.queue.orgStatus(orgId), defaultLimit: config.orgStepConcurrency, providerWaitsOf: (orgId) => resources.providerLimiter.waitingOf(orgId) },
     webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
+    batches: {
+      launcher: new BatchLauncher({
+        runs: launcher,
+        batches,
+        readRowsFile: rowsFileReader(resources),
+        availableMicros: (orgId) => costs.availableMicros(orgId),
+        onStored: () => metrics.batchesCreated.inc(),
+      }),
+      batches,
+      cancelRun: (runId, error) => resources.lifecycle.cancel(runId, error),
+      results: resultsUrls,
+      streamPollMs: config.batchStreamPollMs,
+      webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
+    },
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });
   const invoke = createInvoker({
@@ -239,7 +290,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     tokenLimit: limits.tokenLimit,
     publicBaseUrl: config.publicBaseUrl,
     heartbeatMs: config.sseHeartbeatMs,
-    extraRoutes: besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations),
+    extraRoutes: [createBatchResultsRouter({ urls: resultsUrls, batches }), ...besideRoutes(resources, accounts, limits.tokenLimit, invoke, cancellations)],
     // Served whatever PROVIDER_WEBHOOK_BASE_URL says here: the workers that gave providers these URLs may be configured apart.
     uncountedRoutes: [
       createProviderWebhookRouter({

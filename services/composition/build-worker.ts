@@ -5,8 +5,8 @@ import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTarget
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
-import { OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
-import { OutputCache, InFlightSteps, ProviderJobPolls, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
+import { BatchRepository, OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
+import { BatchFeeder, BatchWebhooks, OutputCache, InFlightSteps, ProviderJobPolls, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
 import type { ServiceResources } from './service-resources';
 
 /** A step worker with its reaper and retention sweeper. */
@@ -18,6 +18,10 @@ export interface BuiltWorker {
   /** Delivers runs' events to their webhooks. */
   webhooks: WebhookDispatcher;
   sweeper: RetentionSweeper;
+  /** Feeds batches' rows to runs and settles them (docs/batches.md). */
+  batches: BatchFeeder;
+  /** Delivers batches' ends to their webhooks. */
+  batchWebhooks: BatchWebhooks;
   /**
    * Takes no new job and waits for those in hand, up to `SHUTDOWN_GRACE_MS`: steps still running
    * then are handed back (left to another worker once their lock lapses, `STEP_LOCK_MS`). Once
@@ -174,6 +178,41 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       failed: () => metrics.retentionArtifacts.inc({ result: 'sweep_error' }),
     },
   });
+  const batchStore = new BatchRepository(resources.database);
+  const batches = new BatchFeeder({
+    batches: batchStore,
+    contexts: resources.contexts,
+    events: resources.runEvents,
+    queue: resources.queue,
+    lifecycle: resources.lifecycle,
+    mayRunInline: resources.mayRunInline,
+    log,
+    intervalMs: config.batchFeedIntervalMs,
+    maxStart: config.batchFeedRows,
+    observer: {
+      turn: (started, settled) => {
+        if (started > 0) metrics.batchRowsStarted.inc(started);
+        if (settled > 0) metrics.batchRowsSettled.inc(settled);
+      },
+      ended: (status) => metrics.batchesEnded.inc({ status }),
+    },
+  });
+  // A batch's run that ended here gives its batch a turn at once: its row settles, the next starts.
+  resources.lifecycle.onEnded((runId) => {
+    void resources.contexts.peek(runId)?.then((context) => {
+      if (context?.batchId) void batches.nudge(context.batchId);
+    }, () => undefined);
+  });
+  const webhookSecrets = new WebhookRepository(resources.database);
+  const batchWebhooks = new BatchWebhooks({
+    batches: batchStore,
+    secret: (orgId) => webhookSecrets.secret(orgId),
+    post: (url, body, headers) => safePost(url, { body, headers, timeoutMs: config.webhookTimeoutMs, allow: webhookAllowList }),
+    log,
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    giveUpMs: config.webhookGiveUpSeconds * 1000,
+    pollMs: config.webhookPollMs,
+  });
   metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy - worker.lentSlots, providerWaits: worker.lentSlots, providerConcurrency: config.providerStepConcurrency, providerJobsParked: providerWaits.parkedJobs }));
   // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
   const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));
@@ -186,7 +225,10 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     fairReconcile.start(config.fairReconcileMs);
     limitsSync.start(config.orgLimitsSyncSeconds * 1000);
   }
+  // Not left to `background`: batches are work callers wait for, not a repair.
+  batches.start();
   if (options.background) {
+    batchWebhooks.start();
     reaper.start(config.reaperIntervalSeconds * 1000);
     deadlines.start(config.deadlineSweepMs);
     webhooks.start(config.webhookPollMs);
@@ -206,14 +248,18 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     deadlines,
     webhooks,
     sweeper,
+    batches,
+    batchWebhooks,
     stop,
     async close() {
+      await batches.stop();
       await fairReconcile.stop();
       await limitsSync.stop();
       if (options.background) {
         await reaper.stop();
         await deadlines.stop();
         await webhooks.stop();
+        await batchWebhooks.stop();
         await sweeper.stop();
       }
       await stop();

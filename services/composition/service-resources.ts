@@ -8,7 +8,7 @@ import { isAppError } from '../platform/app-error';
 import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
-import { ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue, ProviderLimiter } from '../queue';
+import { batchLaneOf, ChannelFanout, createRedisConnection, createRedisSubscriber, DEFAULT_LOG_TTL_SECONDS, publishRunAbort, redisTargetOf, RunEventBus, StepQueue, ProviderLimiter } from '../queue';
 import { MountTallyAppender } from '../queue/mount-tally-appender';
 import { ArtifactRepository, createDatabase, RunRepository, StepRepository, WorkflowRepository, type Database } from '../store';
 import { presentingMountEvents, type RunEventAppender, RunContextCache, RunLifecycle } from '../runs';
@@ -195,12 +195,15 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
 }
 
 /**
- * The organization whose turn a run's steps wait for (fair scheduling). A run that does not
- * exist, or no longer prepares, has steps that only fail: they wait under no organization's name.
+ * The organization whose turn a run's steps wait for (fair scheduling): a batch row's run waits in
+ * its organization's batch lane (docs/scheduling.md, The batch lane). A run that does not exist,
+ * or no longer prepares, has steps that only fail: they wait under no organization's name.
  */
 async function orgOfRun(contexts: RunContextCache, runId: string): Promise<string> {
   try {
-    return (await contexts.get(runId))?.orgId ?? NO_ORGANIZATION;
+    const context = await contexts.get(runId);
+    if (!context) return NO_ORGANIZATION;
+    return context.batchId ? batchLaneOf(context.orgId) : context.orgId;
   } catch (err) {
     if (isAppError(err, 'run_unpreparable')) return NO_ORGANIZATION;
     throw err;

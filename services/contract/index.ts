@@ -24,6 +24,25 @@ export {
   type Connector,
   type ConnectorId,
 } from './schemas/connector';
+export {
+  BATCH_DEFAULT_CONCURRENCY,
+  BATCH_LISTED_PROBLEMS,
+  BATCH_MAX_BODY_ROWS,
+  BATCH_MAX_CONCURRENCY,
+  BATCH_MAX_ROWS,
+  BATCH_ROW_STATUSES,
+  BATCH_STATUSES,
+  BatchEventSchema,
+  BatchSchema,
+  BatchRowSchema,
+  type Batch,
+  type BatchEvent,
+  type BatchList,
+  type BatchRow,
+  type BatchRowStatus,
+  type BatchStatus,
+  type RowProblemBody,
+} from './schemas/batch';
 export { ErrorBodySchema, type ErrorBody } from './schemas/error-body';
 export { NodeEstimateSchema, RunEstimateSchema, type RunEstimateBody } from './schemas/estimate';
 export { NODE_KINDS, NodeSpecSchema, PortSchema, type NodeKind, type NodeSpec, type Port } from './schemas/node-spec';

@@ -1,4 +1,5 @@
 import type { InputOf, OutputOf } from './operation';
+import { batchesCancel, batchesCreate, batchesEvents, batchesGet, batchesList, batchesResults, batchesRetry, batchesRows } from './routes/batch-routes';
 import { meGet, tokensCreate, tokensList, tokensRevoke } from './routes/account-routes';
 import { deviceApprove, deviceDeny, deviceLookup } from './routes/device-routes';
 import {
@@ -22,7 +23,7 @@ import { webhooksRotate, webhooksSecret } from './routes/webhook-routes';
 
 /**
  * Every JSON route beside the five operations, in the same shape: run records, history, event
- * streams, cancellation and cost estimates, the organization's place in the queue, the webhook secret, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
+ * streams, cancellation and cost estimates, batches, the organization's place in the queue, the webhook secret, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
  * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
  * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
  */
@@ -32,6 +33,14 @@ export const ROUTES = {
   'runs.events': runsEvents,
   'runs.cancel': runsCancel,
   'runs.estimate': runsEstimate,
+  'batches.create': batchesCreate,
+  'batches.list': batchesList,
+  'batches.get': batchesGet,
+  'batches.rows': batchesRows,
+  'batches.events': batchesEvents,
+  'batches.results': batchesResults,
+  'batches.cancel': batchesCancel,
+  'batches.retry': batchesRetry,
   'queue.get': queueGet,
   'uploads.create': uploadsCreate,
   'webhooks.secret': webhooksSecret,

@@ -43,7 +43,8 @@ export {
 export { deriveInterface, type InterfaceInput, type InterfaceOutput, type WorkflowInterface } from './workflow-interface';
 export type { WorkflowProblem } from './workflow-problems';
 export { collectRunOutputs, outputSources, resolveStepInputs, type RunValues } from './step-values';
-export { prepareWorkflow, type PreparedWorkflow, type PrepareResult } from './prepare-workflow';
+export { prepareGraph, prepareWorkflow, type PreparedWorkflow, type PrepareResult } from './prepare-workflow';
 export { expandMounts, mountedAddresses, mountOf, type ExpandResult, type MountedDefinitions, type MountProblemCode } from './expand-mounts';
 export { MOUNT_SEPARATOR } from './mount-separator';
 export type { PublishedVersion, PublishRequest } from './published-version';
+export { checkBatchRows, parseRowsFile, ROWS_FILE_FORMATS, type CheckedRows, type ParsedRows, type RowProblem, type RowsFileFormat } from './batch-rows';

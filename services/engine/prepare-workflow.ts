@@ -23,12 +23,22 @@ export type PrepareResult =
  * before the stream; workers call it again on the stored definition to rebuild the plan.
  */
 export function prepareWorkflow(definition: Workflow, specs: SpecLookup, inputs: Record<string, ArtifactInput>, options: ValidateOptions = {}): PrepareResult {
-  const check = validateWorkflow(definition, specs, options);
-  if (!check.ok) return { ok: false, message: check.message, problems: check.problems.map(({ path, message }) => ({ path: `workflow.${path}`, message })) };
-  const iface = deriveInterface(check.workflow);
+  const graph = prepareGraph(definition, specs, options);
+  if (!graph.ok) return graph;
+  const { workflow, iface } = graph.prepared;
   const checkedInputs = checkRunInputs(iface, inputs);
   if (!checkedInputs.ok) return { ok: false, message: checkedInputs.message, problems: checkedInputs.problems.map((message) => ({ path: 'inputs', message })) };
-  const values = checkStartValues(check.workflow, checkedInputs.inputs, inputs);
+  const values = checkStartValues(workflow, checkedInputs.inputs, inputs);
   if (values.length > 0) return { ok: false, message: summarizeProblems(values), problems: values.map(({ path, message }) => ({ path: `workflow.${path}`, message })) };
-  return { ok: true, prepared: { workflow: check.workflow, plan: planWorkflow(check.workflow), iface }, inputs: checkedInputs.inputs };
+  return { ok: true, prepared: graph.prepared, inputs: checkedInputs.inputs };
+}
+
+/**
+ * The graph's part of {@link prepareWorkflow}, without inputs: what a batch checks once before it
+ * checks each of its rows' inputs against the interface (engine/batch-rows.ts).
+ */
+export function prepareGraph(definition: Workflow, specs: SpecLookup, options: ValidateOptions = {}): { ok: true; prepared: PreparedWorkflow } | Extract<PrepareResult, { ok: false }> {
+  const check = validateWorkflow(definition, specs, options);
+  if (!check.ok) return { ok: false, message: check.message, problems: check.problems.map(({ path, message }) => ({ path: `workflow.${path}`, message })) };
+  return { ok: true, prepared: { workflow: check.workflow, plan: planWorkflow(check.workflow), iface: deriveInterface(check.workflow) } };
 }

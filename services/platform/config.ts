@@ -144,6 +144,9 @@ export const SETTINGS = {
   streamRecordCheckMs: { env: 'STREAM_RECORD_CHECK_MS', description: "A run event stream silent this long reads the run's record; a run found finished there with no terminal event after one more such silence gets its terminal event from the record", default: '10000', parse: int(100, 600_000) },
   sseHeartbeatMs: { env: 'SSE_HEARTBEAT_MS', description: 'Interval of the comment lines that keep an idle event stream open through proxies', default: '15000', parse: int(10, 600_000) },
   streamFinishedGraceMs: { env: 'STREAM_FINISHED_GRACE_MS', description: "A replay of a finished run whose log lacks the terminal event waits this long for it, then sends the one the run's record implies", default: '2000', parse: int(50, 600_000) },
+  batchFeedIntervalMs: { env: 'BATCH_FEED_INTERVAL_MS', description: "Interval of each worker's batch feeder: how often every unfinished batch is given a turn (settle ended rows, start new ones); a run of a batch ending on a worker gives its batch a turn at once", default: '250', parse: int(10, 60_000) },
+  batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
+  batchStreamPollMs: { env: 'BATCH_STREAM_POLL_MS', description: "How often a batch's progress stream (GET /v1/batches/:id/events) asks Postgres for rows ended since", default: '500', parse: int(50, 60_000) },
   webhookPollMs: { env: 'WEBHOOK_POLL_MS', description: "Interval of each worker's webhook dispatcher: how soon a run's new events are sent to its webhook", default: '500', parse: int(50, 60_000) },
   webhookTimeoutMs: { env: 'WEBHOOK_TIMEOUT_MS', description: 'Time a webhook receiver has to answer one delivery; longer is a failed attempt', default: '10000', parse: int(100, 120_000) },
   webhookRetryDelaysMs: {

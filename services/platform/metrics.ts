@@ -14,6 +14,10 @@ export interface Metrics {
   /** Calls of the contract's operations and routes on any surface, by outcome: `ok` or the error code. */
   operationCalls: Counter<'operation' | 'outcome'>;
   runsStarted: Counter<never>;
+  batchesCreated: Counter<never>;
+  batchRowsStarted: Counter<never>;
+  batchRowsSettled: Counter<never>;
+  batchesEnded: Counter<'status'>;
   /** Runs that reached a terminal state in this process: outcome completed|failed, reason = error code. */
   runsFinished: Counter<'outcome' | 'reason'>;
   /** Step attempts by node id and outcome (completed|failed|retried). */
@@ -217,6 +221,10 @@ export function createMetrics(options: { role: string }): Metrics {
       registers,
     }),
     runsStarted: new Counter({ name: 'svc_runs_started_total', help: 'Runs accepted and stored (a request attached to its idempotency key\'s run is not counted)', registers }),
+    batchesCreated: new Counter({ name: 'svc_batches_created_total', help: 'Batches accepted and stored (a request attached to its idempotency key\'s batch is not counted)', registers }),
+    batchRowsStarted: new Counter({ name: 'svc_batch_rows_started_total', help: "Batch rows whose runs this worker's feeder stored and started", registers }),
+    batchRowsSettled: new Counter({ name: 'svc_batch_rows_settled_total', help: "Batch rows this worker's feeder settled against their batch's cap as they ended (or failed unstarted)", registers }),
+    batchesEnded: new Counter({ name: 'svc_batches_ended_total', help: 'Batches that ended, by status (completed, cancelled)', labelNames: ['status'], registers }),
     runsFinished: new Counter({
       name: 'svc_runs_finished_total',
       help: 'Runs that reached a terminal state, by outcome and reason (the error code of failed runs; spend_cap_exceeded counts spend-cap rejections)',

@@ -5,6 +5,22 @@ import { stepJobId, type JobPayload } from './job-catalog';
 import { carriedContext } from '../platform/tracing';
 import { QUEUE_NAMES } from './queue-names';
 
+/**
+ * The fair dispatch's name for an organization's batch rows (docs/scheduling.md, The batch lane):
+ * they take turns in a ring of their own, served only when no interactive job waits, and enter
+ * BullMQ with {@link BATCH_PRIORITY}, behind every job of its wait list.
+ */
+export const BATCH_LANE_PREFIX = '~b:';
+export function batchLaneOf(orgId: string): string {
+  return `${BATCH_LANE_PREFIX}${orgId}`;
+}
+/** BullMQ takes its wait list (priority 0) before its prioritized set: batch jobs go there. */
+export const BATCH_PRIORITY = 1;
+
+function jobOptions(job: FairJob): { jobId: string; priority?: number } {
+  return typeof job.data.orgId === 'string' && job.data.orgId.startsWith(BATCH_LANE_PREFIX) ? { jobId: job.id, priority: BATCH_PRIORITY } : { jobId: job.id };
+}
+
 /** Deliveries of a step job whose executor threw (our infrastructure failing), and the first pause between them (doubled each time). */
 export const STEP_JOB_ATTEMPTS = 8;
 export const STEP_JOB_FIRST_BACKOFF_MS = 500;
@@ -166,10 +182,10 @@ export class StepQueue {
     if (jobs.length === 0) return;
     if (jobs.length === 1) {
       const [job] = jobs as [FairJob];
-      await this.call((queue) => queue.add(job.name, job.data, { jobId: job.id }));
+      await this.call((queue) => queue.add(job.name, job.data, jobOptions(job)));
       return;
     }
-    await this.call((queue) => queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: { jobId: job.id } }))));
+    await this.call((queue) => queue.addBulk(jobs.map((job) => ({ name: job.name, data: job.data, opts: jobOptions(job) }))));
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { BlobStore } from '../blobs';
 import type { RunEvent, SequencedEvent } from '../contract';
 import type { ProviderLimiter } from '../queue';
-import type { ArtifactRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, StepRepository, WebhookRepository } from '../store';
+import type { ArtifactRepository, BatchRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, StepRepository, WebhookRepository } from '../store';
 
 /**
  * What `runs` may touch of the stores: each port names only the methods runs calls, and the
@@ -9,7 +9,7 @@ import type { ArtifactRepository, OutputCacheRepository, RunRecoveryRepository, 
  * `services/runs` reaches `store`, `queue` and `blobs` through this file (`make lint` checks it).
  */
 
-export type { AttemptRefusal, ClaimedWebhook, CompleteStepInput, CompleteStepResult, ExpiredArtifact, FailStepInput, FollowerStep, RunRecord, StepAttempt } from '../store';
+export type { AttemptRefusal, BatchRecord, BatchRowRecord, ClaimedWebhook, CompleteStepInput, CompleteStepResult, ExpiredArtifact, FailStepInput, FollowerStep, RunRecord, StepAttempt } from '../store';
 
 /** Storing a run with its steps, and giving back the idempotency key of a start that failed (`RunStarter`). */
 export type RunCreationStore = Pick<RunRepository, 'createRunOnce' | 'forgetIdempotencyKey'>;
@@ -43,6 +43,15 @@ export type BlobDeleter = Pick<BlobStore, 'delete'>;
 
 /** What the webhook dispatcher reads and writes of its deliveries. */
 export type WebhookStore = Pick<WebhookRepository, 'claimDue' | 'delivery' | 'recordAttempt' | 'release'>;
+
+/** Storing a batch with its rows (`BatchLauncher`). */
+export type BatchCreationStore = Pick<BatchRepository, 'create'>;
+
+/** A batch's turns, its unfinished ones, and its end's webhook (`BatchFeeder`). */
+export type BatchFeedStore = Pick<BatchRepository, 'feed' | 'unfinished' | 'get' | 'claimDueWebhooks' | 'webhookOutcome'>;
+
+/** A batch's record and its ended rows, as its progress stream reads them. */
+export type BatchProgressStore = Pick<BatchRepository, 'get' | 'endedAfter'>;
 
 /** Where the output cache's entries live (docs/runs.md, Output caching). */
 export type OutputCacheStore = Pick<OutputCacheRepository, 'get' | 'put'>;

@@ -19,6 +19,8 @@ export interface RunContext {
    * the catalog): its steps run these, not what a reload made of them since. Empty for most runs.
    */
   pinned: ReadonlyMap<string, NodeDefinition>;
+  /** The batch whose row it runs (its steps wait in the batch lane: docs/scheduling.md); absent: a run of its own. */
+  batchId?: string;
 }
 
 /** The definition a step of the run executes for `uses`: its pinned one, else the process's. */
@@ -36,8 +38,11 @@ export function createRunContext(
   inputs: Record<string, ArtifactInput>,
   outputCache: OutputCacheMode,
   pinned: ReadonlyMap<string, NodeDefinition> = NOTHING_PINNED,
+  batchId?: string | null,
 ): RunContext {
-  return { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow), outputCache, pinned };
+  const context: RunContext = { runId, orgId, prepared, inputs, outputSources: outputSources(prepared.workflow), outputCache, pinned };
+  if (batchId) context.batchId = batchId;
+  return context;
 }
 
 /** A stored run that cannot be prepared again (code `run_unpreparable`): the catalog changed under it, or the row is corrupt. */
@@ -80,6 +85,11 @@ export class RunContextCache {
     return loading;
   }
 
+  /** The run's context if this process holds it already; never loads. */
+  peek(runId: string): Promise<RunContext | null> | undefined {
+    return this.cache.get(runId);
+  }
+
   /** Seeds the cache with a context built by the API when it created the run. */
   put(context: RunContext): void {
     this.cache.set(context.runId, Promise.resolve(context));
@@ -95,6 +105,6 @@ export class RunContextCache {
     const specs: SpecLookup = pinned.size === 0 ? this.specs : { get: (id) => pinned.get(id)?.spec ?? this.specs.get(id) };
     const prepared = prepareWorkflow(row.definition as Workflow, specs, (row.inputs ?? {}) as Record<string, ArtifactInput>, { spliced: true });
     if (!prepared.ok) throw unpreparableRun(runId, `the stored workflow no longer validates: ${prepared.message}`);
-    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs, row.outputCache, pinned);
+    return createRunContext(runId, row.orgId, prepared.prepared, prepared.inputs, row.outputCache, pinned, row.batchId);
   }
 }

@@ -37,7 +37,19 @@ export interface RunLifecycleDeps {
  * the event sees the same outputs.
  */
 export class RunLifecycle {
+  /** Told of each run this process announced the end of (a batch's feeder gives the run's batch a turn). */
+  private readonly endListeners: ((runId: string) => void)[] = [];
+
   constructor(private readonly deps: RunLifecycleDeps) {}
+
+  /** Calls `listener` with each run whose end this process announces, after its terminal event. */
+  onEnded(listener: (runId: string) => void): void {
+    this.endListeners.push(listener);
+  }
+
+  private ended(runId: string): void {
+    for (const listener of this.endListeners) listener(runId);
+  }
 
   /**
    * Completes a run whose steps are all completed: collects the outputs (from `known`, the
@@ -90,6 +102,7 @@ export class RunLifecycle {
   async announceCompletion(runId: string, outputs: Record<string, unknown>, preceding: readonly RunEvent[] = []): Promise<void> {
     await this.deps.events.appendAll(runId, [...preceding, { type: 'run.completed', outputs: outputs as Outputs }]);
     this.deps.onTerminal('completed', 'completed');
+    this.ended(runId);
   }
 
   /**
@@ -136,6 +149,7 @@ export class RunLifecycle {
     const stepFailed: RunEvent[] = nodeId === undefined ? [] : [{ type: 'step.failed', nodeId, error }];
     await this.deps.events.appendAll(runId, [...stepFailed, { type: 'run.failed', error }]);
     this.deps.onTerminal('failed', error.code);
+    this.ended(runId);
     await this.deps.publishAbort(runId).catch((err: unknown) => this.deps.log.warn({ err, runId }, 'could not publish the run abort'));
   }
 }

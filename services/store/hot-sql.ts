@@ -1,4 +1,5 @@
 import pg from 'pg';
+import type { ArtifactInput } from '../contract';
 import { microsFromDb } from './micros';
 import { jsonParam } from './run-records';
 
@@ -172,6 +173,8 @@ export interface CreateRunArgs {
   request_hash?: string | null;
   /** Where the run's events are delivered, and which (docs/webhooks.md). */
   webhook?: { url: string; events: readonly string[] } | null;
+  /** The batch whose row the run runs (docs/batches.md). */
+  batch_id?: string | null;
   steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
 }
 
@@ -197,6 +200,32 @@ export interface CompleteRunArgs {
   outputs: Record<string, unknown>;
 }
 
+/** Input of `svc_feed_batch`: one turn of a batch (prisma/functions/batch-feed.sql). */
+export interface FeedBatchArgs {
+  batch_id: string;
+  /** The most rows this turn starts. */
+  max_start: number;
+}
+
+/** What `svc_feed_batch` answers. */
+export type FeedBatchOut =
+  | { busy: true }
+  | { found: false }
+  | {
+      org_id: string;
+      status: 'running' | 'cancelling' | 'completed' | 'cancelled';
+      /** This turn ended the batch. */
+      ended: boolean;
+      /** Rows settled this turn. */
+      settled: number;
+      /** Rows whose runs this turn stored, with the inputs they run with. */
+      started: { row: number; run_id: string; inputs: Record<string, ArtifactInput> }[];
+      /** Runs of the rows in flight of a cancelling batch: the caller cancels them. */
+      cancel_runs: string[];
+      pending: number;
+      running: number;
+    };
+
 /** What each function takes and returns, by name: the one list {@link callFunction} is typed against. */
 interface Functions {
   svc_create_runs: [CreateRunsArgs, { results: CreateRunOut[] }];
@@ -207,6 +236,7 @@ interface Functions {
   svc_fail_step: [FailStepArgs, FailStepOut];
   svc_fail_run: [FailRunArgs, FailRunOut];
   svc_complete_run: [CompleteRunArgs, { completed: boolean }];
+  svc_feed_batch: [FeedBatchArgs, FeedBatchOut];
 }
 
 /** The functions the service calls (make pg-instructions replays their statements). */
@@ -405,4 +435,8 @@ export async function failRun(pool: SqlPool, args: FailRunArgs): Promise<FailRun
 
 export async function completeRun(pool: SqlPool, args: CompleteRunArgs): Promise<boolean> {
   return (await callFunction(pool, 'svc_complete_run', args)).completed === true;
+}
+
+export async function feedBatch(pool: SqlPool, args: FeedBatchArgs): Promise<FeedBatchOut> {
+  return (await callFunction(pool, 'svc_feed_batch', args)) as unknown as FeedBatchOut;
 }

@@ -55,3 +55,5 @@ export {
   type SweepBatchOptions,
   type SweepBatchResult,
 } from './artifact-repository';
+export { type FeedBatchOut } from './hot-sql';
+export { BatchRepository, type BatchRecord, type BatchRowRecord, type CreateBatchResult, type NewBatch } from './batch-repository';

@@ -145,6 +145,8 @@ export interface RunContextRecord {
   outputCache: OutputCacheMode;
   /** The catalog file entries the run started with, by node id (`NodeRegistry.pin`); null: none. */
   nodeEntries: Record<string, unknown> | null;
+  /** The batch whose row it runs; null: a run of its own. */
+  batchId: string | null;
 }
 
 /** One event's delivery as far as it has got. */

@@ -191,10 +191,10 @@ export class RunRepository {
   /** What a step executor needs of a run (no steps): null when there is no such run. */
   async getRunContext(runId: string): Promise<RunContextRecord | null> {
     if (!isUuid(runId)) return null;
-    const row = await this.prisma.run.findUnique({ where: { id: runId }, select: { orgId: true, status: true, definition: true, inputs: true, outputCache: true, nodeEntries: true } });
+    const row = await this.prisma.run.findUnique({ where: { id: runId }, select: { orgId: true, status: true, definition: true, inputs: true, outputCache: true, nodeEntries: true, batchId: true } });
     if (!row) return null;
     const nodeEntries = row.nodeEntries !== null && typeof row.nodeEntries === 'object' && !Array.isArray(row.nodeEntries) ? (row.nodeEntries as Record<string, unknown>) : null;
-    return { orgId: row.orgId, status: parseRunStatus(row.status, runId), definition: row.definition, inputs: row.inputs, outputCache: outputCacheModeOf(row.outputCache), nodeEntries };
+    return { orgId: row.orgId, status: parseRunStatus(row.status, runId), definition: row.definition, inputs: row.inputs, outputCache: outputCacheModeOf(row.outputCache), nodeEntries, batchId: row.batchId };
   }
 
   /**

@@ -1,6 +1,7 @@
 import type { NodeCatalog } from '../../nodes';
 import type { CostSources, RunLauncher } from '../../runs';
 import { accountHandlers, type AccountHandlerDeps } from './account-handlers';
+import { batchHandlers, type BatchHandlerDeps } from './batch-handlers';
 import { catalogHandlers } from './catalog-handlers';
 import { deviceApprovalHandlers, type DeviceApprovalDeps } from './device-approval-handlers';
 import { editorHandlers, type EditorHandlerDeps } from './editor-handlers';
@@ -24,6 +25,7 @@ export interface HandlerDeps {
   uploads: UploadHandlerDeps;
   webhooks: WebhookHandlerDeps;
   queue: QueueHandlerDeps;
+  batches: BatchHandlerDeps;
   /** What is wrong with a Webhook-Url by the address rules, before any run starts; null when nothing. */
   webhookUrlProblem(url: string): string | null;
 }
@@ -41,5 +43,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...uploadHandlers(deps.uploads),
     ...webhookHandlers(deps.webhooks),
     ...queueHandlers(deps.queue),
+    ...batchHandlers(deps.batches),
   };
 }

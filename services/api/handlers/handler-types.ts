@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { CallOptionValues, InputOf, OpName, Operations, OutputOf, RouteName, Routes } from '../../contract';
-import type { RunEventStream } from '../../runs';
+import type { BatchEventStream, RunEventStream } from '../../runs';
 import type { AuthContext } from '../auth/auth-context';
 import type { UploadBody } from './upload-body';
 
@@ -22,8 +22,8 @@ export interface CallContext {
   clientAddress?: string;
 }
 
-/** The result of a streaming operation: its events, ending with a terminal one, and what it holds while open. */
-export type EventStream = RunEventStream;
+/** The result of a streaming operation: its events (a run's, or a batch's progress), ending with a terminal one, and what it holds while open. */
+export type EventStream = RunEventStream | BatchEventStream;
 
 /** Every name `invoke` serves: the five operations and the routes beside them. */
 export type CallName = OpName | RouteName;

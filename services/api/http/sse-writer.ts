@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { Response } from 'express';
-import { TERMINAL_EVENT_TYPES, type SequencedEvent } from '../../contract';
+import { TERMINAL_EVENT_TYPES } from '../../contract';
 import { corkForTurn } from '../../platform/socket-cork';
 
 /** What a stream tells metrics: opened and closed, and each event written with its append time. */
@@ -17,9 +17,16 @@ const DONE = 'data: [DONE]\n\n';
  * The SSE text of each event, kept while the event lives: the streams of one run all get the same
  * event object (decoded once for them), so an event sent to a thousand streams is serialized once.
  */
-const frames = new WeakMap<SequencedEvent, string>();
+const frames = new WeakMap<StreamItem, string>();
 
-function frameOf(item: SequencedEvent): string {
+/** One event of a stream: a run's (`SequencedEvent`) or a batch's; `seq` is its SSE id. */
+export interface StreamItem {
+  seq: number;
+  at?: number;
+  event: { type: string };
+}
+
+function frameOf(item: StreamItem): string {
   let text = frames.get(item);
   if (text === undefined) {
     text = `id: ${item.seq}\ndata: ${JSON.stringify(item.event)}\n\n`;
@@ -158,7 +165,7 @@ export interface SseOptions {
  * comment line as heartbeat so proxies keep idle streams open, and `data: [DONE]` after the
  * terminal event. A client that goes away stops the writing, never the run.
  */
-export async function writeEventStream(res: Response, events: AsyncIterable<SequencedEvent>, options: SseOptions): Promise<void> {
+export async function writeEventStream(res: Response, events: AsyncIterable<StreamItem>, options: SseOptions): Promise<void> {
   res.status(200);
   res.set({
     'Content-Type': 'text/event-stream; charset=utf-8',
@@ -183,7 +190,7 @@ export async function writeEventStream(res: Response, events: AsyncIterable<Sequ
     for await (const item of events) {
       if (!output.isOpen()) break;
       const text = frameOf(item);
-      const terminal = TERMINAL_EVENT_TYPES.includes(item.event.type);
+      const terminal = (TERMINAL_EVENT_TYPES as readonly string[]).includes(item.event.type);
       // The terminal event and [DONE] leave in one write: one packet less per run.
       if (terminal) output.end(`${text}${DONE}`);
       else output.write(text);

@@ -1,7 +1,7 @@
 import { OPERATIONS, type OpName, type OpOutput } from '../../contract';
 import { ToolFailure, type ToolCaller, type ToolCallOptions } from '../../mcp';
 import { isCallerError } from '../../platform/app-error';
-import type { EventStream } from '../handlers/handler-types';
+import type { RunEventStream } from '../../runs';
 import type { Invoke, InvokeContext } from '../invoke/invoke';
 
 /** Fields of an AppError's details that help an agent act; `runId` and `runError` are said otherwise. */
@@ -19,7 +19,8 @@ export function invokeToolCaller(invoke: Invoke, call: Omit<InvokeContext, 'sign
       try {
         const result = await invoke(name, input, { ...call, signal: options.signal });
         if (OPERATIONS[name].response !== 'sse') return result as OpOutput<K>;
-        return (await followRun(result as EventStream, options)) as OpOutput<K>;
+        // Only runs.create streams among the operations: its result is a run's stream.
+        return (await followRun(result as RunEventStream, options)) as OpOutput<K>;
       } catch (err) {
         throw toolFailureOf(err, options.signal);
       }
@@ -28,7 +29,7 @@ export function invokeToolCaller(invoke: Invoke, call: Omit<InvokeContext, 'sign
 }
 
 /** `{ outputs }` of the run's `run.completed`; its `run.failed` as a failure carrying the run id. */
-async function followRun(events: EventStream, options: ToolCallOptions): Promise<OpOutput<'runs.create'>> {
+async function followRun(events: RunEventStream, options: ToolCallOptions): Promise<OpOutput<'runs.create'>> {
   let runId: string | undefined;
   for await (const { event } of events) {
     options.onEvent?.(event);

@@ -14,4 +14,4 @@
 local org = ARGV[6]
 prune(org)
 local own = redis.call('HGET', limits, org)
-return {redis.call('LLEN', waitingKey(org)), redis.call('ZCARD', runningKey(org)), own and tonumber(own) or -1, redis.call('SCARD', ringed) + redis.call('SCARD', parked)}
+return {redis.call('LLEN', waitingKey(org)), redis.call('ZCARD', runningKey(org)), own and tonumber(own) or -1, redis.call('SCARD', ringed) + redis.call('SCARD', lowRinged) + redis.call('SCARD', parked)}

@@ -8,6 +8,7 @@ import {
   mountedAddresses,
   parseReference,
   parseWorkflowRef,
+  prepareGraph,
   prepareWorkflow,
   validateWorkflow,
   type PreparedWorkflow,
@@ -104,7 +105,7 @@ export class RunLauncher {
     return outputsOf(runId, events);
   }
 
-  private async resolveDefinition(input: OpInput<'runs.create'>, orgId: string): Promise<{ definition: Workflow; resolved?: PublishedVersion }> {
+  private async resolveDefinition(input: { workflow?: Workflow; workflowRef?: string }, orgId: string): Promise<{ definition: Workflow; resolved?: PublishedVersion }> {
     if (input.workflow) return { definition: input.workflow };
     const text = input.workflowRef!;
     const parsed = parseWorkflowRef(text);
@@ -182,27 +183,56 @@ export class RunLauncher {
    * planned against the inputs given. A mount that can only fail at run time is `ok: false`.
    */
   private async check(definition: Workflow, given: Record<string, ArtifactInput>, orgId: string): Promise<CheckedRun> {
-    const { specs } = this.deps;
-    let graph = definition;
-    const mounts = mountedAddresses(definition);
-    if (mounts.length > 0) {
-      // The graph as written first (ids, shapes, literals), then with the mounted workflows spliced in.
-      const written = validateWorkflow(definition, specs);
-      if (!written.ok) throw new AppError({ code: 'validation_failed', message: written.message, details: { issues: written.problems } });
-      const expanded = expandMounts(definition, await this.resolveMounts(definition, orgId));
-      if (!expanded.ok) {
-        if (expanded.code === 'mount_invalid') throw new AppError({ code: 'validation_failed', message: expanded.message });
-        if (expanded.code === 'mount_not_found') throw new AppError({ code: 'not_found', message: expanded.message });
-        return { ok: false, error: { code: expanded.code, message: expanded.message } };
-      }
-      graph = expanded.workflow;
-    }
-    const prepared = prepareWorkflow(graph, specs, given, { spliced: mounts.length > 0 });
+    const expanded = await this.expand(definition, orgId);
+    if (!expanded.ok) return expanded;
+    const prepared = prepareWorkflow(expanded.graph, this.deps.specs, given, { spliced: expanded.spliced });
     if (!prepared.ok) throw new AppError({ code: 'validation_failed', message: prepared.message, details: { issues: prepared.problems } });
     // In the same turn as the validation: a reload of the catalog cannot come between the specs checked and the definitions kept.
     const pinned = this.deps.pinNodes(Array.from(prepared.prepared.workflow.nodes.values(), (node) => node.uses));
-    return { ok: true, graph, prepared: prepared.prepared, inputs: prepared.inputs, pinned };
+    return { ok: true, graph: expanded.graph, prepared: prepared.prepared, inputs: prepared.inputs, pinned };
   }
+
+  /**
+   * A batch's workflow (docs/batches.md): resolved once (every row runs the same version), mounts
+   * spliced in, the graph checked and planned without inputs; each row's inputs are then checked
+   * against its interface. The same 400s and 404s as `runs.create`; a workflow every run of which
+   * would fail as it starts is a 400 here (a batch of failures helps nobody).
+   */
+  async prepareBatch(input: { workflow?: Workflow; workflowRef?: string }, orgId: string): Promise<BatchWorkflow> {
+    const { definition, resolved } = await this.resolveDefinition(input, orgId);
+    const expanded = await this.expand(definition, orgId);
+    if (!expanded.ok) throw new AppError({ code: 'bad_request', message: `every row of this batch would fail as it starts: ${expanded.error.message}` });
+    const prepared = prepareGraph(expanded.graph, this.deps.specs, { spliced: expanded.spliced });
+    if (!prepared.ok) throw new AppError({ code: 'validation_failed', message: prepared.message, details: { issues: prepared.problems } });
+    const pinned = this.deps.pinNodes(Array.from(prepared.prepared.workflow.nodes.values(), (node) => node.uses));
+    return { graph: expanded.graph, prepared: prepared.prepared, pinned, ...(resolved ? { resolved } : {}) };
+  }
+
+  /** The definition with its mounted workflows spliced in; a mount that can only fail at run time is `ok: false`. */
+  private async expand(definition: Workflow, orgId: string): Promise<{ ok: true; graph: Workflow; spliced: boolean } | { ok: false; error: RunError }> {
+    const mounts = mountedAddresses(definition);
+    if (mounts.length === 0) return { ok: true, graph: definition, spliced: false };
+    // The graph as written first (ids, shapes, literals), then with the mounted workflows spliced in.
+    const written = validateWorkflow(definition, this.deps.specs);
+    if (!written.ok) throw new AppError({ code: 'validation_failed', message: written.message, details: { issues: written.problems } });
+    const expanded = expandMounts(definition, await this.resolveMounts(definition, orgId));
+    if (!expanded.ok) {
+      if (expanded.code === 'mount_invalid') throw new AppError({ code: 'validation_failed', message: expanded.message });
+      if (expanded.code === 'mount_not_found') throw new AppError({ code: 'not_found', message: expanded.message });
+      return { ok: false, error: { code: expanded.code, message: expanded.message } };
+    }
+    return { ok: true, graph: expanded.workflow, spliced: true };
+  }
+}
+
+/** A batch's workflow, checked once for all its rows. */
+export interface BatchWorkflow {
+  /** The graph every row runs (mounts spliced in). */
+  graph: Workflow;
+  prepared: PreparedWorkflow;
+  pinned: PinnedNodes;
+  /** The published version, for a workflowRef. */
+  resolved?: PublishedVersion;
 }
 
 type CheckedRun = { ok: true; graph: Workflow; prepared: PreparedWorkflow; inputs: Record<string, ArtifactInput>; pinned: PinnedNodes } | { ok: false; error: RunError };

@@ -15,6 +15,11 @@
              Postgres by the workers; an organization without one has ARGV[4])
     <ARGV[1]>:waiting:<org>  the organization's waiting job ids, oldest first (list)
     <ARGV[1]>:running:<org>  its dispatched jobs: job id -> when dispatched, ms (sorted set)
+    <KEYS[1]>:batch, <KEYS[2]>:batch  the batch lane's ring and its members: organizations'
+             batch rows (an "organization" named ~b:<org>; docs/scheduling.md, The batch lane)
+             take turns here, and only when the ring of interactive work is empty
+    BullMQ's prioritized set (KEYS[5] with :prioritized for :wait; read only): batch jobs wait
+             there, behind every job of the wait list
 
   Common arguments:
     ARGV[1]  the fair-dispatch key prefix
@@ -31,7 +36,15 @@ local window, limit, grace = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local lowRing, lowRinged = ring .. ':batch', ringed .. ':batch'
+local bullPrioritized = string.gsub(bullWait, ':wait$', ':prioritized')
+
 local function waitingKey(org) return fairPrefix .. ':waiting:' .. org end
+-- The batch lane's "organizations" (~b:<org>) take turns in a ring of their own.
+local function ringsOf(org)
+  if string.sub(org, 1, 3) == '~b:' then return lowRing, lowRinged end
+  return ring, ringed
+end
 local function runningKey(org) return fairPrefix .. ':running:' .. org end
 
 -- Forgets an organization's dispatched jobs that BullMQ finished or never got (their release
@@ -60,28 +73,25 @@ end
 
 -- Puts an organization at the ring's tail unless it is in the ring already.
 local function ringIn(org)
-  if redis.call('SISMEMBER', ringed, org) == 0 then
+  local r, members = ringsOf(org)
+  if redis.call('SISMEMBER', members, org) == 0 then
     redis.call('SREM', parked, org)
-    redis.call('SADD', ringed, org)
-    redis.call('RPUSH', ring, org)
+    redis.call('SADD', members, org)
+    redis.call('RPUSH', r, org)
   end
 end
 
--- Takes the ring's head organization's oldest job, then the next organization's, ..., while the
--- window has room (the jobs in BullMQ's list and those on their way there, which other scripts
--- chose a moment ago): one job per organization per turn. An organization at its limit leaves the
--- ring for the parked set (a release or the reconciling pump brings it back), one with nothing
--- left leaves it. Each turn dispatches a job or shortens the ring, so the loop ends.
--- Returns {id1, payload1, id2, payload2, ...}: the caller adds them to BullMQ.
-local function dispatch()
-  local out = {}
-  redis.call('ZREMRANGEBYSCORE', adding, '-inf', now - grace)
-  local room = window - redis.call('LLEN', bullWait) - redis.call('ZCARD', adding)
+-- Takes the ring's head organization's oldest job, then the next organization's, ..., while
+-- `room` lasts: one job per organization per turn. An organization at its limit leaves the ring
+-- for the parked set (a release or the reconciling pump brings it back), one with nothing left
+-- leaves it. Each turn dispatches a job or shortens the ring, so the loop ends. Appends the jobs
+-- to `out`; returns the room left.
+local function serve(r, members, room, out, now)
   while room > 0 do
-    local org = redis.call('LPOP', ring)
+    local org = redis.call('LPOP', r)
     if not org then break end
     if full(org) then
-      redis.call('SREM', ringed, org)
+      redis.call('SREM', members, org)
       redis.call('SADD', parked, org)
     else
       local id = redis.call('LPOP', waitingKey(org))
@@ -97,11 +107,27 @@ local function dispatch()
         end
       end
       if redis.call('LLEN', waitingKey(org)) > 0 then
-        redis.call('RPUSH', ring, org)
+        redis.call('RPUSH', r, org)
       else
-        redis.call('SREM', ringed, org)
+        redis.call('SREM', members, org)
       end
     end
+  end
+  return room
+end
+
+-- Fills the window (the jobs in BullMQ's list and those on their way there, which other scripts
+-- chose a moment ago) from the interactive ring first; the batch lane gets what room is left
+-- only when no interactive job waits its turn, and its jobs already in BullMQ's prioritized set
+-- count against that room too. Returns {id1, payload1, id2, payload2, ...}: the caller adds them
+-- to BullMQ (batch jobs with a priority, so that later interactive jobs still go first).
+local function dispatch()
+  local out = {}
+  redis.call('ZREMRANGEBYSCORE', adding, '-inf', now - grace)
+  local room = window - redis.call('LLEN', bullWait) - redis.call('ZCARD', adding)
+  room = serve(ring, ringed, room, out, now)
+  if room > 0 and redis.call('LLEN', ring) == 0 then
+    serve(lowRing, lowRinged, room - redis.call('ZCARD', bullPrioritized), out, now)
   end
   return out
 end

@@ -1,0 +1,198 @@
+-- Feeding a batch's rows to runs and settling them against the batch's spend cap: svc_feed_batch.
+-- REPEATABLE (see README.md). Caller: services/store/hot-sql.ts for BatchRepository.feed.
+
+DROP FUNCTION IF EXISTS svc_feed_batch(jsonb);
+
+-- svc_feed_batch(args jsonb) RETURNS jsonb
+-- One turn of a batch (docs/batches.md, How rows run), in one transaction:
+--   1. settles its rows whose run has ended and can be charged nothing more (the run reserves
+--      nothing and its ledger has every charge): the row takes the run's status, outputs, error and
+--      charge; the batch's spent grows by that charge and its held falls by the row's cap;
+--   2. past its deadline, a running batch becomes cancelling (stop_reason says why);
+--   3. a cancelling batch cancels its rows not started (they never start) and answers the runs of
+--      its rows in flight, for the caller to cancel as runs are cancelled;
+--   4. a running batch starts pending rows in row order while it has room (concurrency less rows
+--      in flight, at most max_start): each row's run is capped at the least of the batch's row
+--      cap and what the batch's cap leaves (cap - spent - held), and stored through
+--      svc_create_runs, which holds that cap of the organization's balance. So spent + held never
+--      passes the batch's cap, and since a run's cost never passes its cap, neither does the
+--      batch's. When the batch's cap leaves nothing, or the organization's balance refuses a run,
+--      with no row in flight, the rows left fail (spend_cap_exceeded, insufficient_credit);
+--   5. a batch with no row pending or in flight ends: completed, or cancelled when cancelling.
+-- Input:  batch_id uuid, max_start int (the most rows this turn starts).
+-- Output: {busy: true} when another transaction holds the batch (another feeder's turn); {found:
+--         false} when there is no such batch; else {org_id, status (after the turn), ended
+--         (this turn ended the batch), settled (rows settled this turn, failed without a run
+--         included), started: [{row, run_id, inputs}], cancel_runs (run ids of rows in flight of a
+--         cancelling batch), pending, running}; started: [{row, run_id, inputs}].
+-- Locks:  the batch row (FOR NO KEY UPDATE SKIP LOCKED: a busy batch is skipped, never waited
+--         for; a run's batch_id foreign-key check takes KEY SHARE, which it does not block), its
+--         rows, then the organization row (svc_create_runs, released before the flush).
+CREATE FUNCTION svc_feed_batch(args jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  p_batch uuid := svc_arg(args, 'batch_id')::uuid;
+  p_max int := svc_arg(args, 'max_start')::int;
+  b batches%ROWTYPE;
+  ended_now boolean := false;
+  n_settled int := 0;
+  n_done int := 0;
+  n_failed int := 0;
+  n_cancelled int := 0;
+  charged bigint := 0;
+  released bigint := 0;
+  room int;
+  left_micros bigint;
+  cap bigint;
+  pr record;
+  to_start jsonb := '[]'::jsonb;
+  start_rows int[] := '{}';
+  start_caps bigint[] := '{}';
+  results jsonb;
+  started jsonb := '[]'::jsonb;
+  refused int := 0;
+  i int;
+  new_run uuid;
+  cancel_runs jsonb := '[]'::jsonb;
+  stop_code text;
+  stop_message text;
+BEGIN
+  SELECT * INTO b FROM batches WHERE id = p_batch FOR NO KEY UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    IF EXISTS (SELECT 1 FROM batches WHERE id = p_batch) THEN
+      RETURN jsonb_build_object('busy', true);
+    END IF;
+    RETURN jsonb_build_object('found', false);
+  END IF;
+  IF b.status NOT IN ('running', 'cancelling') THEN
+    RETURN jsonb_build_object('org_id', b.org_id, 'status', b.status, 'ended', false, 'settled', 0, 'started', '[]'::jsonb,
+                              'cancel_runs', '[]'::jsonb, 'pending', b.pending_rows, 'running', b.running_rows);
+  END IF;
+
+  -- 1. Rows whose run ended and owes nothing more, in the order their runs finished.
+  WITH ended AS (
+    SELECT br.row, ru.status AS run_status, ru.charged_micros, ru.outputs, ru.error, br.held_micros,
+           b.ended_seq + row_number() OVER (ORDER BY ru.finished_at, br.row) AS seq
+    FROM batch_rows br JOIN runs ru ON ru.id = br.run_id
+    WHERE br.batch_id = p_batch AND br.status = 'running'
+      AND ru.status NOT IN ('pending', 'running') AND ru.reserved_micros = 0 AND ru.spent_micros = ru.charged_micros
+  ), settled AS (
+    UPDATE batch_rows br
+    SET status = CASE e.run_status WHEN 'completed' THEN 'completed' WHEN 'cancelled' THEN 'cancelled' ELSE 'failed' END,
+        cost_micros = br.cost_micros + e.charged_micros, held_micros = 0, outputs = e.outputs, error = e.error,
+        ended_seq = e.seq, finished_at = now()
+    FROM ended e WHERE br.batch_id = p_batch AND br.row = e.row
+    RETURNING br.status, e.charged_micros, e.held_micros
+  )
+  SELECT count(*), count(*) FILTER (WHERE status = 'completed'), count(*) FILTER (WHERE status = 'failed'),
+         count(*) FILTER (WHERE status = 'cancelled'), COALESCE(sum(charged_micros), 0), COALESCE(sum(held_micros), 0)
+  INTO n_settled, n_done, n_failed, n_cancelled, charged, released FROM settled;
+  b.ended_seq := b.ended_seq + n_settled;
+  b.running_rows := b.running_rows - n_settled;
+  b.completed_rows := b.completed_rows + n_done;
+  b.failed_rows := b.failed_rows + n_failed;
+  b.cancelled_rows := b.cancelled_rows + n_cancelled;
+  b.spent_micros := b.spent_micros + charged;
+  b.held_micros := b.held_micros - released;
+
+  -- 2. The deadline.
+  IF b.status = 'running' AND b.deadline_at IS NOT NULL AND b.deadline_at <= now() THEN
+    b.status := 'cancelling';
+    b.stop_reason := jsonb_build_object('code', 'cancelled', 'message', 'the batch passed its deadline (Max-Duration-Seconds); rows not started were cancelled');
+  END IF;
+
+  -- 3. A cancelling batch: rows not started never start; those in flight are cancelled by the caller.
+  IF b.status = 'cancelling' THEN
+    IF b.pending_rows > 0 THEN
+      WITH gone AS (
+        UPDATE batch_rows br SET status = 'cancelled', ended_seq = b.ended_seq + p.n, finished_at = now(),
+                                 error = jsonb_build_object('code', 'cancelled', 'message', 'the batch was cancelled before this row started')
+        FROM (SELECT row, row_number() OVER (ORDER BY row) AS n FROM batch_rows WHERE batch_id = p_batch AND status = 'pending') p
+        WHERE br.batch_id = p_batch AND br.row = p.row
+        RETURNING 1)
+      SELECT count(*) INTO i FROM gone;
+      b.ended_seq := b.ended_seq + i;
+      b.cancelled_rows := b.cancelled_rows + i;
+      b.pending_rows := b.pending_rows - i;
+      n_settled := n_settled + i;
+    END IF;
+    SELECT COALESCE(jsonb_agg(run_id), '[]'::jsonb) INTO cancel_runs FROM batch_rows WHERE batch_id = p_batch AND status = 'running';
+  END IF;
+
+  -- 4. Start rows.
+  IF b.status = 'running' AND b.pending_rows > 0 THEN
+    room := LEAST(b.concurrency - b.running_rows, p_max);
+    left_micros := b.cap_micros - b.spent_micros - b.held_micros;
+    IF room > 0 AND left_micros > 0 THEN
+      FOR pr IN SELECT row, inputs FROM batch_rows WHERE batch_id = p_batch AND status = 'pending' ORDER BY row LIMIT room LOOP
+        cap := LEAST(b.row_cap_micros, left_micros);
+        EXIT WHEN cap <= 0;
+        left_micros := left_micros - cap;
+        start_rows := start_rows || pr.row;
+        start_caps := start_caps || cap;
+        to_start := to_start || jsonb_build_array(jsonb_build_object(
+          'user_id', b.user_id, 'token_id', b.token_id, 'workflow_id', b.workflow_id, 'workflow_version_id', b.workflow_version_id,
+          'definition', b.definition, 'inputs', pr.inputs, 'cap_micros', cap, 'status', 'running', 'require_credit', true,
+          'reserved_micros', 0, 'run_id', NULL, 'output_cache', b.output_cache, 'node_entries', b.template->'node_entries',
+          'batch_id', b.id, 'steps', b.template->'steps'));
+      END LOOP;
+    END IF;
+    IF jsonb_array_length(to_start) > 0 THEN
+      results := svc_create_runs(jsonb_build_object('org_id', b.org_id, 'runs', to_start))->'results';
+      FOR i IN 1 .. array_length(start_rows, 1) LOOP
+        new_run := (results->(i - 1)->>'id')::uuid;
+        IF new_run IS NULL THEN
+          refused := refused + 1;
+          CONTINUE;
+        END IF;
+        UPDATE batch_rows SET status = 'running', run_id = new_run, held_micros = start_caps[i], attempts = attempts + 1
+        WHERE batch_id = p_batch AND row = start_rows[i];
+        b.held_micros := b.held_micros + start_caps[i];
+        b.running_rows := b.running_rows + 1;
+        b.pending_rows := b.pending_rows - 1;
+        started := started || jsonb_build_array(jsonb_build_object('row', start_rows[i], 'run_id', new_run, 'inputs', to_start->(i - 1)->'inputs'));
+      END LOOP;
+    END IF;
+    -- Nothing in flight that could give money back, and nothing could start: the rows left fail.
+    IF b.running_rows = 0 AND b.pending_rows > 0 AND (refused > 0 OR b.cap_micros - b.spent_micros - b.held_micros <= 0) THEN
+      IF refused > 0 THEN
+        stop_code := 'insufficient_credit';
+        stop_message := 'your organization''s available balance could not hold a row''s cap; add credit, then retry the failed rows (POST /v1/batches/' || b.id || '/retry)';
+      ELSE
+        stop_code := 'spend_cap_exceeded';
+        stop_message := 'the batch''s spend cap is spent; retry the failed rows with a larger maxCostUsd (POST /v1/batches/' || b.id || '/retry)';
+      END IF;
+      b.stop_reason := jsonb_build_object('code', stop_code, 'message', stop_message);
+      WITH gone AS (
+        UPDATE batch_rows br SET status = 'failed', ended_seq = b.ended_seq + p.n, finished_at = now(),
+                                 error = jsonb_build_object('code', stop_code, 'message', 'not started: ' || stop_message)
+        FROM (SELECT row, row_number() OVER (ORDER BY row) AS n FROM batch_rows WHERE batch_id = p_batch AND status = 'pending') p
+        WHERE br.batch_id = p_batch AND br.row = p.row
+        RETURNING 1)
+      SELECT count(*) INTO i FROM gone;
+      b.ended_seq := b.ended_seq + i;
+      b.failed_rows := b.failed_rows + i;
+      b.pending_rows := b.pending_rows - i;
+      n_settled := n_settled + i;
+    END IF;
+  END IF;
+
+  -- 5. The end.
+  IF b.pending_rows = 0 AND b.running_rows = 0 THEN
+    b.status := CASE WHEN b.status = 'cancelling' THEN 'cancelled' ELSE 'completed' END;
+    b.finished_at := now();
+    IF b.webhook_url IS NOT NULL THEN
+      b.webhook_state := 'pending';
+      b.webhook_next_at := now();
+    END IF;
+    ended_now := true;
+  END IF;
+
+  UPDATE batches SET status = b.status, spent_micros = b.spent_micros, held_micros = b.held_micros, pending_rows = b.pending_rows,
+                     running_rows = b.running_rows, completed_rows = b.completed_rows, failed_rows = b.failed_rows,
+                     cancelled_rows = b.cancelled_rows, ended_seq = b.ended_seq, stop_reason = b.stop_reason,
+                     finished_at = b.finished_at, webhook_state = b.webhook_state, webhook_next_at = b.webhook_next_at
+  WHERE id = p_batch;
+  RETURN jsonb_build_object('org_id', b.org_id, 'status', b.status, 'ended', ended_now, 'settled', n_settled, 'started', started,
+                            'cancel_runs', cancel_runs, 'pending', b.pending_rows, 'running', b.running_rows);
+END $$;

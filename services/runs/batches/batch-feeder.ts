@@ -1,0 +1,161 @@
+import type { ArtifactInput, RunError } from '../../contract';
+import type { Logger } from '../../platform/logger';
+import type { BatchFeedStore, RunEventAppender, StepEnqueuer } from '../ports';
+import type { RunContext, RunContextCache } from '../run-context-cache';
+import type { RunLifecycle } from '../run-lifecycle';
+import { planJobs } from '../steps/step-groups';
+import { RepeatingSweep } from '../sweeps/repeating-sweep';
+
+export interface BatchFeederDeps {
+  batches: BatchFeedStore;
+  contexts: Pick<RunContextCache, 'get' | 'put'>;
+  events: RunEventAppender;
+  queue: StepEnqueuer;
+  lifecycle: Pick<RunLifecycle, 'cancel' | 'fail'>;
+  /** Whether a node's steps may run inline in a group (local, bounded work). */
+  mayRunInline(uses: string): boolean;
+  log: Logger;
+  /** How often every unfinished batch is looked at (BATCH_FEED_INTERVAL_MS). */
+  intervalMs: number;
+  /** Rows one turn of a batch starts at most (BATCH_FEED_ROWS). */
+  maxStart: number;
+  /** Unfinished batches looked at per sweep. */
+  sweepLimit?: number;
+  /** Told of each turn (metrics): rows started and settled. */
+  observer?: { turn(started: number, settled: number): void; ended(status: string): void };
+}
+
+const CANCELLED_WITH_BATCH: RunError = { code: 'cancelled', message: 'the batch this run belongs to was cancelled' };
+const NOT_ANNOUNCED: RunError = { code: 'unavailable', message: 'the run could not be started: its event log was unreachable; nothing of it ran (retry the batch\'s failed rows)' };
+
+/** Runs cancelled here recently, so a turn of a cancelling batch does not cancel them again. */
+const CANCELLED_MEMORY = 10_000;
+
+/**
+ * Feeds batches' rows to runs (docs/batches.md, How rows run), on every worker: each unfinished
+ * batch is given a turn every `intervalMs` (and at once when a run of one ended here), and the
+ * workers share them through Postgres (`svc_feed_batch` locks a batch SKIP LOCKED: a batch another
+ * worker is feeding is skipped, never waited for). A turn settles the rows whose runs ended,
+ * starts rows while the batch has room, and answers the runs this worker then announces
+ * (`run.started`) and enqueues; their steps wait in the batch lane (docs/scheduling.md). A crash
+ * after a turn's commit leaves its runs stored and running: the reaper enqueues their steps.
+ */
+export class BatchFeeder {
+  private readonly repeating = new RepeatingSweep(() => this.sweep().catch((err: unknown) => this.deps.log.warn({ err }, 'batch sweep failed')));
+  /** Batches being fed here, and whether another turn was asked for meanwhile. */
+  private readonly feeding = new Map<string, { again: boolean; done: Promise<void> }>();
+  /** A context per batch (its prepared workflow), shared by its rows' runs started here. */
+  private readonly templates = new Map<string, Promise<RunContext | null>>();
+  private readonly cancelled = new Set<string>();
+  private stopped = false;
+
+  constructor(private readonly deps: BatchFeederDeps) {}
+
+  start(): void {
+    this.repeating.start(this.deps.intervalMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.repeating.stop();
+    await Promise.all([...this.feeding.values()].map((entry) => entry.done));
+  }
+
+  /** One pass over the unfinished batches. */
+  async sweep(): Promise<void> {
+    const ids = await this.deps.batches.unfinished(this.deps.sweepLimit ?? 100);
+    await Promise.all(ids.map((id) => this.nudge(id)));
+  }
+
+  /**
+   * Gives batch `batchId` a turn soon: now, or right after the one under way here (turns asked
+   * for meanwhile go together).
+   */
+  nudge(batchId: string): Promise<void> {
+    const current = this.feeding.get(batchId);
+    if (current) {
+      current.again = true;
+      return current.done;
+    }
+    const entry = { again: true, done: Promise.resolve() };
+    entry.done = (async () => {
+      try {
+        while (entry.again && !this.stopped) {
+          entry.again = false;
+          // A full turn leaves rows waiting for room that the next turn may have: go on.
+          if (await this.turn(batchId)) entry.again = true;
+        }
+      } catch (err) {
+        this.deps.log.warn({ err, batchId }, 'a batch turn failed; the next sweep tries again');
+      } finally {
+        this.feeding.delete(batchId);
+      }
+    })();
+    this.feeding.set(batchId, entry);
+    return entry.done;
+  }
+
+  /** One turn; whether it started as many rows as a turn may (more may be waiting). */
+  private async turn(batchId: string): Promise<boolean> {
+    const out = await this.deps.batches.feed(batchId, this.deps.maxStart);
+    if ('busy' in out || 'found' in out) return false;
+    this.deps.observer?.turn(out.started.length, out.settled);
+    if (out.ended) {
+      this.templates.delete(batchId);
+      this.deps.observer?.ended(out.status);
+      this.deps.log.info({ batchId, status: out.status }, 'batch ended');
+    }
+    await Promise.all([
+      ...out.started.map((row) => this.startRun(batchId, out.org_id, row.run_id, row.inputs)),
+      ...out.cancel_runs.filter((runId) => !this.cancelled.has(runId)).map((runId) => this.cancelRun(runId)),
+    ]);
+    return out.started.length >= this.deps.maxStart;
+  }
+
+  /** Announces a row's stored run and enqueues its first steps (as `RunStarter.start` does for a run of its own). */
+  private async startRun(batchId: string, orgId: string, runId: string, inputs: Record<string, ArtifactInput>): Promise<void> {
+    const { deps } = this;
+    const template = await this.templateOf(batchId, runId);
+    if (template) deps.contexts.put({ ...template, runId, orgId, inputs, batchId });
+    try {
+      await deps.events.append(runId, { type: 'run.started', runId });
+    } catch (err) {
+      deps.log.warn({ err, runId, batchId }, 'a batch row\'s run could not be announced; it fails before anything of it runs');
+      await deps.lifecycle.fail(runId, NOT_ANNOUNCED).catch((failure: unknown) => deps.log.warn({ err: failure, runId }, 'failing an unannounced batch run did not finish (the reaper will)'));
+      return;
+    }
+    const context = template ? { ...template, runId } : await deps.contexts.get(runId).catch(() => null);
+    if (!context) return; // It no longer prepares: its steps' worker fails it (the reaper enqueues them).
+    const { workflow, plan } = context.prepared;
+    try {
+      const jobs = planJobs(plan.initial, (id) => deps.mayRunInline(workflow.nodes.get(id)!.uses), false);
+      await deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
+    } catch (err) {
+      deps.log.error({ err, runId }, 'could not enqueue the first steps of a batch row; the reaper will');
+    }
+  }
+
+  /** The batch's prepared workflow, from the first of its runs this process starts (loaded and prepared once). */
+  private templateOf(batchId: string, runId: string): Promise<RunContext | null> {
+    let template = this.templates.get(batchId);
+    if (!template) {
+      template = this.deps.contexts.get(runId).catch((err: unknown) => {
+        this.deps.log.warn({ err, batchId }, 'a batch\'s workflow does not prepare; its rows\' steps will fail');
+        return null;
+      });
+      this.templates.set(batchId, template);
+      // One per batch in flight here; a long-lived worker forgets the oldest.
+      if (this.templates.size > 1_000) this.templates.delete(this.templates.keys().next().value!);
+    }
+    return template;
+  }
+
+  private async cancelRun(runId: string): Promise<void> {
+    this.cancelled.add(runId);
+    if (this.cancelled.size > CANCELLED_MEMORY) this.cancelled.delete(this.cancelled.values().next().value!);
+    await this.deps.lifecycle.cancel(runId, CANCELLED_WITH_BATCH).catch((err: unknown) => {
+      this.cancelled.delete(runId);
+      this.deps.log.warn({ err, runId }, 'a cancelled batch\'s run could not be cancelled; the next turn tries again');
+    });
+  }
+}
