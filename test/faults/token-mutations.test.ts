@@ -49,7 +49,7 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
   let session: string;
   let oauth: string;
   let otherSession: string;
-  const theirs = { run: '', workflow: '', address: '', token: '' };
+  const theirs = { run: '', workflow: '', address: '', token: '', batch: '' };
 
   /** The status of `op` called with `token` (null: none). */
   async function statusOf(op: Operation, token: string | null, ids: Record<string, string> = {}): Promise<{ status: number; text: string }> {
@@ -88,6 +88,9 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
     expect(published.status).toBe(201);
     theirs.address = `${other.orgSlug}/theirs`;
     theirs.token = other.tokenId!;
+    const batch = await fetch(`${service.url}/v1/batches`, { method: 'POST', headers, body: JSON.stringify({ workflow: adder(1, 2), rows: [{}] }) });
+    expect(batch.status).toBe(201);
+    theirs.batch = ((await batch.json()) as { id: string }).id;
   });
 
   afterAll(async () => {
@@ -141,7 +144,7 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
   it("answers 404 for the other organization's runs, workflows and tokens on every route with an id", async () => {
     // Which resource an `id` names, by where its route lives; a new route with an id must be added here.
     const idOf = (path: string): string | undefined =>
-      path.startsWith('/v1/runs/') ? theirs.run : path.startsWith('/editor/workflows/') ? theirs.workflow : path.startsWith('/v1/tokens/') ? theirs.token : undefined;
+      path.startsWith('/v1/runs/') ? theirs.run : path.startsWith('/editor/workflows/') ? theirs.workflow : path.startsWith('/v1/tokens/') ? theirs.token : path.startsWith('/v1/batches/') ? theirs.batch : undefined;
     // Public by design, not another organization's secret: the node catalog, and published
     // workflows (docs/workflows.md: "publishing is sharing, as in a package registry").
     const PUBLIC = ['/v1/nodes/', '/v1/workflows/'];

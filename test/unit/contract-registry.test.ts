@@ -71,8 +71,8 @@ describe('the route registry beside the operations', () => {
     for (const name of ['tokens.create', 'tokens.revoke', 'device.approve', 'device.deny'] as const) expect(ROUTES[name].kinds).toEqual(['browser', 'session']);
   });
 
-  it('holds a stream slot for every call that keeps its answer open while a run goes on', () => {
+  it('holds a stream slot for every call that keeps its answer open while a run or a batch goes on', () => {
     const holding = [...Object.values(OPERATIONS), ...Object.values(ROUTES)].filter((op) => op.holdsStream).map((op) => op.name);
-    expect(holding).toEqual(['runs.create', 'runs.node', 'runs.events', 'editor.workflows.run']);
+    expect(holding).toEqual(['runs.create', 'runs.node', 'runs.events', 'batches.events', 'editor.workflows.run']);
   });
 });

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { CALL_OPTIONS, OPERATIONS, parseCallOption } from '../../contract';
 import { apiCommand } from './commands/api';
+import { batch } from './commands/batch';
 import { login } from './commands/login';
 import { logout } from './commands/logout';
 import { mcp } from './commands/mcp';
@@ -24,6 +25,12 @@ function version(): string {
 }
 
 const URL_HELP = 'API base URL (else env SERVICE_URL, then the saved login\'s, then http://127.0.0.1:8080)';
+
+function positiveInteger(text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value <= 0) throw new InvalidArgumentError('give a whole number above 0, e.g. 50');
+  return value;
+}
 
 function positiveNumber(text: string): number {
   const value = Number(text);
@@ -94,6 +101,24 @@ export function buildProgram(): Command {
     )
     .option('--estimate', 'print what the run would cost, node by node, and whether it fits the cap and the balance; run nothing')
     .action((target: string, options) => run(target, options));
+
+  withConnection(
+    program
+      .command('batch')
+      .argument('[file-or-ref]', 'the workflow every row runs: a JSON or YAML file, or a published ref such as acme/flow@1')
+      .description('run a workflow once per row of a file, under one spend cap, in the background (docs/batches.md)'),
+  )
+    .option('--rows <file>', 'the rows: JSON Lines (.jsonl), CSV with a header line of input names (.csv), or a JSON array (.json)')
+    .addOption(new Option('--max-cost <usd>', 'the batch spend cap: its rows together never spend more (default rows × the row cap)').argParser(positiveNumber))
+    .addOption(new Option('--row-max-cost <usd>', "each row's run's spend cap (default 0.50)").argParser(positiveNumber))
+    .addOption(new Option('--concurrency <rows>', 'rows in flight at once (default 50)').argParser(positiveInteger))
+    .option('--skip-bad-rows', 'run the valid rows and list the bad ones (default: any bad row refuses the batch)')
+    .addOption(new Option('--max-duration <seconds>', 'cancel the batch if it is still running this many seconds after it started').argParser(wholeSeconds))
+    .addOption(new Option('--webhook <url>', "POST the batch's end to this URL, signed (docs/webhooks.md)").argParser(callOption('webhookUrl')))
+    .addOption(new Option('--output-cache <mode>', 'the output cache: auto (default), llm or off').argParser(callOption('outputCache')))
+    .option('--attach <batch-id>', 'follow a batch started before (after Ctrl-C, or from another machine)')
+    .option('--detach', 'start the batch, print its id and return; it runs on')
+    .action((target: string | undefined, options) => batch(target, options));
 
   program.addCommand(apiCommand(withConnection));
 

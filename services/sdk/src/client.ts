@@ -9,6 +9,7 @@ import {
   type RouteName,
   type RouteOutput,
 } from '../../contract';
+import { BatchHandle } from './batches';
 import { callJson, isIdempotent, requestOf, type BytesCallOptions, type CallOptions } from './call';
 import { RunHandle, type ResumeOptions } from './run-handle';
 import { Transport, type TransportOptions } from './transport';
@@ -82,13 +83,23 @@ export class Client {
 /**
  * The calls of a registry. A JSON operation resolves with its answer. A streaming one follows the
  * run to its terminal event and resolves with the operation's declared output: a run it creates
- * (`POST`) gives `{ outputs }`; a run it follows (`GET …/events`) gives the run's record.
+ * (`POST`) gives `{ outputs }`; a run it follows (`GET …/events`) gives the run's record; a
+ * batch's progress (`batches.events`) is followed to the batch's end and gives its record.
  */
 function callsOf(registry: Readonly<Record<string, Operation>>, client: Client): Record<string, (input: unknown, options?: BytesCallOptions & RunCallOptions) => Promise<unknown>> {
   const calls: Record<string, (input: unknown, options?: BytesCallOptions & RunCallOptions) => Promise<unknown>> = {};
   for (const [name, op] of Object.entries(registry)) {
     if (op.response === 'json') {
       calls[name] = (input, options) => callJson(client.transport, op, input, options);
+      continue;
+    }
+    if (name === 'batches.events') {
+      // A batch's progress, not a run's: followed to its end, resolving with the batch's record.
+      calls[name] = async (input, options) => {
+        const { id, after } = input as { id: string; after?: number };
+        const handle = new BatchHandle(client, await callJson(client.transport, ROUTES['batches.get'], { id }, options) as never);
+        return handle.wait({ ...(options?.signal ? { signal: options.signal } : {}), ...(after === undefined ? {} : { after }) });
+      };
       continue;
     }
     calls[name] = async (input, options) => {

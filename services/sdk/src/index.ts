@@ -11,6 +11,7 @@ export { DEFAULT_BASE_URL, type FetchLike, type TransportOptions } from './trans
 export { getNode, getWorkflow, run, searchNodes, startRun, type NodeSearch, type RunInput } from './functions';
 export { RunHandle, type ResumeOptions, type RunEventWithSeq } from './run-handle';
 export { upload, type UploadData, type UploadOptions } from './upload';
+export { BatchHandle, createBatch, getBatch, type BatchFollowOptions, type BatchInput, type BatchProgressEvent } from './batches';
 export { describeRunEvent, durationLine, usdLine } from './event-lines';
 export * from './workflow-builder';
 export {
@@ -31,6 +32,9 @@ export {
   ROUTES,
   type Artifact,
   type ArtifactInput,
+  type Batch,
+  type BatchEvent,
+  type BatchRow,
   type ArtifactKind,
   type Connector,
   type NodeSpec,
