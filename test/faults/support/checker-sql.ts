@@ -28,6 +28,8 @@ export interface RunRow {
   chargedMicros: number;
   outputs: unknown;
   definition: unknown;
+  /** The run's inputs (a batch row's tag travels in them). */
+  inputs: unknown;
 }
 
 export interface StepRow {
@@ -73,7 +75,7 @@ const n = (value: string | number | null): number => Number(value ?? 0);
 export async function loadRuns(pool: Pool, runIds: readonly string[] | undefined): Promise<RunRow[]> {
   const { rows } = await pool.query<Record<string, string | null>>(
     `SELECT id, org_id, status, cap_micros::text, reserved_micros::text, spent_micros::text, held_micros::text,
-            charged_micros::text, outputs, definition
+            charged_micros::text, outputs, definition, inputs
        FROM runs
       WHERE $1::uuid[] IS NULL OR id = ANY($1::uuid[])
       ORDER BY created_at`,
@@ -90,6 +92,7 @@ export async function loadRuns(pool: Pool, runIds: readonly string[] | undefined
     chargedMicros: n(r.charged_micros),
     outputs: r.outputs as unknown,
     definition: r.definition as unknown,
+    inputs: r.inputs as unknown,
   }));
 }
 

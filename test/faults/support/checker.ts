@@ -83,7 +83,7 @@ function canonical(value: unknown): string {
 }
 
 function tagOf(run: RunRow): string | undefined {
-  return /tag:([^\s"\\]+)/.exec(JSON.stringify(run.definition))?.[1];
+  return /tag:([^\s"\\]+)/.exec(JSON.stringify(run.definition))?.[1] ?? /tag:([^\s"\\]+)/.exec(JSON.stringify(run.inputs ?? null))?.[1];
 }
 
 async function runLog(apiUrl: string, token: string, runId: string): Promise<{ status: number; messages: ReturnType<typeof parseSse> }> {
