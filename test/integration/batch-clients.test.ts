@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Workflow } from '../../services/contract';
 import { Client, createBatch, getBatch, InvalidInputError } from '../../services/sdk/src/index';
 import { ensureCliBuilt } from '../support/cli-build';
 import { CliHome } from '../support/cli-process';
@@ -13,7 +14,7 @@ import { pauseNode } from '../support/test-nodes';
  */
 
 /** n → n + 1 after `ms`: one free step per row. */
-const plusOne = {
+const plusOne: Workflow = {
   version: 2,
   nodes: [
     { id: 'n', uses: 'input', outputType: 'INT' },

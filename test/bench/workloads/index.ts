@@ -9,6 +9,7 @@ import { b7 } from './b7-admission';
 import { b8 } from './b8-worker-scaling';
 import { b9 } from './b9-instrumentation';
 import { b10 } from './b10-fairness';
+import { b14 } from './b14-batches';
 
 /** The suite's workloads, in the order they run and print. */
-export const WORKLOADS: readonly Workload[] = [b1, b2, b3, b4, b5, b6, b7, b8, b9, b10];
+export const WORKLOADS: readonly Workload[] = [b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b14];
