@@ -2,6 +2,25 @@
 -- REPEATABLE (see README.md). Caller: services/store/hot-sql.ts for BatchRepository.feed.
 
 DROP FUNCTION IF EXISTS svc_feed_batch(jsonb);
+DROP FUNCTION IF EXISTS svc_end_pending_rows(uuid, int, text, jsonb);
+
+-- svc_end_pending_rows(p_batch uuid, p_after_seq int, p_status text, p_error jsonb) RETURNS int
+-- Ends every pending row of batch p_batch with p_status and p_error, never started, numbered after
+-- p_after_seq in row order (their places among the batch's ended rows); answers how many.
+-- Locks: those rows (the caller holds the batch row).
+CREATE FUNCTION svc_end_pending_rows(p_batch uuid, p_after_seq int, p_status text, p_error jsonb) RETURNS int
+LANGUAGE plpgsql AS $$
+DECLARE
+  n int;
+BEGIN
+  WITH gone AS (
+    UPDATE batch_rows br SET status = p_status, ended_seq = p_after_seq + p.n, finished_at = now(), error = p_error
+    FROM (SELECT row, row_number() OVER (ORDER BY row) AS n FROM batch_rows WHERE batch_id = p_batch AND status = 'pending') p
+    WHERE br.batch_id = p_batch AND br.row = p.row
+    RETURNING 1)
+  SELECT count(*) INTO n FROM gone;
+  RETURN n;
+END $$;
 
 -- svc_feed_batch(args jsonb) RETURNS jsonb
 -- One turn of a batch (docs/batches.md, How rows run), in one transaction:
@@ -104,13 +123,8 @@ BEGIN
   -- 3. A cancelling batch: rows not started never start; those in flight are cancelled by the caller.
   IF b.status = 'cancelling' THEN
     IF b.pending_rows > 0 THEN
-      WITH gone AS (
-        UPDATE batch_rows br SET status = 'cancelled', ended_seq = b.ended_seq + p.n, finished_at = now(),
-                                 error = jsonb_build_object('code', 'cancelled', 'message', 'the batch was cancelled before this row started')
-        FROM (SELECT row, row_number() OVER (ORDER BY row) AS n FROM batch_rows WHERE batch_id = p_batch AND status = 'pending') p
-        WHERE br.batch_id = p_batch AND br.row = p.row
-        RETURNING 1)
-      SELECT count(*) INTO i FROM gone;
+      i := svc_end_pending_rows(p_batch, b.ended_seq, 'cancelled',
+                                jsonb_build_object('code', 'cancelled', 'message', 'the batch was cancelled before this row started'));
       b.ended_seq := b.ended_seq + i;
       b.cancelled_rows := b.cancelled_rows + i;
       b.pending_rows := b.pending_rows - i;
@@ -163,13 +177,7 @@ BEGIN
         stop_message := 'the batch''s spend cap is spent; retry the failed rows with a larger maxCostUsd (POST /v1/batches/' || b.id || '/retry)';
       END IF;
       b.stop_reason := jsonb_build_object('code', stop_code, 'message', stop_message);
-      WITH gone AS (
-        UPDATE batch_rows br SET status = 'failed', ended_seq = b.ended_seq + p.n, finished_at = now(),
-                                 error = jsonb_build_object('code', stop_code, 'message', 'not started: ' || stop_message)
-        FROM (SELECT row, row_number() OVER (ORDER BY row) AS n FROM batch_rows WHERE batch_id = p_batch AND status = 'pending') p
-        WHERE br.batch_id = p_batch AND br.row = p.row
-        RETURNING 1)
-      SELECT count(*) INTO i FROM gone;
+      i := svc_end_pending_rows(p_batch, b.ended_seq, 'failed', jsonb_build_object('code', stop_code, 'message', 'not started: ' || stop_message));
       b.ended_seq := b.ended_seq + i;
       b.failed_rows := b.failed_rows + i;
       b.pending_rows := b.pending_rows - i;

@@ -1,25 +1,13 @@
-import { createParser } from 'eventsource-parser';
-import { ROUTES, type Batch, type BatchEvent, type BatchRow, type RouteInput, type RouteOutput } from '../../contract';
-import { requestOf, type CallOptions } from './call';
+import type { Batch, BatchRow, RouteInput, RouteOutput } from '../../contract';
+import { followBatchEvents, type BatchFollowOptions, type BatchProgressEvent } from './batch-stream';
+import type { CallOptions } from './call';
 import type { Client } from './client';
-import { ConnectionError, ServiceError } from './errors';
-import { describe } from './transport';
+import { ConnectionError } from './errors';
+
+export type { BatchFollowOptions, BatchProgressEvent } from './batch-stream';
 
 /** What `createBatch` takes: `batches.create`'s input (docs/batches.md). */
 export type BatchInput = RouteInput<'batches.create'>;
-
-/** One event of a batch's progress, with its id (the number of rows ended up to it). */
-export type BatchProgressEvent = BatchEvent & { seq: number };
-
-/** How a lost progress stream is resumed. */
-export interface BatchFollowOptions {
-  signal?: AbortSignal;
-  /** Resume after this event id (a `seq` seen before); default 0: from the first row. */
-  after?: number;
-  /** Reconnections tried in a row before giving up (default 5), and the first pause (default 500 ms, doubled each time). */
-  maxAttempts?: number;
-  initialDelayMs?: number;
-}
 
 /**
  * Starts a batch: one workflow run once per row of inputs, under one spend cap (`POST /v1/batches`).
@@ -74,34 +62,9 @@ export class BatchHandle {
    * repeats. Breaking out of the loop stops following; the batch goes on.
    */
   async *progress(options: BatchFollowOptions = {}): AsyncGenerator<BatchProgressEvent> {
-    let last = options.after ?? 0;
-    let failures = 0;
-    const maxAttempts = options.maxAttempts ?? 5;
-    for (;;) {
-      let cause: unknown;
-      try {
-        const request = requestOf(ROUTES['batches.events'], { id: this.id }, { headers: { 'last-event-id': String(last) }, ...(options.signal ? { signal: options.signal } : {}) });
-        const response = await this.client.transport.send(request);
-        if (!response.body) throw new Error('the answer has no body');
-        for await (const item of readBatchStream(response.body)) {
-          failures = 0;
-          last = Math.max(last, item.seq);
-          if (item.type !== 'batch.row') this.#record = item.batch;
-          yield item;
-          if (item.type === 'batch.ended') return;
-        }
-        cause = new Error("the stream ended before the batch's end");
-      } catch (err) {
-        if (options.signal?.aborted) throw options.signal.reason ?? err;
-        if (err instanceof ServiceError && err.status >= 400 && !err.retryable) throw err;
-        cause = err;
-      }
-      if (failures >= maxAttempts) {
-        throw new ConnectionError(`lost the progress stream of batch ${this.id} (${describe(cause)}); it goes on: follow it again with GET /v1/batches/${this.id}/events`, cause);
-      }
-      const base = Math.min(10_000, (options.initialDelayMs ?? 500) * 2 ** failures);
-      failures += 1;
-      await new Promise((resolve) => setTimeout(resolve, base / 2 + Math.random() * (base / 2)));
+    for await (const item of followBatchEvents(this.client.transport, this.id, options)) {
+      if (item.type !== 'batch.row') this.#record = item.batch;
+      yield item;
     }
   }
 
@@ -160,39 +123,5 @@ export class BatchHandle {
   async retry(input: { maxCostUsd?: number } = {}, options: CallOptions = {}): Promise<Batch> {
     this.#record = await this.client.routes['batches.retry']({ ...input, id: this.id }, options);
     return this.#record;
-  }
-}
-
-/** Reads a batch's `text/event-stream`: `id:` + `data:` per event, then `data: [DONE]`. */
-async function* readBatchStream(body: ReadableStream<Uint8Array>): AsyncGenerator<BatchProgressEvent> {
-  const pending: BatchProgressEvent[] = [];
-  let done = false;
-  let malformed: Error | undefined;
-  const parser = createParser({
-    onEvent(message) {
-      if (message.data === '[DONE]') {
-        done = true;
-        return;
-      }
-      try {
-        pending.push({ ...(JSON.parse(message.data) as BatchEvent), seq: Number(message.id ?? 0) });
-      } catch (err) {
-        malformed ??= new Error(`the batch's event stream carried a malformed event: ${(err as Error).message}`);
-      }
-    },
-  });
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  try {
-    while (!done) {
-      const { done: ended, value } = await reader.read();
-      if (ended) break;
-      parser.feed(decoder.decode(value, { stream: true }));
-      if (malformed) throw malformed;
-      while (pending.length > 0) yield pending.shift()!;
-    }
-    while (pending.length > 0) yield pending.shift()!;
-  } finally {
-    await reader.cancel().catch(() => undefined);
   }
 }

@@ -9,7 +9,7 @@ import {
   type RouteName,
   type RouteOutput,
 } from '../../contract';
-import { BatchHandle } from './batches';
+import { followBatchEvents } from './batch-stream';
 import { callJson, isIdempotent, requestOf, type BytesCallOptions, type CallOptions } from './call';
 import { RunHandle, type ResumeOptions } from './run-handle';
 import { Transport, type TransportOptions } from './transport';
@@ -97,8 +97,10 @@ function callsOf(registry: Readonly<Record<string, Operation>>, client: Client):
       // A batch's progress, not a run's: followed to its end, resolving with the batch's record.
       calls[name] = async (input, options) => {
         const { id, after } = input as { id: string; after?: number };
-        const handle = new BatchHandle(client, await callJson(client.transport, ROUTES['batches.get'], { id }, options) as never);
-        return handle.wait({ ...(options?.signal ? { signal: options.signal } : {}), ...(after === undefined ? {} : { after }) });
+        for await (const event of followBatchEvents(client.transport, id, { ...(options?.signal ? { signal: options.signal } : {}), ...(after === undefined ? {} : { after }) })) {
+          if (event.type === 'batch.ended') return event.batch;
+        }
+        return callJson(client.transport, ROUTES['batches.get'], { id }, options);
       };
       continue;
     }
