@@ -6,7 +6,7 @@ import { Failpoints } from '../platform/failpoints';
 import { AddressAllowList, blockedReason } from '../platform/address-policy';
 import net from 'node:net';
 import { text } from 'node:stream/consumers';
-import { publishProviderJobEnd, RateLimiter } from '../queue';
+import { publishBatchStart, publishProviderJobEnd, RateLimiter } from '../queue';
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { BatchLauncher, RunLauncher, RunStarter } from '../runs';
 import { BatchResultsUrls } from '../platform/batch-results-urls';
@@ -257,10 +257,14 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
         batches,
         readRowsFile: rowsFileReader(resources),
         availableMicros: (orgId) => costs.availableMicros(orgId),
-        onStored: () => metrics.batchesCreated.inc(),
+        onStored: (batchId) => {
+          metrics.batchesCreated.inc();
+          void publishBatchStart(redis, config.redisPrefix, batchId).catch((err: unknown) => log.warn({ err, batchId }, 'could not announce a new batch to the workers; their sweep finds it'));
+        },
       }),
       batches,
       cancelRun: (runId, error) => resources.lifecycle.cancel(runId, error),
+      announce: (batchId) => publishBatchStart(redis, config.redisPrefix, batchId),
       results: resultsUrls,
       streamPollMs: config.batchStreamPollMs,
       webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),

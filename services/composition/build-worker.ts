@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Failpoints } from '../platform/failpoints';
 import { contextFrom, inSpan, SpanKind, SPAN_ATTRIBUTES } from '../platform/tracing';
-import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeProviderJobEnds, subscribeRunAborts, type StepWorker } from '../queue';
+import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTargetOf, startStepWorker, subscribeBatchStarts, subscribeProviderJobEnds, subscribeRunAborts, type StepWorker } from '../queue';
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
@@ -188,6 +188,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     mayRunInline: resources.mayRunInline,
     log,
     intervalMs: config.batchFeedIntervalMs,
+    idleMs: config.batchFeedIdleMs,
     maxStart: config.batchFeedRows,
     observer: {
       turn: (started, settled) => {
@@ -197,6 +198,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       ended: (status) => metrics.batchesEnded.inc({ status }),
     },
   });
+  // A batch stored or retried (through any API process) gets a turn at once.
+  const unsubscribeBatchStarts = await subscribeBatchStarts(abortSubscriber, config.redisPrefix, (batchId) => void batches.nudge(batchId));
   // A batch's run that ended here gives its batch a turn at once: its row settles, the next starts.
   resources.lifecycle.onEnded((runId) => {
     void resources.contexts.peek(runId)?.then((context) => {
@@ -266,6 +269,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
       await workerConnection.quit();
       await unsubscribe();
       await unsubscribeJobEnds();
+      await unsubscribeBatchStarts();
       await abortSubscriber.quit();
     },
   };

@@ -17,3 +17,4 @@ export { RedisScript } from './redis-script';
 export { StreamLeases, type StreamLease, type StreamLeasesOptions } from './stream-leases';
 export { isRedisUnavailable } from './redis-outage';
 export { ProviderLimiter, type LimitGrant, type LimitRequest, type LimitSnapshot, type ProviderLimit, type ProviderLimiterOptions } from './provider-limiter';
+export { publishBatchStart, subscribeBatchStarts } from './batch-starts';

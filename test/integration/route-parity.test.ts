@@ -16,6 +16,7 @@ const BESIDE_THE_REGISTRIES: Record<string, string> = {
   'GET /metrics': 'Prometheus text format',
   'GET /v1/openapi.json': 'the document that describes the registries',
   'GET /blobs/*key': 'file downloads by signed URL: bytes, not JSON',
+  'GET /v1/batches/:id/results/download': "a batch's results file by signed URL (docs/batches.md): JSON Lines or CSV, not JSON",
   'POST /hooks/providers/:provider/:key/:signature': "fal's and Replicate's job-ended webhooks, by signed URL: the providers' own bodies, never read (docs/runs.md, Provider jobs)",
   'POST /auth/sign-in': "the web editor's password sign-in: sets the HttpOnly session cookie",
   'POST /auth/sign-out': "the web editor's sign-out: clears the session cookie",

@@ -13,6 +13,8 @@ export interface BatchHandlerDeps {
   batches: Pick<BatchRepository, 'get' | 'list' | 'rows' | 'cancel' | 'retry' | 'endedAfter'>;
   /** Cancels a run as `runs.cancel` does (`RunLifecycle.cancel`). */
   cancelRun(runId: string, error: RunError): Promise<boolean>;
+  /** Tells the workers' feeders a batch has rows to start (a retry); a lost one costs only time. */
+  announce(batchId: string): Promise<void>;
   results: Pick<BatchResultsUrls, 'urlFor'>;
   /** How often a batch's stream asks Postgres for rows ended since (BATCH_STREAM_POLL_MS). */
   streamPollMs: number;
@@ -132,6 +134,7 @@ export function batchHandlers(deps: BatchHandlerDeps): { [K in BatchName]: Handl
       switch (outcome.outcome) {
         case 'retried':
           ctx.log.info({ batchId: record.id, rows: outcome.rows }, 'batch retried');
+          await deps.announce(record.id).catch((err: unknown) => ctx.log.warn({ err, batchId: record.id }, 'could not announce a retried batch to the workers; their sweep finds it'));
           return view(record.id, auth.orgId);
         case 'not_ended':
           throw new AppError({ code: 'conflict', message: `batch ${record.id} is still ${record.status}; retry its failed rows once it has ended (cancel it first to stop it now)` });

@@ -4,7 +4,6 @@ import type { BatchFeedStore, RunEventAppender, StepEnqueuer } from '../ports';
 import type { RunContext, RunContextCache } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import { planJobs } from '../steps/step-groups';
-import { RepeatingSweep } from '../sweeps/repeating-sweep';
 
 export interface BatchFeederDeps {
   batches: BatchFeedStore;
@@ -15,8 +14,10 @@ export interface BatchFeederDeps {
   /** Whether a node's steps may run inline in a group (local, bounded work). */
   mayRunInline(uses: string): boolean;
   log: Logger;
-  /** How often every unfinished batch is looked at (BATCH_FEED_INTERVAL_MS). */
+  /** How often every unfinished batch is looked at while there are some (BATCH_FEED_INTERVAL_MS). */
   intervalMs: number;
+  /** How long the sweep waits after finding none (BATCH_FEED_IDLE_MS): a batch stored or retried is announced to the feeders (`nudge`), so this bounds only a lost announcement. */
+  idleMs?: number;
   /** Rows one turn of a batch starts at most (BATCH_FEED_ROWS). */
   maxStart: number;
   /** Unfinished batches looked at per sweep. */
@@ -41,7 +42,8 @@ const CANCELLED_MEMORY = 10_000;
  * after a turn's commit leaves its runs stored and running: the reaper enqueues their steps.
  */
 export class BatchFeeder {
-  private readonly repeating = new RepeatingSweep(() => this.sweep().catch((err: unknown) => this.deps.log.warn({ err }, 'batch sweep failed')));
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
   /** Batches being fed here, and whether another turn was asked for meanwhile. */
   private readonly feeding = new Map<string, { again: boolean; done: Promise<void> }>();
   /** A context per batch (its prepared workflow), shared by its rows' runs started here. */
@@ -51,20 +53,37 @@ export class BatchFeeder {
 
   constructor(private readonly deps: BatchFeederDeps) {}
 
+  /** Sweeps every `intervalMs` while batches are unfinished, every `idleMs` while none is. */
   start(): void {
-    this.repeating.start(this.deps.intervalMs);
+    const tick = (): void => {
+      this.sweeping = this.sweep()
+        .then(
+          (found) => found,
+          (err: unknown) => {
+            this.deps.log.warn({ err }, 'batch sweep failed');
+            return 1;
+          },
+        )
+        .then((found) => {
+          this.sweeping = undefined;
+          if (!this.stopped) this.timer = setTimeout(tick, found > 0 ? this.deps.intervalMs : (this.deps.idleMs ?? this.deps.intervalMs)).unref();
+        });
+    };
+    this.timer = setTimeout(tick, this.deps.intervalMs).unref();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    await this.repeating.stop();
+    if (this.timer) clearTimeout(this.timer);
+    await this.sweeping;
     await Promise.all([...this.feeding.values()].map((entry) => entry.done));
   }
 
-  /** One pass over the unfinished batches. */
-  async sweep(): Promise<void> {
+  /** One pass over the unfinished batches; how many it found. */
+  async sweep(): Promise<number> {
     const ids = await this.deps.batches.unfinished(this.deps.sweepLimit ?? 100);
     await Promise.all(ids.map((id) => this.nudge(id)));
+    return ids.length;
   }
 
   /**
