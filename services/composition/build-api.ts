@@ -228,6 +228,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
   const costs = new RunCosts(resources.database);
   const batches = new BatchRepository(resources.database);
   const resultsUrls = new BatchResultsUrls({ baseUrl: config.publicBaseUrl, secret: config.blobSigningSecret, ttlSeconds: config.blobUrlTtlSeconds });
+  const webhookProblem = webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate));
   const handlers = createHandlers({
     catalog,
     workflows: { published: workflows },
@@ -250,7 +251,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     },
     webhooks: { secrets: new WebhookRepository(resources.database), memberships },
     queue: { statusOf: (orgId) => resources.queue.orgStatus(orgId), defaultLimit: config.orgStepConcurrency, providerWaitsOf: (orgId) => resources.providerLimiter.waitingOf(orgId) },
-    webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
+    webhookUrlProblem: webhookProblem,
     batches: {
       launcher: new BatchLauncher({
         runs: launcher,
@@ -267,7 +268,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       announce: (batchId) => publishBatchStart(redis, config.redisPrefix, batchId),
       results: resultsUrls,
       streamPollMs: config.batchStreamPollMs,
-      webhookUrlProblem: webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate)),
+      webhookUrlProblem: webhookProblem,
     },
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },
   });

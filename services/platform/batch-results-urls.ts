@@ -15,6 +15,7 @@ export type ResultsFormat = 'jsonl' | 'csv';
 export class BatchResultsUrls {
   private readonly base: string;
   private readonly secret: Buffer;
+  readonly ttlSeconds: number;
 
   constructor(options: { baseUrl: string; secret: string; ttlSeconds: number }) {
     this.base = options.baseUrl.replace(/\/+$/, '');
@@ -22,8 +23,6 @@ export class BatchResultsUrls {
     this.ttlSeconds = options.ttlSeconds;
     if (this.secret.length < 32) throw new Error('the batch results signing secret must be at least 32 characters (bytes) long');
   }
-
-  readonly ttlSeconds: number;
 
   private signature(batchId: string, format: ResultsFormat, expires: string): string {
     return createHmac('sha256', this.secret).update(`${PURPOSE}\n${batchId}\n${format}\n${expires}`).digest('base64url');

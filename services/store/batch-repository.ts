@@ -2,6 +2,7 @@ import type { BatchRowStatus, BatchStatus } from '../contract';
 import type { Database } from './database';
 import { feedBatch, queryRows, type FeedBatchOut } from './hot-sql';
 import { microsFromDb } from './micros';
+import { isUuid } from './run-records';
 
 /** A batch as its row says (money in micro-USD). */
 export interface BatchRecord {
@@ -263,8 +264,9 @@ export class BatchRepository {
     }
   }
 
-  /** The batch, when it is the organization's. */
+  /** The batch, when it is the organization's (null for an id that is not a UUID). */
   async get(id: string, orgId: string): Promise<BatchRecord | null> {
+    if (!isUuid(id)) return null;
     const rows = await queryRows<BatchRow>(this.database.pool, `SELECT ${BATCH_COLUMNS} FROM batches b WHERE id = $1::uuid AND org_id = $2::uuid`, [id, orgId]);
     return rows[0] ? toRecord(rows[0]) : null;
   }

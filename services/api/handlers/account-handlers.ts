@@ -2,8 +2,7 @@ import type { Scope, TokenSummaryBody } from '../../contract';
 import { issueToken } from '../../platform/access-token';
 import { AppError } from '../../platform/app-error';
 import type { NewToken, OrganizationRepository, TokenRepository, TokenSummary, UserRepository } from '../../store';
-import type { AuthContext } from '../auth/auth-context';
-import type { CallContext, Handler } from './handler-types';
+import { authOf, type Handler } from './handler-types';
 
 /** Port: the token store (`TokenRepository` satisfies it). */
 export interface TokenStore {
@@ -37,7 +36,6 @@ function summaryBody(row: TokenSummary): TokenSummaryBody {
 }
 
 /** The caller; these routes are `auth: 'required'`, so `invoke` guarantees one. */
-const authOf = (ctx: CallContext): AuthContext => ctx.auth!;
 
 /**
  * The caller's account: `me.get` (`svc whoami`), and personal access tokens (the web editor's

@@ -4,7 +4,7 @@ import { AppError } from '../../platform/app-error';
 import type { BatchResultsUrls } from '../../platform/batch-results-urls';
 import { batchRowView, batchView, BatchEventStream, type BatchLauncher } from '../../runs';
 import type { BatchRepository } from '../../store';
-import type { CallContext, Handler } from './handler-types';
+import { authOf, type Handler } from './handler-types';
 import { requestFingerprint } from './request-fingerprint';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
 
@@ -24,18 +24,12 @@ export interface BatchHandlerDeps {
 
 type BatchName = 'batches.create' | 'batches.list' | 'batches.get' | 'batches.rows' | 'batches.events' | 'batches.results' | 'batches.cancel' | 'batches.retry';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ROW_CURSOR = /^r(\d{1,9})$/;
 const CANCELLED_BY_CALLER: RunError = { code: 'cancelled', message: 'the batch was cancelled (POST /v1/batches/:id/cancel); rows not started were cancelled' };
 const RUN_CANCELLED_WITH_BATCH: RunError = { code: 'cancelled', message: 'the batch this run belongs to was cancelled' };
 
 function noSuchBatch(id: string): AppError {
   return new AppError({ code: 'not_found', message: `no batch "${id.slice(0, 100)}" in your organization; list yours with GET /v1/batches` });
-}
-
-function authOf(ctx: CallContext): NonNullable<CallContext['auth']> {
-  if (!ctx.auth) throw new AppError({ code: 'unauthorized', message: 'this operation needs an access token' });
-  return ctx.auth;
 }
 
 /** `Last-Event-ID` (or `?after=`) of a batch's stream: the number of rows ended the client has seen. */
@@ -54,7 +48,7 @@ function resumeAfter(after: number | undefined, lastEventId: string | undefined)
  */
 export function batchHandlers(deps: BatchHandlerDeps): { [K in BatchName]: Handler<K> } {
   const find = async (id: string, orgId: string) => {
-    const record = UUID.test(id) ? await deps.batches.get(id, orgId) : null;
+    const record = await deps.batches.get(id, orgId);
     if (!record) throw noSuchBatch(id);
     return record;
   };

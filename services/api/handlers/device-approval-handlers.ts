@@ -2,9 +2,8 @@ import type { Scope } from '../../contract';
 import { AppError } from '../../platform/app-error';
 import { formatUserCode, hashUserCode, normalizeUserCode } from '../../platform/device-code';
 import type { DeviceAuthorization, DecisionRefusal } from '../../store';
-import type { AuthContext } from '../auth/auth-context';
 import type { DeviceRouteDeps } from './device-ports';
-import type { CallContext, Handler } from './handler-types';
+import { authOf, type CallContext, type Handler } from './handler-types';
 
 export type DeviceApprovalDeps = Pick<DeviceRouteDeps, 'authorizations' | 'organizations' | 'memberships' | 'limiter' | 'userCodeFailures' | 'clock'>;
 
@@ -31,7 +30,6 @@ function viewOf(code: string, a: DeviceAuthorization) {
 }
 
 /** The caller; these routes are `auth: 'required'`, so `invoke` guarantees one. */
-const authOf = (ctx: CallContext): AuthContext => ctx.auth!;
 
 /**
  * The approving person's side of the device flow (the web editor's `/device` page calls it):

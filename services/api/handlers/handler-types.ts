@@ -38,3 +38,9 @@ export type Handler<K extends CallName> = (
 
 /** Exhaustive: a missing operation or route is a compile error. */
 export type Handlers = { [K in CallName]: Handler<K> };
+
+/** The caller of an operation that needs a token; the surfaces authenticate before any such handler runs. */
+export function authOf(ctx: CallContext): AuthContext {
+  if (!ctx.auth) throw new Error('authOf: a handler that needs a token was called without one (the surface must authenticate first)');
+  return ctx.auth;
+}

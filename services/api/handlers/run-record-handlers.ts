@@ -3,9 +3,8 @@ import { parseWorkflowId } from '../../engine';
 import { AppError } from '../../platform/app-error';
 import { DEFAULT_RECORD_CHECK_MS, replayEvents, type RunEventSource } from '../../runs';
 import type { RunListKey, RunRecord, RunSummaryRecord } from '../../store';
-import type { AuthContext } from '../auth/auth-context';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
-import type { CallContext, Handler } from './handler-types';
+import { authOf, type Handler } from './handler-types';
 import { runBody, runSummaryBody } from './run-views';
 
 /** Port: reads runs, never another organization's (`RunRepository`). */
@@ -56,7 +55,6 @@ function recordReader(runs: RunReader, runId: string, orgId: string): () => Prom
 }
 
 /** The caller; the routes are `auth: 'required'`, so `invoke` guarantees one. */
-const authOf = (ctx: CallContext): AuthContext => ctx.auth!;
 
 /**
  * The resume point of a replay: `Last-Event-ID` (what a browser's EventSource sends on

@@ -1,6 +1,6 @@
 import { AppError } from '../../platform/app-error';
 import type { MemberRoles } from './editor-ports';
-import type { CallContext, Handler } from './handler-types';
+import { authOf, type Handler } from './handler-types';
 
 export interface WebhookHandlerDeps {
   /** `WebhookRepository`. */
@@ -8,7 +8,6 @@ export interface WebhookHandlerDeps {
   memberships: MemberRoles;
 }
 
-const authOf = (ctx: CallContext) => ctx.auth!;
 
 /**
  * The organization's webhook signing secret (docs/webhooks.md): any member with a `run` token

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Batch, CallOptionValues } from '../../../contract';
+import type { Batch } from '../../../contract';
 import { createBatch, getBatch, type BatchHandle, type BatchInput } from '../../../sdk/src/index';
 import { uploadFile } from '../../../sdk/src/node';
 import { CliError, EXIT, usageError } from '../cli-error';
@@ -8,7 +8,7 @@ import { connectSignedIn } from '../connection';
 import { Interrupted, interruptSignal, isInterrupt } from '../interrupt';
 import { print, printJson } from '../output';
 import { resolveSource } from '../workflow-source';
-import type { RunOptions } from './node';
+import { runCallOptions, type RunOptions } from './node';
 
 export interface BatchCommandOptions extends Omit<RunOptions, 'input' | 'webhookEvents'> {
   /** The rows: a .jsonl or .csv file (uploaded), or a .json array (sent in the body). */
@@ -50,7 +50,7 @@ export async function batch(target: string | undefined, options: BatchCommandOpt
     if (options.rowMaxCost !== undefined) request.rowMaxCostUsd = options.rowMaxCost;
     if (options.concurrency !== undefined) request.concurrency = options.concurrency;
     if (options.skipBadRows) request.skipBadRows = true;
-    handle = await createBatch(client, request, { signal, ...(batchCallOptions(options) ? { options: batchCallOptions(options)! } : {}) });
+    handle = await createBatch(client, request, { signal, ...(runCallOptions(options) ? { options: runCallOptions(options)! } : {}) });
     const skipped = handle.record.rows.skipped;
     process.stderr.write(`batch ${handle.id}: ${handle.record.rows.total} rows${skipped ? `, ${skipped} bad rows skipped` : ''}, cap $${handle.record.maxCostUsd}\n`);
     if (options.detach) {
@@ -113,15 +113,6 @@ async function rowsOf(file: string, client: Parameters<typeof uploadFile>[0], si
   const artifact = await uploadFile(client, file, { signal });
   process.stderr.write(`uploaded ${file} (${fs.statSync(file).size} bytes)\n`);
   return { rowsFile: (artifact as { ref: string }).ref, rowsFormat: extension === '.csv' ? 'csv' : 'jsonl' };
-}
-
-function batchCallOptions(options: BatchCommandOptions): CallOptionValues | undefined {
-  const values: CallOptionValues = {
-    ...(options.maxDuration === undefined ? {} : { maxDurationSeconds: options.maxDuration }),
-    ...(options.webhook === undefined ? {} : { webhookUrl: options.webhook }),
-    ...(options.outputCache === undefined ? {} : { outputCache: options.outputCache }),
-  };
-  return Object.keys(values).length === 0 ? undefined : values;
 }
 
 /** The batch's progress on stderr: a bar redrawn in place on a terminal, a line every few seconds elsewhere. */
