@@ -67,12 +67,13 @@ module.exports = {
     // The studio is a browser client: the SDK, the contract's types, and the engine's pure checks.
     layer('studio', ['sdk', 'contract', 'engine']),
     layer('runs', ['contract', 'platform', 'engine', 'nodes', 'store', 'queue', 'blobs']),
-    // The run core's rooms: events ← steps ← (start, sweeps), (start, sweeps) ← batches; each may use the shared files.
+    // The run core's rooms: events ← steps ← (start, sweeps), (start, sweeps) ← (batches, schedules); each may use the shared files.
     room('runs', 'events', [], RUNS_SHARED),
     room('runs', 'steps', ['events'], RUNS_SHARED),
     room('runs', 'start', ['events', 'steps'], RUNS_SHARED),
     room('runs', 'sweeps', ['events', 'steps'], RUNS_SHARED),
     room('runs', 'batches', ['events', 'steps', 'start', 'sweeps'], RUNS_SHARED),
+    room('runs', 'schedules', ['events', 'steps', 'start', 'sweeps'], RUNS_SHARED),
     {
       name: 'runs-shared-files',
       comment: "the run core's shared files import no room (the rooms import them); only index.ts gathers the rooms",

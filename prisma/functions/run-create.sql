@@ -31,6 +31,7 @@ DROP FUNCTION IF EXISTS svc_create_runs(jsonb);
 --         node_entries (or null: the catalog file entries it started with, by node id), idempotency_key (or null) and request_hash (with a key),
 --         webhook (or null: {url, events (text array)}, stored in run_webhooks; docs/webhooks.md),
 --         batch_id (or null: the batch whose row the run runs; docs/batches.md),
+--         schedule_id (or null: the schedule whose tick starts the run; docs/schedules.md),
 --         steps: [{node_id, pending_deps, token (null, or the attempt token of
 --         a step reserved with the run: stored running, not started), reserved_micros}]}].
 -- Output: results: one per run, in order: {id (null when refused or the organization does not
@@ -100,12 +101,12 @@ BEGIN
     END IF;
     amount := CASE WHEN p_require THEN LEAST(p_cap, available) ELSE 0 END;
     INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros,
-                      authorized_micros, held_micros, deadline_at, output_cache, node_entries, batch_id)
+                      authorized_micros, held_micros, deadline_at, output_cache, node_entries, batch_id, schedule_id)
     VALUES (COALESCE((a->>'run_id')::uuid, gen_random_uuid()), p_org, svc_arg(a, 'user_id')::uuid, (a->>'token_id')::uuid,
             (a->>'workflow_id')::uuid, (a->>'workflow_version_id')::uuid, a->'definition', a->'inputs', p_cap, p_status,
             CASE WHEN p_status = 'running' THEN now() END, p_reserved, CASE WHEN p_require THEN amount END, amount,
             now() + make_interval(secs => (a->>'max_duration_seconds')::int), a->>'output_cache', NULLIF(a->'node_entries', 'null'::jsonb),
-            (a->>'batch_id')::uuid)
+            (a->>'batch_id')::uuid, (a->>'schedule_id')::uuid)
     RETURNING id INTO new_id;
     -- A reserved step is running under its token but not started by a worker yet (started_at null: see RunRecoveryRepository.listRunnable).
     INSERT INTO steps (run_id, node_id, pending_deps, status, attempt, attempt_token, reserved_micros)

@@ -2,19 +2,19 @@ import { createStudioRouter, TokenCache, createApiLimits, createApp, TokenUsageR
 import type { Express, Router } from 'express';
 import { Uploads } from '../nodes/uploads';
 import { WorkflowAssets } from '../nodes/workflow-assets';
-import { Failpoints } from '../platform/failpoints';
 import { AddressAllowList, blockedReason } from '../platform/address-policy';
 import net from 'node:net';
 import { text } from 'node:stream/consumers';
 import { publishBatchStart, publishProviderJobEnd, RateLimiter } from '../queue';
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
-import { BatchLauncher, RunLauncher, RunStarter } from '../runs';
+import { BatchLauncher, ScheduleLauncher } from '../runs';
+import { runLauncher } from './run-launching';
 import { BatchResultsUrls } from '../platform/batch-results-urls';
 import { AppError } from '../platform/app-error';
 import { uploadPrefix } from '../nodes/uploads';
 import { BlobNotFoundError } from '../blobs';
 import type { ServiceResources } from './service-resources';
-import { BatchRepository, DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
+import { BatchRepository, ScheduleRepository, DeviceAuthorizationRepository, findTokenByHash, RunCosts, WebhookRepository, MembershipRepository, OAuthRepository, OrganizationRepository, TokenChangeListener, TokenRepository, tokensRevokedHere, UserRepository } from '../store';
 import { readinessProbes } from './monitor-app';
 
 /**
@@ -113,33 +113,6 @@ function accountStores(resources: ServiceResources) {
 
 type AccountStores = ReturnType<typeof accountStores>;
 
-/** Starts runs for `runs.create` and `runs.node`, counting each in `svc_runs_started_total`. */
-function runLauncher(resources: ServiceResources): RunLauncher {
-  const { runs, bus, log, metrics, config } = resources;
-  // Counted in svc_runs_started_total as stored: a request attached to its key's run is not a run started.
-  const starter = new RunStarter({
-    runs,
-    events: bus,
-    queue: resources.queue,
-    lifecycle: resources.lifecycle,
-    contexts: resources.contexts,
-    nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline },
-    log,
-    failpoints: new Failpoints(config.failpoints),
-    onStored: () => metrics.runsStarted.inc(),
-  });
-  return new RunLauncher({
-    specs: resources.catalog,
-    findNode: resources.findNode,
-    pinNodes: resources.pinNodes,
-    resolver: resources.workflows,
-    starter: { start: (request) => starter.start(request), startFailed: (request, error) => starter.startFailed(request, error) },
-    events: bus,
-    runs,
-    recordCheckMs: config.streamRecordCheckMs,
-  });
-}
-
 /**
  * Reads a batch's rows file: the ref of one of the organization's uploads (`POST /v1/uploads`),
  * read from the blob store under its signature; anything else is a 400 naming what to send.
@@ -227,6 +200,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
   const launcher = runLauncher(resources);
   const costs = new RunCosts(resources.database);
   const batches = new BatchRepository(resources.database);
+  const schedules = new ScheduleRepository(resources.database);
   const resultsUrls = new BatchResultsUrls({ baseUrl: config.publicBaseUrl, secret: config.blobSigningSecret, ttlSeconds: config.blobUrlTtlSeconds });
   const webhookProblem = webhookUrlProblem(new AddressAllowList(config.fetch.allowPrivate));
   const handlers = createHandlers({
@@ -268,6 +242,11 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       announce: (batchId) => publishBatchStart(redis, config.redisPrefix, batchId),
       results: resultsUrls,
       streamPollMs: config.batchStreamPollMs,
+      webhookUrlProblem: webhookProblem,
+    },
+    schedules: {
+      launcher: new ScheduleLauncher({ runs: launcher, schedules, minIntervalSeconds: config.scheduleMinIntervalSeconds }),
+      schedules,
       webhookUrlProblem: webhookProblem,
     },
     deviceApproval: { authorizations: accounts.authorizations, organizations, memberships, limiter: accounts.deviceLimiter, userCodeFailures: accounts.userCodeFailures },

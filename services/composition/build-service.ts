@@ -4,7 +4,7 @@ import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
 import type { RunEventBus, StepQueue, StepWorker } from '../queue';
-import type { RetentionSweeper, RunDeadlines, RunReaper, WebhookDispatcher } from '../runs';
+import type { RetentionSweeper, RunDeadlines, RunReaper, ScheduleTicker, ScheduleWebhooks, WebhookDispatcher } from '../runs';
 import { buildResources, type ServiceResources } from './service-resources';
 import { buildWorker } from './build-worker';
 import { buildApi } from './build-api';
@@ -25,6 +25,9 @@ export interface ServiceRuntime {
   /** Delivers runs' events to their webhooks (roles all and worker). */
   webhooks: WebhookDispatcher | undefined;
   sweeper: RetentionSweeper | undefined;
+  /** Starts schedules' runs at their ticks, and delivers their pauses' webhooks (roles all and worker; on timers with `background`). */
+  schedules: ScheduleTicker | undefined;
+  scheduleWebhooks: ScheduleWebhooks | undefined;
   bus: RunEventBus;
   queue: StepQueue;
   /** ROLE=worker: `/metrics`, `/healthz` and `/readyz`, served on `METRICS_PORT` (an API process serves them itself). */
@@ -61,6 +64,8 @@ export async function buildService(options: { config: Config; log: Logger; metri
     deadlines: worker?.deadlines,
     webhooks: worker?.webhooks,
     sweeper: worker?.sweeper,
+    schedules: worker?.schedules,
+    scheduleWebhooks: worker?.scheduleWebhooks,
     bus: resources.bus,
     queue: resources.queue,
     monitorApp: servesApi ? undefined : monitorApp(resources, isDraining),

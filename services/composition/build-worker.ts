@@ -5,8 +5,9 @@ import { createRedisConnection, createRedisSubscriber, isRedelivery, redisTarget
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { AddressAllowList } from '../platform/address-policy';
 import { safePost } from '../nodes';
-import { BatchRepository, OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
-import { BatchFeeder, BatchWebhooks, OutputCache, InFlightSteps, ProviderJobPolls, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
+import { ScheduleRepository, BatchRepository, OrganizationRepository, OutputCacheRepository, RunRecoveryRepository, WebhookRepository } from '../store';
+import { ScheduleTicker, ScheduleWebhooks, BatchFeeder, BatchWebhooks, OutputCache, InFlightSteps, ProviderJobPolls, ProviderWaits, createRetentionSweeper, type RetentionSweeper, RunReaper, RunDeadlines, RepeatingSweep, WebhookDispatcher, StepExecutor } from '../runs';
+import { runLauncher } from './run-launching';
 import type { ServiceResources } from './service-resources';
 
 /** A step worker with its reaper and retention sweeper. */
@@ -22,6 +23,10 @@ export interface BuiltWorker {
   batches: BatchFeeder;
   /** Delivers batches' ends to their webhooks. */
   batchWebhooks: BatchWebhooks;
+  /** Starts schedules' runs at their ticks (docs/schedules.md); on its timer with `background`. */
+  schedules: ScheduleTicker;
+  /** Delivers schedules' pauses to their webhooks. */
+  scheduleWebhooks: ScheduleWebhooks;
   /**
    * Takes no new job and waits for those in hand, up to `SHUTDOWN_GRACE_MS`: steps still running
    * then are handed back (left to another worker once their lock lapses, `STEP_LOCK_MS`). Once
@@ -216,6 +221,23 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     giveUpMs: config.webhookGiveUpSeconds * 1000,
     pollMs: config.webhookPollMs,
   });
+  const scheduleStore = new ScheduleRepository(resources.database);
+  const schedules = new ScheduleTicker({
+    schedules: scheduleStore,
+    runs: runLauncher(resources),
+    log,
+    intervalMs: config.scheduleSweepMs,
+    observer: { tick: (outcome) => metrics.scheduleTicks.inc({ outcome }), paused: (reason) => metrics.schedulesPaused.inc({ reason }) },
+  });
+  const scheduleWebhooks = new ScheduleWebhooks({
+    schedules: scheduleStore,
+    secret: (orgId) => webhookSecrets.secret(orgId),
+    post: (url, body, headers) => safePost(url, { body, headers, timeoutMs: config.webhookTimeoutMs, allow: webhookAllowList }),
+    log,
+    retryDelaysMs: config.webhookRetryDelaysMs,
+    giveUpMs: config.webhookGiveUpSeconds * 1000,
+    pollMs: config.webhookPollMs,
+  });
   metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy - worker.lentSlots, providerWaits: worker.lentSlots, providerConcurrency: config.providerStepConcurrency, providerJobsParked: providerWaits.parkedJobs }));
   // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
   const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));
@@ -231,6 +253,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
   // Not left to `background`: batches are work callers wait for, not a repair.
   batches.start();
   if (options.background) {
+    schedules.start();
+    scheduleWebhooks.start();
     batchWebhooks.start();
     reaper.start(config.reaperIntervalSeconds * 1000);
     deadlines.start(config.deadlineSweepMs);
@@ -253,6 +277,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     sweeper,
     batches,
     batchWebhooks,
+    schedules,
+    scheduleWebhooks,
     stop,
     async close() {
       await batches.stop();
@@ -263,6 +289,8 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
         await deadlines.stop();
         await webhooks.stop();
         await batchWebhooks.stop();
+        await schedules.stop();
+        await scheduleWebhooks.stop();
         await sweeper.stop();
       }
       await stop();

@@ -43,6 +43,21 @@ export {
   type BatchStatus,
   type RowProblemBody,
 } from './schemas/batch';
+export {
+  SCHEDULE_DEFAULT_CATCH_UP_SECONDS,
+  SCHEDULE_MAX_CATCH_UP_SECONDS,
+  SCHEDULE_NEXT_TICKS,
+  SCHEDULE_RECENT_TICKS,
+  SCHEDULE_STATUSES,
+  SCHEDULE_TICK_STATUSES,
+  ScheduleSchema,
+  ScheduleTickSchema,
+  type Schedule,
+  type ScheduleList,
+  type ScheduleStatus,
+  type ScheduleTickBody,
+  type ScheduleTickPage,
+} from './schemas/schedule';
 export { ErrorBodySchema, type ErrorBody } from './schemas/error-body';
 export { NodeEstimateSchema, RunEstimateSchema, type RunEstimateBody } from './schemas/estimate';
 export { NODE_KINDS, NodeSpecSchema, PortSchema, type NodeKind, type NodeSpec, type Port } from './schemas/node-spec';

@@ -17,13 +17,14 @@ import {
   editorWorkflowsVersions,
 } from './routes/editor-routes';
 import { queueGet } from './routes/queue-routes';
+import { schedulesCreate, schedulesDelete, schedulesGet, schedulesList, schedulesPause, schedulesResume, schedulesTicks } from './routes/schedule-routes';
 import { runsCancel, runsEstimate, runsEvents, runsGet, runsList } from './routes/run-routes';
 import { uploadsCreate } from './routes/upload-routes';
 import { webhooksRotate, webhooksSecret } from './routes/webhook-routes';
 
 /**
  * Every JSON route beside the five operations, in the same shape: run records, history, event
- * streams, cancellation and cost estimates, batches, the organization's place in the queue, the webhook secret, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
+ * streams, cancellation and cost estimates, batches, schedules, the organization's place in the queue, the webhook secret, file uploads, the caller's identity, tokens, the editor's workflow routes and device-login
  * approval. The HTTP app and the OpenAPI document loop over both registries; only the five
  * operations of {@link OPERATIONS} become MCP tools and SDK `ops`.
  */
@@ -41,6 +42,13 @@ export const ROUTES = {
   'batches.results': batchesResults,
   'batches.cancel': batchesCancel,
   'batches.retry': batchesRetry,
+  'schedules.create': schedulesCreate,
+  'schedules.list': schedulesList,
+  'schedules.get': schedulesGet,
+  'schedules.ticks': schedulesTicks,
+  'schedules.pause': schedulesPause,
+  'schedules.resume': schedulesResume,
+  'schedules.delete': schedulesDelete,
   'queue.get': queueGet,
   'uploads.create': uploadsCreate,
   'webhooks.secret': webhooksSecret,

@@ -48,3 +48,4 @@ export { expandMounts, mountedAddresses, mountOf, type ExpandResult, type Mounte
 export { MOUNT_SEPARATOR } from './mount-separator';
 export type { PublishedVersion, PublishRequest } from './published-version';
 export { checkBatchRows, parseRowsFile, ROWS_FILE_FORMATS, type CheckedRows, type ParsedRows, type RowProblem, type RowsFileFormat } from './batch-rows';
+export { checkCron, isTimeZone, monthStart, tickAfter, tickBefore, ticksAfter, ticksBetween, type CronCheck } from './schedule-cron';

@@ -148,6 +148,13 @@ export const SETTINGS = {
   batchFeedIdleMs: { env: 'BATCH_FEED_IDLE_MS', description: "How long each worker's batch feeder waits after finding no unfinished batch; a batch stored or retried is announced to the workers at once, so this bounds only a lost announcement", default: '2000', parse: int(10, 600_000) },
   batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
   batchStreamPollMs: { env: 'BATCH_STREAM_POLL_MS', description: "How often a batch's progress stream (GET /v1/batches/:id/events) asks Postgres for rows ended since", default: '500', parse: int(50, 60_000) },
+  scheduleSweepMs: { env: 'SCHEDULE_SWEEP_MS', description: "Interval of each worker's schedule ticker: how often due schedules are looked for (a tick's run starts at most this late)", default: '1000', parse: int(50, 60_000) },
+  scheduleMinIntervalSeconds: {
+    env: 'SCHEDULE_MIN_INTERVAL_SECONDS',
+    description: 'The shortest time between two ticks of a schedule; under 60, cron expressions may have a seconds field (six fields)',
+    default: '60',
+    parse: int(1, 86_400),
+  },
   webhookPollMs: { env: 'WEBHOOK_POLL_MS', description: "Interval of each worker's webhook dispatcher: how soon a run's new events are sent to its webhook", default: '500', parse: int(50, 60_000) },
   webhookTimeoutMs: { env: 'WEBHOOK_TIMEOUT_MS', description: 'Time a webhook receiver has to answer one delivery; longer is a failed attempt', default: '10000', parse: int(100, 120_000) },
   webhookRetryDelaysMs: {

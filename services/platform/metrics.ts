@@ -18,6 +18,10 @@ export interface Metrics {
   batchRowsStarted: Counter<never>;
   batchRowsSettled: Counter<never>;
   batchesEnded: Counter<'status'>;
+  /** Schedules' ticks this worker handled, by outcome: started, failed (its run refused), skipped (missed or over budget). */
+  scheduleTicks: Counter<'outcome'>;
+  /** Schedules that paused themselves, by reason code. */
+  schedulesPaused: Counter<'reason'>;
   /** Runs that reached a terminal state in this process: outcome completed|failed, reason = error code. */
   runsFinished: Counter<'outcome' | 'reason'>;
   /** Step attempts by node id and outcome (completed|failed|retried). */
@@ -225,6 +229,8 @@ export function createMetrics(options: { role: string }): Metrics {
     batchRowsStarted: new Counter({ name: 'svc_batch_rows_started_total', help: "Batch rows whose runs this worker's feeder stored and started", registers }),
     batchRowsSettled: new Counter({ name: 'svc_batch_rows_settled_total', help: "Batch rows this worker's feeder settled against their batch's cap as they ended (or failed unstarted)", registers }),
     batchesEnded: new Counter({ name: 'svc_batches_ended_total', help: 'Batches that ended, by status (completed, cancelled)', labelNames: ['status'], registers }),
+    scheduleTicks: new Counter({ name: 'svc_schedule_ticks_total', help: "Schedules' ticks handled, by outcome: started (its run stored), failed (its run refused), skipped (missed, or over the month's budget)", labelNames: ['outcome'], registers }),
+    schedulesPaused: new Counter({ name: 'svc_schedules_paused_total', help: 'Schedules that paused themselves, by reason (workflow_not_found, insufficient_credit, or the refusal code)', labelNames: ['reason'], registers }),
     runsFinished: new Counter({
       name: 'svc_runs_finished_total',
       help: 'Runs that reached a terminal state, by outcome and reason (the error code of failed runs; spend_cap_exceeded counts spend-cap rejections)',

@@ -27,3 +27,8 @@ export { BatchEventStream, type BatchStreamOptions, type SequencedBatchEvent } f
 export { BatchWebhooks, type BatchWebhooksOptions } from './batches/batch-webhooks';
 export { batchRowView, batchView } from './batches/batch-view';
 export type { BatchRecord, BatchRowRecord } from './ports';
+export { ScheduleLauncher, type ScheduleCaller, type ScheduleLauncherDeps, type ScheduleRequest } from './schedules/schedule-launcher';
+export { ScheduleTicker, type ScheduleTickerDeps } from './schedules/schedule-ticker';
+export { ScheduleWebhooks, type ScheduleWebhooksOptions } from './schedules/schedule-webhooks';
+export { scheduleTickView, scheduleView } from './schedules/schedule-view';
+export type { ScheduleRecord, ScheduleTickRecord } from './ports';

@@ -1,7 +1,7 @@
 import type { BlobStore } from '../blobs';
 import type { RunEvent, SequencedEvent } from '../contract';
 import type { ProviderLimiter } from '../queue';
-import type { ArtifactRepository, BatchRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, StepRepository, WebhookRepository } from '../store';
+import type { ArtifactRepository, BatchRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, ScheduleRepository, StepRepository, WebhookRepository } from '../store';
 
 /**
  * What `runs` may touch of the stores: each port names only the methods runs calls, and the
@@ -9,7 +9,7 @@ import type { ArtifactRepository, BatchRepository, OutputCacheRepository, RunRec
  * `services/runs` reaches `store`, `queue` and `blobs` through this file (`make lint` checks it).
  */
 
-export type { AttemptRefusal, BatchRecord, BatchRowRecord, ClaimedWebhook, CompleteStepInput, CompleteStepResult, ExpiredArtifact, FailStepInput, FollowerStep, RunRecord, StepAttempt } from '../store';
+export type { AttemptRefusal, BatchRecord, BatchRowRecord, PauseReason, ScheduleRecord, ScheduleTickRecord, ClaimedWebhook, CompleteStepInput, CompleteStepResult, ExpiredArtifact, FailStepInput, FollowerStep, RunRecord, StepAttempt } from '../store';
 
 /** Storing a run with its steps, and giving back the idempotency key of a start that failed (`RunStarter`). */
 export type RunCreationStore = Pick<RunRepository, 'createRunOnce' | 'forgetIdempotencyKey'>;
@@ -52,6 +52,15 @@ export type BatchFeedStore = Pick<BatchRepository, 'feed' | 'unfinished' | 'get'
 
 /** A batch's record and its ended rows, as its progress stream reads them. */
 export type BatchProgressStore = Pick<BatchRepository, 'get' | 'endedAfter'>;
+
+/** Storing and reading schedules (`ScheduleLauncher`, the views). */
+export type ScheduleStore = Pick<ScheduleRepository, 'create' | 'get' | 'resume' | 'ticks' | 'spentSince'>;
+
+/** What the workers' tickers do with schedules (`ScheduleTicker`). */
+export type ScheduleTickStore = Pick<ScheduleRepository, 'claimDue' | 'openTick' | 'closeTick' | 'recordSkipped' | 'runExists' | 'advance' | 'pauseItself' | 'spentSince'>;
+
+/** A schedule's pause webhook (`ScheduleWebhooks`). */
+export type ScheduleWebhookStore = Pick<ScheduleRepository, 'claimDueWebhooks' | 'webhookOutcome'>;
 
 /** Where the output cache's entries live (docs/runs.md, Output caching). */
 export type OutputCacheStore = Pick<OutputCacheRepository, 'get' | 'put'>;

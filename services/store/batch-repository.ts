@@ -1,6 +1,7 @@
 import type { BatchRowStatus, BatchStatus } from '../contract';
 import type { Database } from './database';
 import { feedBatch, queryRows, type FeedBatchOut } from './hot-sql';
+import { claimIdempotencyKey } from './idempotency-claim';
 import { microsFromDb } from './micros';
 import { isUuid } from './run-records';
 
@@ -203,20 +204,10 @@ export class BatchRepository {
     const client = await this.database.pool.connect();
     try {
       await client.query('BEGIN');
-      if (batch.idempotency) {
-        // The organization's batches with this key queue here, so of two at once exactly one stores.
-        await client.query('SELECT pg_advisory_xact_lock(hashtext($1::text || $2::text))', [batch.orgId, batch.idempotency.key]);
-        const kept = await client.query<{ id: string; request_hash: string; fresh: boolean }>(
-          `SELECT id, request_hash, created_at > now() - interval '24 hours' AS fresh FROM batches WHERE org_id = $1::uuid AND idempotency_key = $2`,
-          [batch.orgId, batch.idempotency.key],
-        );
-        const found = kept.rows[0];
-        if (found?.fresh) {
-          await client.query('ROLLBACK');
-          return { id: found.id, existing: true, sameRequest: found.request_hash === batch.idempotency.requestHash };
-        }
-        // An expired key is free again: the old batch keeps its record, not the key.
-        if (found) await client.query('UPDATE batches SET idempotency_key = NULL WHERE id = $1::uuid', [found.id]);
+      const kept = batch.idempotency ? await claimIdempotencyKey(client, 'batches', batch.orgId, batch.idempotency) : null;
+      if (kept) {
+        await client.query('ROLLBACK');
+        return { id: kept.id, existing: true, sameRequest: kept.sameRequest };
       }
       const inserted = await client.query<{ id: string }>(
         `INSERT INTO batches (org_id, user_id, token_id, workflow_ref, workflow_id, workflow_version_id, definition, template, row_count,

@@ -175,6 +175,8 @@ export interface CreateRunArgs {
   webhook?: { url: string; events: readonly string[] } | null;
   /** The batch whose row the run runs (docs/batches.md). */
   batch_id?: string | null;
+  /** The schedule whose tick starts the run (docs/schedules.md). */
+  schedule_id?: string | null;
   steps: readonly { node_id: string; pending_deps: number; token: string | null; reserved_micros: number }[];
 }
 

@@ -57,3 +57,4 @@ export {
 } from './artifact-repository';
 export { type FeedBatchOut } from './hot-sql';
 export { BatchRepository, type BatchRecord, type BatchRowRecord, type CreateBatchResult, type NewBatch } from './batch-repository';
+export { ScheduleRepository, type CreateScheduleResult, type NewSchedule, type PauseReason, type ScheduleRecord, type ScheduleState, type ScheduleTickRecord, type ScheduleTickState } from './schedule-repository';

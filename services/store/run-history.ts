@@ -31,6 +31,10 @@ export interface RunListOptions {
    * deleted workflow's included), or with this id.
    */
   workflow?: { org: string; slug: string } | { id: string };
+  /** Only the runs of this batch's rows. */
+  batchId?: string;
+  /** Only the runs this schedule's ticks started. */
+  scheduleId?: string;
 }
 
 /** A run without its steps, definition, inputs and outputs. */
@@ -43,6 +47,8 @@ export interface RunSummaryRecord {
   workflowId: string | null;
   /** That workflow's name; null with `workflowId`. */
   workflowName: string | null;
+  batchId: string | null;
+  scheduleId: string | null;
   error: RunError | null;
   capMicros: number;
   spentMicros: number;
@@ -67,6 +73,7 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
   const { limit, after, status } = options;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
   if (!isUuid(orgId) || (after && !isUuid(after.id))) return { runs: [], next: null };
+  if ((options.batchId !== undefined && !isUuid(options.batchId)) || (options.scheduleId !== undefined && !isUuid(options.scheduleId))) return { runs: [], next: null };
   let workflowId: string | undefined;
   if (options.workflow && 'id' in options.workflow) {
     if (!isUuid(options.workflow.id)) return { runs: [], next: null };
@@ -83,6 +90,9 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
       ...(status ? { status } : {}),
       // Served by the index runs(org_id, workflow_id, created_at DESC).
       ...(workflowId ? { workflowId } : {}),
+      // Served by the partial indexes on runs(batch_id) and runs(schedule_id, created_at DESC).
+      ...(options.batchId ? { batchId: options.batchId } : {}),
+      ...(options.scheduleId ? { scheduleId: options.scheduleId } : {}),
       // (created_at, id) < (after.createdAt, after.id), with the created_at bound spelled out
       // so that it becomes a range condition on the index.
       ...(after ? { createdAt: { lte: after.createdAt }, OR: [{ createdAt: { lt: after.createdAt } }, { id: { lt: after.id } }] } : {}),
@@ -100,6 +110,8 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
       startedAt: true,
       finishedAt: true,
       workflowId: true,
+      batchId: true,
+      scheduleId: true,
       workflow: { select: { name: true } },
       workflowVersion: { select: { major: true, minor: true, patch: true, workflow: { select: { slug: true, org: { select: { slug: true } } } } } },
     },
@@ -111,6 +123,8 @@ export async function listRunSummaries(db: Db, orgId: string, options: RunListOp
       workflowRef: versionRef(row.workflowVersion),
       workflowId: row.workflowId,
       workflowName: row.workflow?.name ?? null,
+      batchId: row.batchId,
+      scheduleId: row.scheduleId,
       error: parseRunError(row.error),
       capMicros: microsFromDb(row.capMicros),
       spentMicros: microsFromDb(row.spentMicros),
@@ -132,6 +146,8 @@ interface RunRecordRow {
   workflow_version_id: string | null;
   workflow_ref: string | null;
   workflow_name: string | null;
+  batch_id: string | null;
+  schedule_id: string | null;
   status: string;
   definition: unknown;
   inputs: unknown;
@@ -172,7 +188,7 @@ interface RunRecordRow {
 const RUN_RECORD_SQL = `
 SELECT r.id, r.org_id, r.user_id, r.token_id, r.workflow_id, r.workflow_version_id, r.status,
        r.definition, r.inputs, r.outputs, r.error, r.cap_micros, r.spent_micros, r.reserved_micros,
-       r.created_at, r.started_at, r.finished_at, r.deadline_at,
+       r.created_at, r.started_at, r.finished_at, r.deadline_at, r.batch_id, r.schedule_id,
        (SELECT o.slug || '/' || w.slug || '@' || v.major || '.' || v.minor || '.' || v.patch
           FROM workflow_versions v JOIN workflows w ON w.id = v.workflow_id JOIN organizations o ON o.id = w.org_id
          WHERE v.id = r.workflow_version_id) AS workflow_ref,
@@ -212,6 +228,8 @@ export async function readRunRecord(pool: SqlPool, runId: string, orgId?: string
     workflowVersionId: row.workflow_version_id,
     workflowRef: row.workflow_ref,
     workflowName: row.workflow_name,
+    batchId: row.batch_id,
+    scheduleId: row.schedule_id,
     status: parseRunStatus(row.status, row.id),
     definition: row.definition,
     inputs: row.inputs,

@@ -37,6 +37,9 @@ export interface RunRecord {
   workflowRef: string | null;
   /** The name of the workflow `workflowId` names; null without one. */
   workflowName: string | null;
+  /** The batch whose row it runs, the schedule whose tick started it; null: neither. */
+  batchId: string | null;
+  scheduleId: string | null;
   status: RunStatus;
   /** The definition as run (inline, or a snapshot of the resolved version). */
   definition: unknown;
@@ -84,6 +87,8 @@ export interface NewRun {
   outputCache?: OutputCacheMode;
   /** The catalog file entries it starts with, by node id (`NodeRegistry.pin`); absent: none. */
   nodeEntries?: Record<string, unknown> | null;
+  /** The schedule whose tick starts it (docs/schedules.md). */
+  scheduleId?: string;
   /** Store it already `running` (started now): saves the separate `markRunning` round trip. */
   start?: boolean;
   /** Refuse (`insufficient_credit`, see insufficientCredit) unless the organization's balance is positive, checked in the same statement. */

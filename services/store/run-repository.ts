@@ -120,6 +120,7 @@ export class RunRepository {
       ...(input.nodeEntries ? { node_entries: input.nodeEntries } : {}),
       ...(input.idempotency ? { idempotency_key: input.idempotency.key, request_hash: input.idempotency.requestHash } : {}),
       ...(input.webhook ? { webhook: { url: input.webhook.url, events: input.webhook.events } } : {}),
+      ...(input.scheduleId ? { schedule_id: input.scheduleId } : {}),
       steps: input.steps.map((s, i) => ({ node_id: s.nodeId, pending_deps: s.pendingDeps, token: tokens[i]!, reserved_micros: reserved[i]! })),
     });
     if (row.existing) {

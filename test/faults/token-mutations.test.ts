@@ -49,7 +49,7 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
   let session: string;
   let oauth: string;
   let otherSession: string;
-  const theirs = { run: '', workflow: '', address: '', token: '', batch: '' };
+  const theirs = { run: '', workflow: '', address: '', token: '', batch: '', schedule: '' };
 
   /** The status of `op` called with `token` (null: none). */
   async function statusOf(op: Operation, token: string | null, ids: Record<string, string> = {}): Promise<{ status: number; text: string }> {
@@ -91,6 +91,9 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
     const batch = await fetch(`${service.url}/v1/batches`, { method: 'POST', headers, body: JSON.stringify({ workflow: adder(1, 2), rows: [{}] }) });
     expect(batch.status).toBe(201);
     theirs.batch = ((await batch.json()) as { id: string }).id;
+    const schedule = await fetch(`${service.url}/v1/schedules`, { method: 'POST', headers, body: JSON.stringify({ workflowRef: `${theirs.address}@1`, cron: '0 9 * * *' }) });
+    expect(schedule.status).toBe(201);
+    theirs.schedule = ((await schedule.json()) as { id: string }).id;
   });
 
   afterAll(async () => {
@@ -144,7 +147,7 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
   it("answers 404 for the other organization's runs, workflows and tokens on every route with an id", async () => {
     // Which resource an `id` names, by where its route lives; a new route with an id must be added here.
     const idOf = (path: string): string | undefined =>
-      path.startsWith('/v1/runs/') ? theirs.run : path.startsWith('/editor/workflows/') ? theirs.workflow : path.startsWith('/v1/tokens/') ? theirs.token : path.startsWith('/v1/batches/') ? theirs.batch : undefined;
+      path.startsWith('/v1/runs/') ? theirs.run : path.startsWith('/editor/workflows/') ? theirs.workflow : path.startsWith('/v1/tokens/') ? theirs.token : path.startsWith('/v1/batches/') ? theirs.batch : path.startsWith('/v1/schedules/') ? theirs.schedule : undefined;
     // Public by design, not another organization's secret: the node catalog, and published
     // workflows (docs/workflows.md: "publishing is sharing, as in a package registry").
     const PUBLIC = ['/v1/nodes/', '/v1/workflows/'];
@@ -174,5 +177,6 @@ describe('S2: mutated, revoked and expired tokens; other organizations’ resour
     // Still theirs, untouched: the refused DELETEs and PATCHes changed nothing.
     expect(await service.prisma.workflow.findUnique({ where: { id: theirs.workflow } })).toMatchObject({ orgId: other.orgId, deletedAt: null });
     expect(await service.prisma.accessToken.findUnique({ where: { id: theirs.token } })).toMatchObject({ revokedAt: null });
+    expect(await service.prisma.schedule.findUnique({ where: { id: theirs.schedule } })).toMatchObject({ orgId: other.orgId, status: 'active', deletedAt: null });
   }, 120_000);
 });

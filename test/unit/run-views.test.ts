@@ -16,6 +16,8 @@ function stored(overrides: Partial<StoredRun> = {}): StoredRun {
     workflowRef: null,
     workflowId: null,
     workflowName: null,
+    batchId: null,
+    scheduleId: null,
     definition: { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] },
     error: null,
     capMicros: 500_000,
@@ -62,6 +64,8 @@ describe('run record and listing bodies', () => {
       workflowRef: null,
       workflowId: null,
       workflowName: null,
+      batchId: null,
+      scheduleId: null,
       workflow: { version: 2, nodes: [{ id: 'gen', uses: 'image.generate' }] },
     });
   });
@@ -93,7 +97,7 @@ describe('run record and listing bodies', () => {
   it('lists a run without steps and outputs, in a page the contract accepts', () => {
     const summary = runSummaryBody(stored({ status: 'completed', outputs, finishedAt: created }));
     expectValid(RunSummarySchema, summary);
-    expect(Object.keys(summary).sort()).toEqual(['costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'status', 'workflowId', 'workflowName', 'workflowRef']);
+    expect(Object.keys(summary).sort()).toEqual(['batchId', 'costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'scheduleId', 'status', 'workflowId', 'workflowName', 'workflowRef']);
     expectValid(RunListSchema, { runs: [summary], nextCursor: encodeRunCursor({ createdAt: created, id: summary.id }) });
     expectValid(RunListSchema, { runs: [], nextCursor: null });
   });

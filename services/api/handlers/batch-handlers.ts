@@ -4,7 +4,7 @@ import { AppError } from '../../platform/app-error';
 import type { BatchResultsUrls } from '../../platform/batch-results-urls';
 import { batchRowView, batchView, BatchEventStream, type BatchLauncher } from '../../runs';
 import type { BatchRepository } from '../../store';
-import { authOf, type Handler } from './handler-types';
+import { assertWebhookUrl, authOf, type Handler } from './handler-types';
 import { requestFingerprint } from './request-fingerprint';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
 
@@ -57,8 +57,7 @@ export function batchHandlers(deps: BatchHandlerDeps): { [K in BatchName]: Handl
     'batches.create': async (input, ctx) => {
       const auth = authOf(ctx);
       const { maxDurationSeconds, idempotencyKey, webhookUrl, outputCache } = ctx.options ?? {};
-      const problem = webhookUrl === undefined ? null : deps.webhookUrlProblem(webhookUrl);
-      if (problem) throw new AppError({ code: 'validation_failed', message: `the Webhook-Url header ${problem}`, details: { issues: [{ path: 'Webhook-Url', message: problem }] } });
+      assertWebhookUrl(webhookUrl, deps.webhookUrlProblem);
       const { id } = await deps.launcher.create(input, {
         orgId: auth.orgId,
         userId: auth.userId,

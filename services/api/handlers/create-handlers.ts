@@ -9,6 +9,7 @@ import type { Handlers } from './handler-types';
 import { queueHandlers, type QueueHandlerDeps } from './queue-handlers';
 import { runHandlers } from './run-handlers';
 import { runRecordHandlers, type RunRecordHandlerDeps } from './run-record-handlers';
+import { scheduleHandlers, type ScheduleHandlerDeps } from './schedule-handlers';
 import { uploadHandlers, type UploadHandlerDeps } from './upload-handlers';
 import { webhookHandlers, type WebhookHandlerDeps } from './webhook-handlers';
 import { workflowHandlers, type WorkflowHandlerDeps } from './workflow-handlers';
@@ -26,6 +27,7 @@ export interface HandlerDeps {
   webhooks: WebhookHandlerDeps;
   queue: QueueHandlerDeps;
   batches: BatchHandlerDeps;
+  schedules: ScheduleHandlerDeps;
   /** What is wrong with a Webhook-Url by the address rules, before any run starts; null when nothing. */
   webhookUrlProblem(url: string): string | null;
 }
@@ -44,5 +46,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...webhookHandlers(deps.webhooks),
     ...queueHandlers(deps.queue),
     ...batchHandlers(deps.batches),
+    ...scheduleHandlers(deps.schedules),
   };
 }

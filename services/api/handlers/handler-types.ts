@@ -1,3 +1,4 @@
+import { AppError } from '../../platform/app-error';
 import type { Logger } from 'pino';
 import type { CallOptionValues, InputOf, OpName, Operations, OutputOf, RouteName, Routes } from '../../contract';
 import type { BatchEventStream, RunEventStream } from '../../runs';
@@ -43,4 +44,10 @@ export type Handlers = { [K in CallName]: Handler<K> };
 export function authOf(ctx: CallContext): AuthContext {
   if (!ctx.auth) throw new Error('authOf: a handler that needs a token was called without one (the surface must authenticate first)');
   return ctx.auth;
+}
+
+/** Refuses a `Webhook-Url` call option the address rules refuse (`problemOf`: what is wrong, or null), as a 400 naming the header. */
+export function assertWebhookUrl(url: string | undefined, problemOf: (url: string) => string | null): void {
+  const problem = url === undefined ? null : problemOf(url);
+  if (problem) throw new AppError({ code: 'validation_failed', message: `the Webhook-Url header ${problem}`, details: { issues: [{ path: 'Webhook-Url', message: problem }] } });
 }

@@ -2,7 +2,7 @@ import { DEFAULT_WEBHOOK_EVENTS } from '../../contract';
 import { AppError } from '../../platform/app-error';
 import type { CostSources, RunCaller, RunLauncher } from '../../runs';
 import type { EditorWorkflowStore, MemberRoles } from './editor-ports';
-import type { CallContext, Handler } from './handler-types';
+import { assertWebhookUrl, type CallContext, type Handler } from './handler-types';
 import { requestFingerprint } from './request-fingerprint';
 
 /** What `editor.workflows.run` reads: the caller's membership and the workflow's saved draft. */
@@ -26,8 +26,7 @@ function callerWithOptions(ctx: CallContext, call: RunName, input: unknown, webh
   if (webhookEvents !== undefined && webhookUrl === undefined) {
     throw new AppError({ code: 'validation_failed', message: 'the Webhook-Events header needs a Webhook-Url header: where to send those events' });
   }
-  const problem = webhookUrl === undefined ? null : webhookUrlProblem(webhookUrl);
-  if (problem) throw new AppError({ code: 'validation_failed', message: `the Webhook-Url header ${problem}`, details: { issues: [{ path: 'Webhook-Url', message: problem }] } });
+  assertWebhookUrl(webhookUrl, webhookUrlProblem);
   return {
     orgId: ctx.auth.orgId,
     userId: ctx.auth.userId,

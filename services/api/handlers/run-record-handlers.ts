@@ -14,7 +14,7 @@ export interface RunReader {
   /** A page of `orgId`'s runs, newest first, starting after `after`; `next` is null on the last page. */
   listRuns(
     orgId: string,
-    options: { limit: number; after?: RunListKey; status?: RunStatus; workflow?: { org: string; slug: string } | { id: string } },
+    options: { limit: number; after?: RunListKey; status?: RunStatus; workflow?: { org: string; slug: string } | { id: string }; batchId?: string; scheduleId?: string },
   ): Promise<{ runs: RunSummaryRecord[]; next: RunListKey | null }>;
 }
 
@@ -99,7 +99,7 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { [K in RunRecord
         }
         workflow = id.value.kind === 'address' ? { org: id.value.org, slug: id.value.slug } : { id: id.value.id };
       }
-      const page = await deps.runs.listRuns(authOf(ctx).orgId, { limit: query.limit ?? RUN_LIST_DEFAULT_LIMIT, after, status: query.status, workflow });
+      const page = await deps.runs.listRuns(authOf(ctx).orgId, { limit: query.limit ?? RUN_LIST_DEFAULT_LIMIT, after, status: query.status, workflow, batchId: query.batch, scheduleId: query.schedule });
       return { runs: page.runs.map(runSummaryBody), nextCursor: page.next ? encodeRunCursor(page.next) : null };
     },
 

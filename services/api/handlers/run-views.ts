@@ -27,6 +27,8 @@ export function runSummaryBody(run: RunSummaryRecord): RunSummary {
     workflowRef: run.workflowRef,
     workflowId: run.workflowId,
     workflowName: run.workflowName,
+    batchId: run.batchId,
+    scheduleId: run.scheduleId,
   };
 }
 
@@ -35,7 +37,7 @@ export function runSummaryBody(run: RunSummaryRecord): RunSummary {
  * completion (the map the `run.completed` event carried); any other status has none.
  */
 export function runBody(run: RunView): Run {
-  const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt, workflowRef, workflowId, workflowName } = runSummaryBody(run);
+  const { id, status, error, costUsd, maxCostUsd, createdAt, finishedAt, workflowRef, workflowId, workflowName, batchId, scheduleId } = runSummaryBody(run);
   return {
     id,
     status,
@@ -66,6 +68,8 @@ export function runBody(run: RunView): Run {
     workflowRef,
     workflowId,
     workflowName,
+    batchId,
+    scheduleId,
     // Stored as it ran: the definition checked (and, for a workflowRef, resolved) at start.
     workflow: run.definition as Workflow,
   };

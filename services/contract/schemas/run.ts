@@ -75,6 +75,9 @@ const runHead = {
     description: "The run's workflow: the published version's, or the one whose editor draft ran; null for a plain inline definition",
   }),
   workflowName: Type.Union([Type.String(), Type.Null()], { description: "That workflow's name; null when workflowId is" }),
+  // Optional in the schema (the service always sends them): SPEC.md's run records predate them.
+  batchId: Type.Optional(Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'The batch whose row it runs (docs/batches.md); null: not a batch row' })),
+  scheduleId: Type.Optional(Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'The schedule whose tick started it (docs/schedules.md); null: not a scheduled run' })),
 };
 
 /**
@@ -97,6 +100,8 @@ export const RunSchema = Type.Object({
   workflowRef: runHead.workflowRef,
   workflowId: runHead.workflowId,
   workflowName: runHead.workflowName,
+  batchId: runHead.batchId,
+  scheduleId: runHead.scheduleId,
   workflow: WorkflowSchema,
 });
 export type Run = Static<typeof RunSchema>;
@@ -124,6 +129,8 @@ export const RunListQuerySchema = strictObject({
   workflow: Type.Optional(
     Type.String({ minLength: 1, maxLength: 200, description: 'A workflow address `<org-slug>/<workflow-slug>` or a workflow UUID: only runs of that workflow (any of its versions, and its editor draft runs)' }),
   ),
+  batch: Type.Optional(Type.String({ format: 'uuid', description: "A batch's id: only its rows' runs" })),
+  schedule: Type.Optional(Type.String({ format: 'uuid', description: "A schedule's id: only the runs its ticks started" })),
 });
 export type RunListQuery = Static<typeof RunListQuerySchema>;
 

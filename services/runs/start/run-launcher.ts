@@ -44,6 +44,8 @@ export interface RunCaller {
   idempotency?: { key: string; requestHash: string };
   /** Where the run's events are POSTed (`Webhook-Url`), and which (`Webhook-Events`). */
   webhook?: { url: string; events: readonly string[] };
+  /** The schedule whose tick starts the run. */
+  scheduleId?: string;
 }
 
 export interface RunLauncherDeps extends FollowDeps {
@@ -80,9 +82,29 @@ export class RunLauncher {
     const { definition, resolved } = await this.resolveDefinition(input, caller.orgId);
     // The stream replays the run's log from its first event, so nothing appended before the
     // subscription is missed; a caller that goes away ends the stream, never the run.
-    const followed = await startFollowed(this.deps, caller, (id) => this.start(caller, definition, input.inputs ?? {}, input.maxCostUsd, resolved, id, origin));
+    const followed = await startFollowed(this.deps, caller, (id) => this.start(caller, definition, input.inputs ?? {}, effectiveCapMicros(input.maxCostUsd), resolved, id, origin));
     caller.log.info({ runId: followed.runId }, 'run started');
     return followed;
+  }
+
+  /**
+   * A run no caller follows (a schedule's tick): the checks and the start of `runs.create`, with
+   * the run id chosen by the caller; answers its id (that of the idempotency key's run when the
+   * key was used). Refusals are the same `AppError`s.
+   */
+  async startUnfollowed(input: { workflowRef: string; inputs: Record<string, ArtifactInput>; capMicros: number }, caller: Omit<RunCaller, 'signal'>, runId: string): Promise<string> {
+    const { definition, resolved } = await this.resolveDefinition({ workflowRef: input.workflowRef }, caller.orgId);
+    return this.start({ ...caller, signal: new AbortController().signal }, definition, input.inputs, input.capMicros, resolved, runId);
+  }
+
+  /**
+   * The checks of `runs.create` with nothing started (a schedule's, as it is created): the same
+   * 400s and 404s; a workflow every run of which would fail as it starts is a 400 here.
+   */
+  async checkRun(input: { workflowRef: string; inputs: Record<string, ArtifactInput> }, orgId: string): Promise<void> {
+    const { definition } = await this.resolveDefinition({ workflowRef: input.workflowRef }, orgId);
+    const checked = await this.check(definition, input.inputs, orgId);
+    if (!checked.ok) throw new AppError({ code: 'bad_request', message: `every run of this schedule would fail as it starts: ${checked.error.message}` });
   }
 
   /**
@@ -101,7 +123,7 @@ export class RunLauncher {
         throw new AppError({ code: 'validation_failed', message: `input "${port}" looks like a reference; runs.node takes values, not \${node.port} references` });
       }
     }
-    const { runId, events } = await startFollowed(this.deps, caller, (id) => this.start(caller, singleNodeWorkflow(node, input.inputs), {}, input.maxCostUsd, undefined, id));
+    const { runId, events } = await startFollowed(this.deps, caller, (id) => this.start(caller, singleNodeWorkflow(node, input.inputs), {}, effectiveCapMicros(input.maxCostUsd), undefined, id));
     return outputsOf(runId, events);
   }
 
@@ -139,7 +161,7 @@ export class RunLauncher {
     caller: RunCaller,
     definition: Workflow,
     given: Record<string, ArtifactInput>,
-    maxCostUsd: number | undefined,
+    capMicros: number,
     resolved: PublishedVersion | undefined,
     runId: string,
     origin?: RunOrigin,
@@ -149,7 +171,7 @@ export class RunLauncher {
       orgId: caller.orgId,
       userId: caller.userId,
       tokenId: caller.tokenId,
-      capMicros: effectiveCapMicros(maxCostUsd),
+      capMicros,
       workflowId: resolved?.workflowId ?? origin?.workflowId ?? null,
       workflowVersionId: resolved?.versionId ?? null,
       requireCredit: true,
@@ -157,6 +179,7 @@ export class RunLauncher {
       ...(caller.outputCache === undefined ? {} : { outputCache: caller.outputCache }),
       ...(caller.idempotency === undefined ? {} : { idempotency: caller.idempotency }),
       ...(caller.webhook === undefined ? {} : { webhook: caller.webhook }),
+      ...(caller.scheduleId === undefined ? {} : { scheduleId: caller.scheduleId }),
     };
     const { starter } = this.deps;
     const checked = await this.check(definition, given, caller.orgId);

@@ -37,6 +37,8 @@ export interface RunRequest {
   webhook?: { url: string; events: readonly string[] };
   /** The catalog file nodes it uses, as they are now: stored with it, and what its steps run. */
   pinned?: PinnedNodes;
+  /** The schedule whose tick starts it. */
+  scheduleId?: string;
 }
 
 export interface RunStarterDeps {
@@ -184,6 +186,7 @@ export class RunStarter {
       ...(request.idempotency === undefined ? {} : { idempotency: request.idempotency }),
       ...(request.webhook === undefined ? {} : { webhook: request.webhook }),
       ...(request.pinned?.entries ? { nodeEntries: request.pinned.entries } : {}),
+      ...(request.scheduleId === undefined ? {} : { scheduleId: request.scheduleId }),
       steps,
     });
   }
