@@ -10,6 +10,7 @@ import { mcp } from './commands/mcp';
 import { node } from './commands/node';
 import { nodes } from './commands/nodes';
 import { run } from './commands/run';
+import { scheduleCreate, scheduleIdCommands, scheduleList } from './commands/schedule';
 import { whoami } from './commands/whoami';
 import { collect } from './input-values';
 import { INTERRUPT_CHOICES } from './interrupt-choice';
@@ -119,6 +120,27 @@ export function buildProgram(): Command {
     .option('--attach <batch-id>', 'follow a batch started before (after Ctrl-C, or from another machine)')
     .option('--detach', 'start the batch, print its id and return; it runs on')
     .action((target: string | undefined, options) => batch(target, options));
+
+  const schedule = program.command('schedule').description('run a published workflow on a cron schedule (docs/schedules.md): create, list, get, ticks, pause, resume, delete');
+  withConnection(
+    schedule
+      .command('create')
+      .argument('<workflow-ref>', 'the published workflow each tick runs: acme/flow@1.2.0, @1 (its latest 1.x) or @latest')
+      .description('create a schedule: the workflow runs with these inputs at every tick of the cron expression'),
+  )
+    .requiredOption('--cron <expression>', 'five fields: minute hour day-of-month month day-of-week (e.g. "0 9 * * 1-5"), or @hourly, @daily, @weekly, @monthly')
+    .option('--timezone <zone>', 'the IANA time zone the expression reads in (default UTC), e.g. Europe/Paris')
+    .option('--name <text>', 'a label for people')
+    .option('-i, --input <name=value>', 'an input of every run, repeatable: a plain value, @https://… (a URL) or @./file (uploaded now)', collect, [])
+    .addOption(new Option('--max-cost <usd>', "each run's spend cap (default 0.50)").argParser(positiveNumber))
+    .addOption(new Option('--monthly-budget <usd>', 'what its runs may spend in a calendar month of its time zone; a tick that could go over is skipped').argParser(positiveNumber))
+    .addOption(new Option('--catch-up <seconds>', 'a tick missed while no worker ran is run late when at most this old (default 3600)').argParser(positiveInteger))
+    .addOption(new Option('--max-duration <seconds>', 'cancel each run if it has not finished this many seconds after it started').argParser(wholeSeconds))
+    .addOption(new Option('--webhook <url>', 'POST schedule.paused here, signed, when the schedule pauses itself (docs/webhooks.md)').argParser(callOption('webhookUrl')))
+    .addOption(new Option('--output-cache <mode>', 'the output cache of its runs: auto (default), llm or off').argParser(callOption('outputCache')))
+    .action((workflowRef: string, options) => scheduleCreate(workflowRef, options));
+  withConnection(schedule.command('list').description("list your organization's schedules")).addOption(new Option('--status <status>', 'only active or paused ones').choices(['active', 'paused'])).action((options) => scheduleList(options));
+  for (const command of scheduleIdCommands(withConnection)) schedule.addCommand(command);
 
   program.addCommand(apiCommand(withConnection));
 
