@@ -3,7 +3,7 @@ export { WEBHOOK_HEADERS, WEBHOOK_SECRET_PREFIX, webhookSecretKeyBase64, webhook
 export { ERROR_CODES, isErrorCode, isRetryable, statusOf, type ErrorCode } from './error-codes';
 export { defineOperation, type AgentGuide, type InputOf, type Operation, type OutputOf, type Scope, type TokenKind } from './operation';
 export { OPERATIONS, OP_NAMES, isOpName, type OpInput, type OpName, type OpOutput, type Operations, type StreamingOpName } from './registry';
-export { ROUTES, ROUTE_NAMES, type RouteInput, type RouteName, type RouteOutput, type Routes } from './route-registry';
+export { MCP_ROUTE_NAMES, ROUTES, ROUTE_NAMES, type McpRouteName, type RouteInput, type RouteName, type RouteOutput, type Routes } from './route-registry';
 export {
   ARTIFACT_KINDS,
   ArtifactInputSchema,

@@ -80,3 +80,11 @@ export type RouteInput<K extends RouteName> = InputOf<Routes[K]>;
 export type RouteOutput<K extends RouteName> = OutputOf<Routes[K]>;
 
 export const ROUTE_NAMES = Object.keys(ROUTES) as RouteName[];
+
+/**
+ * The routes the MCP servers serve as tools beside the five operations (docs/mcp.md): an agent
+ * starts a batch and reads its progress. Their tools mirror the routes' declarations as the
+ * operations' tools do (names, input schemas).
+ */
+export const MCP_ROUTE_NAMES = ['batches.create', 'batches.get'] as const satisfies readonly RouteName[];
+export type McpRouteName = (typeof MCP_ROUTE_NAMES)[number];

@@ -1,6 +1,7 @@
 import { RunFailedError, ServiceError, startRun, type Client, type RunInput } from '../sdk/src/index';
-import type { OpName, OpOutput } from '../contract';
+import { isOpName } from '../contract';
 import type { ToolCaller, ToolCallOptions } from './tool-caller';
+import type { ToolOp } from './tool-names';
 import { ToolFailure } from './tool-failure';
 
 /** Fields of an SDK error body that help an agent act (the rest is the message and code already said). */
@@ -13,15 +14,15 @@ const USEFUL_DETAILS = ['balanceUsd', 'retryAfterSeconds', 'issues'] as const;
 export class SdkToolCaller implements ToolCaller {
   constructor(private readonly client: Client) {}
 
-  async call<K extends OpName>(name: K, input: unknown, options: ToolCallOptions): Promise<OpOutput<K>> {
+  async call(name: ToolOp, input: unknown, options: ToolCallOptions): Promise<unknown> {
     try {
       if (name !== 'runs.create') {
-        const call = this.client.ops[name] as (input: unknown, options: { signal: AbortSignal }) => Promise<OpOutput<K>>;
-        return await call(input, { signal: options.signal });
+        const calls = (isOpName(name) ? this.client.ops : this.client.routes) as unknown as Record<string, (input: unknown, options: { signal: AbortSignal }) => Promise<unknown>>;
+        return await calls[name]!(input, { signal: options.signal });
       }
       const handle = startRun(this.client, input as RunInput, { signal: options.signal });
       for await (const event of handle.events()) options.onEvent?.(event);
-      return { outputs: await handle.result() } as OpOutput<K>;
+      return { outputs: await handle.result() };
     } catch (err) {
       throw toolFailureOf(err, options.signal);
     }

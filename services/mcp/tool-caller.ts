@@ -1,4 +1,5 @@
-import type { OpName, OpOutput, RunEvent } from '../contract';
+import type { RunEvent } from '../contract';
+import type { ToolOp } from './tool-names';
 
 /** What a tool call is told besides its input. */
 export interface ToolCallOptions {
@@ -9,11 +10,11 @@ export interface ToolCallOptions {
 }
 
 /**
- * How the MCP tools reach the five operations. The stdio server passes one over the SDK's HTTP
- * client (the API's own validation, auth and errors); the hosted server one over the API's
- * in-process `invoke`. A call resolves with the operation's output (`runs.create`: `{ outputs }`
- * once the run completes) or throws a {@link ToolFailure}.
+ * How the MCP tools reach the five operations and the routes served as tools. The stdio server
+ * passes one over the SDK's HTTP client (the API's own validation, auth and errors); the hosted
+ * server one over the API's in-process `invoke`. A call resolves with the declaration's output
+ * (`runs.create`: `{ outputs }` once the run completes) or throws a {@link ToolFailure}.
  */
 export interface ToolCaller {
-  call<K extends OpName>(name: K, input: unknown, options: ToolCallOptions): Promise<OpOutput<K>>;
+  call(name: ToolOp, input: unknown, options: ToolCallOptions): Promise<unknown>;
 }

@@ -1,9 +1,8 @@
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { isOpName, OPERATIONS, OP_NAMES } from '../contract';
-import { toolName, type ToolNaming } from './tool-names';
+import { declarationOf, TOOL_OPS, toolName, type ToolNaming, type ToolOp } from './tool-names';
 
 /**
- * The tool list, one loop over the contract's operations. Each tool's `inputSchema` is the
+ * The tool list, one loop over the contract's operations and the routes served as tools. Each tool's `inputSchema` is the
  * operation's own input schema, the very one every surface validates with; the JSON round trip
  * only drops TypeBox's symbol keys, which no JSON answer could carry anyway.
  */
@@ -21,12 +20,12 @@ export function toolDefinitions(naming: ToolNaming): readonly Tool[] {
 const made = new Map<ToolNaming, readonly Tool[]>();
 
 function makeDefinitions(naming: ToolNaming): readonly Tool[] {
-  return OP_NAMES.map((name): Tool => {
-    const op = OPERATIONS[name];
+  return TOOL_OPS.map((name): Tool => {
+    const op = declarationOf(name);
     const guide = op.agent;
     const example = guide ? `\n\nExample input: ${JSON.stringify(guide.example)}` : '';
-    // The contract names other operations as `{runs.node}`; this server's tool name goes there.
-    const text = (guide?.description ?? op.summary).replace(/\{(\w+\.\w+)\}/g, (whole, named: string) => (isOpName(named) ? toolName(named, naming) : whole));
+    // The contract names other tools as `{runs.node}`; this server's tool name goes there.
+    const text = (guide?.description ?? op.summary).replace(/\{(\w+\.\w+)\}/g, (whole, named: string) => ((TOOL_OPS as readonly string[]).includes(named) ? toolName(named as ToolOp, naming) : whole));
     return {
       name: toolName(name, naming),
       title: op.summary,

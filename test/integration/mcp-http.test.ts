@@ -1,6 +1,6 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { OPERATIONS } from '../../services/contract';
+import { TOOL_OPS, toolName } from '../../services/mcp';
 import { listen, type RunningServer } from '../../services/api';
 import { seedAccount } from '../support/fixtures';
 import { mcpToolBehaviours } from '../support/mcp-behaviours';
@@ -73,7 +73,7 @@ describe('the hosted MCP server over streamable HTTP', () => {
   mcpToolBehaviours(() => ({
     service,
     client,
-    name: (op) => OPERATIONS[op].mcpTool,
+    name: (op) => toolName(op, 'hosted'),
     readOnlyClient: async () => connect((await seedAccount(service.prisma, { slug: 'reader', scopes: ['read'], balanceMicros: 1_000_000 })).token),
   }));
 
@@ -92,7 +92,7 @@ describe('the hosted MCP server over streamable HTTP', () => {
 
   it('serves under /api too, and refuses other methods than POST (no sessions)', async () => {
     const viaApi = await connect(service.account.token, `${service.url}/api/mcp`);
-    expect((await viaApi.listTools()).tools).toHaveLength(5);
+    expect((await viaApi.listTools()).tools).toHaveLength(TOOL_OPS.length);
     const get = await fetch(`${service.url}/mcp`, { headers: { accept: 'text/event-stream', authorization: `Bearer ${service.account.token}` } });
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');

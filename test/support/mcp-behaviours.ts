@@ -1,5 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { OPERATIONS, OP_NAMES, type OpName } from '../../services/contract';
+import { OPERATIONS, ROUTES } from '../../services/contract';
+import { declarationOf, TOOL_OPS, type ToolOp } from '../../services/mcp';
+import { eventually } from './eventually';
 import { TWO_ADDS, FAILING, runRecordWhenDone, toolJson } from './mcp-client';
 import { publishWorkflow, type TestService } from './service';
 import { pauseChain } from './test-nodes';
@@ -10,7 +12,7 @@ export interface McpTestContext {
   client: Client;
   /** A client of the same server acting with a token that has only scope `read`. */
   readOnlyClient(): Promise<Client>;
-  name(op: OpName): string;
+  name(op: ToolOp): string;
 }
 
 /**
@@ -19,12 +21,13 @@ export interface McpTestContext {
  * The service must have the test nodes `pauseNode` and `failingNode`.
  */
 export function mcpToolBehaviours(context: () => McpTestContext): void {
-  it("lists the five tools, each advertising its operation's input schema exactly", async () => {
+  it("lists the five operations' tools, then the batch tools, each advertising its declaration's input schema exactly", async () => {
     const { client, name } = context();
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual(OP_NAMES.map(name));
-    OP_NAMES.forEach((op, i) => {
-      expect(tools[i]!.inputSchema).toEqual(JSON.parse(JSON.stringify(OPERATIONS[op].input)));
+    expect(tools.map((t) => t.name)).toEqual(TOOL_OPS.map(name));
+    expect(tools.slice(5).map((t) => t.name)).toEqual([name('batches.create'), name('batches.get')]);
+    TOOL_OPS.forEach((op, i) => {
+      expect(tools[i]!.inputSchema).toEqual(JSON.parse(JSON.stringify(declarationOf(op).input)));
       expect(tools[i]!.description).toContain('Example input');
     });
     expect(tools.find((t) => t.name === name('runs.create'))!.annotations).toMatchObject({ readOnlyHint: false, openWorldHint: true, idempotentHint: false });
@@ -49,6 +52,21 @@ export function mcpToolBehaviours(context: () => McpTestContext): void {
     expect(toolJson(created)).toEqual({ outputs: { result: { kind: 'float', value: 42 } } });
     const node = await client.callTool({ name: name('runs.node'), arguments: OPERATIONS['runs.node'].agent!.example });
     expect(toolJson(node)).toEqual({ outputs: { result: { kind: 'float', value: 3 } } });
+  });
+
+  it("starts a batch with the batch tool (its own example) and reads its progress to the end", async () => {
+    const { client, name } = context();
+    const started = await client.callTool({ name: name('batches.create'), arguments: ROUTES['batches.create'].agent!.example });
+    expect(started.isError).toBeFalsy();
+    const batch = toolJson(started) as unknown as { id: string; status: string; rows: { total: number } };
+    expect(batch).toMatchObject({ status: 'running', rows: { total: 3 } });
+    const ended = await eventually(async () => {
+      const read = toolJson(await client.callTool({ name: name('batches.get'), arguments: { id: batch.id } })) as unknown as { status: string; rows: { completed: number }; spentUsd: number };
+      return read.status === 'completed' ? read : null;
+    }, { timeoutMs: 30_000, intervalMs: 100 });
+    expect(ended.rows.completed).toBe(3);
+    const missing = toolJson(await client.callTool({ name: name('batches.get'), arguments: { id: '00000000-0000-4000-8000-000000000000' } }));
+    expect(missing).toMatchObject({ error: { code: 'not_found', message: expect.stringContaining('no batch') } });
   });
 
   it('answers refusals as error results with the code and a hint, never as protocol errors', async () => {

@@ -1,4 +1,4 @@
-import { OPERATIONS, OP_NAMES, SPEND_CAP_NOTE, validate } from '../../services/contract';
+import { MCP_ROUTE_NAMES, OPERATIONS, OP_NAMES, ROUTES, SPEND_CAP_NOTE, validate } from '../../services/contract';
 import { DEFAULT_CAP_MICROS, MAX_CAP_MICROS, MICROS_PER_USD } from '../../services/engine/money';
 
 /** The text and example input each operation gives AI agents as an MCP tool (services/contract/ops/*.ts). */
@@ -8,6 +8,15 @@ describe("the operations' agent guides", () => {
       const guide = OPERATIONS[name].agent;
       expect({ name, described: (guide?.description.length ?? 0) > 80 }).toEqual({ name, described: true });
       const checked = validate(OPERATIONS[name].input, guide!.example);
+      expect({ name, ok: checked.ok, problem: checked.ok ? undefined : checked.message }).toEqual({ name, ok: true, problem: undefined });
+    }
+  });
+
+  it('gives the routes served as MCP tools a description and an example their input schema accepts', () => {
+    for (const name of MCP_ROUTE_NAMES) {
+      const guide = ROUTES[name].agent;
+      expect({ name, described: (guide?.description.length ?? 0) > 80 }).toEqual({ name, described: true });
+      const checked = validate(ROUTES[name].input, guide!.example);
       expect({ name, ok: checked.ok, problem: checked.ok ? undefined : checked.message }).toEqual({ name, ok: true, problem: undefined });
     }
   });

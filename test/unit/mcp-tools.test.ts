@@ -1,31 +1,32 @@
-import { OPERATIONS, OP_NAMES } from '../../services/contract';
-import { failureResult, progressMessage, toolDefinitions, toolName, ToolFailure } from '../../services/mcp';
+import { declarationOf, failureResult, progressMessage, TOOL_OPS, toolDefinitions, toolName, ToolFailure } from '../../services/mcp';
 
 /** The MCP tool list and results, built from the contract without any server (services/mcp). */
 describe('the MCP tools', () => {
   it('names the tools by mcpTool on the hosted server and by the dotted names over stdio', () => {
-    expect(toolDefinitions('hosted').map((t) => t.name)).toEqual(['nodes_list', 'nodes_get', 'workflows_get', 'runs_create', 'runs_node']);
-    expect(toolDefinitions('stdio').map((t) => t.name)).toEqual(['nodes.list', 'nodes.get', 'workflows.get', 'runs.create', 'runs.node']);
+    expect(toolDefinitions('hosted').map((t) => t.name)).toEqual(['nodes_list', 'nodes_get', 'workflows_get', 'runs_create', 'runs_node', 'batches_create', 'batches_get']);
+    expect(toolDefinitions('stdio').map((t) => t.name)).toEqual(['nodes.list', 'nodes.get', 'workflows.get', 'runs.create', 'runs.node', 'batches.create', 'batches.get']);
   });
 
-  it("advertises each operation's own input schema, and the agent text with this server's tool names", () => {
+  it("advertises each declaration's own input schema, and the agent text with this server's tool names", () => {
     for (const naming of ['hosted', 'stdio'] as const) {
       const tools = toolDefinitions(naming);
-      OP_NAMES.forEach((name, i) => {
+      TOOL_OPS.forEach((name, i) => {
         const tool = tools[i]!;
-        expect(tool.inputSchema).toEqual(JSON.parse(JSON.stringify(OPERATIONS[name].input)));
-        expect(tool.description).toContain(`Example input: ${JSON.stringify(OPERATIONS[name].agent!.example)}`);
+        expect(tool.inputSchema).toEqual(JSON.parse(JSON.stringify(declarationOf(name).input)));
+        expect(tool.description).toContain(`Example input: ${JSON.stringify(declarationOf(name).agent!.example)}`);
         // No placeholder is left; the other tools are named as this server names them.
-        expect(tool.description!.split('Example input')[0]).not.toMatch(/\{(nodes|workflows|runs)\.\w+\}/);
+        expect(tool.description!.split('Example input')[0]).not.toMatch(/\{(nodes|workflows|runs|batches)\.\w+\}/);
       });
       expect(tools[0]!.description).toContain(toolName('runs.node', naming));
+      expect(tools.find((t) => t.name === toolName('batches.create', naming))!.description).toContain(toolName('batches.get', naming));
     }
   });
 
   it('marks the read tools read-only and the run tools open-world, not idempotent, not destructive', () => {
     const byName = Object.fromEntries(toolDefinitions('hosted').map((t) => [t.name, t.annotations]));
     for (const read of ['nodes_list', 'nodes_get', 'workflows_get']) expect(byName[read]).toMatchObject({ readOnlyHint: true });
-    for (const run of ['runs_create', 'runs_node']) expect(byName[run]).toMatchObject({ readOnlyHint: false, openWorldHint: true, idempotentHint: false, destructiveHint: false });
+    expect(byName.batches_get).toMatchObject({ readOnlyHint: true });
+    for (const run of ['runs_create', 'runs_node', 'batches_create']) expect(byName[run]).toMatchObject({ readOnlyHint: false, openWorldHint: true, idempotentHint: false, destructiveHint: false });
   });
 
   it('reports a failure as an error result with the code, message, run id and a hint', () => {

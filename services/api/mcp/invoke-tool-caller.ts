@@ -1,5 +1,5 @@
-import { OPERATIONS, type OpName, type OpOutput } from '../../contract';
-import { ToolFailure, type ToolCaller, type ToolCallOptions } from '../../mcp';
+import type { OpOutput } from '../../contract';
+import { declarationOf, ToolFailure, type ToolCaller, type ToolCallOptions, type ToolOp } from '../../mcp';
 import { isCallerError } from '../../platform/app-error';
 import type { RunEventStream } from '../../runs';
 import type { Invoke, InvokeContext } from '../invoke/invoke';
@@ -15,12 +15,12 @@ const USEFUL_DETAILS = ['balanceUsd', 'retryAfterSeconds', 'issues'] as const;
  */
 export function invokeToolCaller(invoke: Invoke, call: Omit<InvokeContext, 'signal'>): ToolCaller {
   return {
-    async call<K extends OpName>(name: K, input: unknown, options: ToolCallOptions): Promise<OpOutput<K>> {
+    async call(name: ToolOp, input: unknown, options: ToolCallOptions): Promise<unknown> {
       try {
         const result = await invoke(name, input, { ...call, signal: options.signal });
-        if (OPERATIONS[name].response !== 'sse') return result as OpOutput<K>;
-        // Only runs.create streams among the operations: its result is a run's stream.
-        return (await followRun(result as RunEventStream, options)) as OpOutput<K>;
+        if (declarationOf(name).response !== 'sse') return result;
+        // Only runs.create streams among the tools: its result is a run's stream.
+        return await followRun(result as RunEventStream, options);
       } catch (err) {
         throw toolFailureOf(err, options.signal);
       }

@@ -60,6 +60,24 @@ export const batchesCreate = defineOperation({
   errors: ['validation_failed', 'bad_request', 'unauthorized', 'insufficient_scope', 'insufficient_credit', 'not_found', 'rate_limited', 'idempotency_key_reused'],
   spendsMoney: true,
   readOnly: false,
+  agent: {
+    description:
+      'Start a batch: one workflow (workflow inline, or workflowRef) run once per row of inputs (rows: an array of maps from input name to a value or an artifact), in the background, under one spend cap for the whole batch (maxCostUsd; default rows × rowMaxCostUsd, each row capped at rowMaxCostUsd, default 0.50). ' +
+      'Every row is checked first: a bad row refuses the batch with its row number and field, unless skipBadRows is true. Returns the batch at once (its id, rows by status, spend against the cap); ' +
+      'read its progress with {batches.get}. Rows of a batch wait behind interactive runs.',
+    example: {
+      workflow: {
+        version: 2,
+        nodes: [
+          { id: 'a', uses: 'input', outputType: 'FLOAT' },
+          { id: 'sum', uses: 'math-add', inputs: { a: '${a.value}', b: 2 } },
+          { id: 'result', uses: 'output', inputs: { value: '${sum.result}' } },
+        ],
+      },
+      rows: [{ a: 1 }, { a: 2 }, { a: 3 }],
+      maxCostUsd: 0.05,
+    },
+  },
 });
 
 /** `GET /v1/batches`: the organization's batches, newest first. */
@@ -95,6 +113,12 @@ export const batchesGet = defineOperation({
   errors: errorsOfReads,
   spendsMoney: false,
   readOnly: true,
+  agent: {
+    description:
+      "Read a batch's progress: its status (running, cancelling, completed, cancelled), rows by status, what it has spent and holds against its cap, rows per second and an estimate of the seconds left. " +
+      'Call it again until the status is completed or cancelled; each row\'s outputs are in GET /v1/batches/:id/rows and the results file.',
+    example: { id: '2f1c7c1e-3c1b-4c36-9d0e-6f3b8f1a2b4c' },
+  },
 });
 
 /** `GET /v1/batches/:id/rows`: a batch's rows in row order, each with its run. */
