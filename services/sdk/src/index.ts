@@ -11,7 +11,7 @@ export { DEFAULT_BASE_URL, type FetchLike, type TransportOptions } from './trans
 export { getNode, getWorkflow, run, searchNodes, startRun, type NodeSearch, type RunInput } from './functions';
 export { RunHandle, type ResumeOptions, type RunEventWithSeq } from './run-handle';
 export { upload, type UploadData, type UploadOptions } from './upload';
-export { createSchedule, deleteSchedule, getSchedule, listSchedules, pauseSchedule, resumeSchedule, scheduleTicks, type ScheduleInput } from './schedules';
+export { createSchedule, deleteSchedule, getSchedule, listSchedules, pauseSchedule, resumeSchedule, scheduleTicks, tickLine, type ScheduleInput } from './schedules';
 export { BatchHandle, createBatch, getBatch, type BatchFollowOptions, type BatchInput, type BatchProgressEvent } from './batches';
 export { describeRunEvent, durationLine, usdLine } from './event-lines';
 export * from './workflow-builder';

@@ -58,3 +58,8 @@ export function resumeSchedule(client: Client, id: string, options: CallOptions 
 export async function deleteSchedule(client: Client, id: string, options: CallOptions = {}): Promise<void> {
   await client.routes['schedules.delete']({ id }, options);
 }
+
+/** A schedule's tick as its time zone reads it (`Mon 7 Dec, 09:00`): what people expect to see. */
+export function tickLine(iso: string, timezone: string): string {
+  return new Intl.DateTimeFormat('en-GB', { timeZone: timezone, weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hour12: false }).format(new Date(iso));
+}

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import type { Schedule, ScheduleTickBody } from '../../../contract';
-import { createSchedule, getWorkflow, listSchedules, ROUTES, type RouteName, type ScheduleInput } from '../../../sdk/src/index';
+import { createSchedule, getWorkflow, listSchedules, ROUTES, tickLine, type RouteName, type ScheduleInput } from '../../../sdk/src/index';
 import { usageError } from '../cli-error';
 import { connectSignedIn, type ConnectionOptions } from '../connection';
 import { usdBrief } from '../format';
@@ -106,8 +106,7 @@ export function scheduleText(s: Schedule): string {
     `  money     up to ${usdBrief(s.maxCostUsd)} a run${s.monthlyBudgetUsd === null ? '' : `, ${usdBrief(s.monthlyBudgetUsd)} a month`}; spent this month ${usdBrief(s.spentThisMonthUsd)}`,
   ];
   if (s.pauseReason) lines.push(`  paused    by the ${s.pauseReason.by} at ${s.pauseReason.at}: ${s.pauseReason.message}`);
-  const local = new Intl.DateTimeFormat('en-GB', { timeZone: s.timezone, weekday: 'short', day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', hour12: false });
-  const next = s.nextTicks.slice(0, 3).map((tick) => local.format(new Date(tick)));
+  const next = s.nextTicks.slice(0, 3).map((tick) => tickLine(tick, s.timezone));
   lines.push(`  next      ${next.length > 0 ? `${next.join('; ')} (${s.timezone})` : `- (paused: svc schedule resume ${s.id})`}`);
   if (s.recentTicks.length > 0) lines.push('  latest ticks', ...ticksText(s.recentTicks.slice(0, 5)).split('\n').map((line) => `    ${line}`));
   return lines.join('\n');

@@ -42,6 +42,10 @@ export function RunsPage() {
   const [params, setParams] = useSearchParams();
   const status = (RUN_STATUSES as readonly string[]).includes(params.get('status') ?? '') ? (params.get('status') as RunStatus) : undefined;
   const workflow = params.get('workflow')?.trim() || undefined;
+  // A batch's or a schedule's runs (linked from their pages).
+  const batch = params.get('batch')?.trim() || undefined;
+  const schedule = params.get('schedule')?.trim() || undefined;
+  const origin = { ...(batch ? { batch } : {}), ...(schedule ? { schedule } : {}) };
   const [workflowText, setWorkflowText] = useState(workflow ?? '');
   const [load, setLoad] = useState<Load>({ status: 'loading' });
   const [filterError, setFilterError] = useState<string | null>(null);
@@ -55,14 +59,14 @@ export function RunsPage() {
     setWorkflowText(workflow ?? '');
     let live = true;
     setLoad({ status: 'loading' });
-    client.routes['runs.list']({ limit: PAGE, ...(status ? { status } : {}), ...(workflow ? { workflow } : {}) }).then(
+    client.routes['runs.list']({ limit: PAGE, ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), ...origin }).then(
       (page) => live && setLoad({ status: 'ready', runs: page.runs, nextCursor: page.nextCursor }),
       (err: unknown) => live && setLoad({ status: 'error', message: errorText(err) }),
     );
     return () => {
       live = false;
     };
-  }, [status, workflow]);
+  }, [status, workflow, batch, schedule]);
 
   const setFilter = (name: 'status' | 'workflow', value: string) => {
     const next = new URLSearchParams(params);
@@ -75,7 +79,7 @@ export function RunsPage() {
     if (load.status !== 'ready' || !load.nextCursor) return;
     setMore({ loading: true, error: null });
     try {
-      const page = await client.routes['runs.list']({ limit: PAGE, cursor: load.nextCursor, ...(status ? { status } : {}), ...(workflow ? { workflow } : {}) });
+      const page = await client.routes['runs.list']({ limit: PAGE, cursor: load.nextCursor, ...(status ? { status } : {}), ...(workflow ? { workflow } : {}), ...origin });
       setLoad({ status: 'ready', runs: [...load.runs, ...page.runs], nextCursor: page.nextCursor });
       setMore({ loading: false, error: null });
     } catch (err) {
@@ -83,12 +87,22 @@ export function RunsPage() {
     }
   };
 
-  const filtered = status !== undefined || workflow !== undefined;
+  const filtered = status !== undefined || workflow !== undefined || batch !== undefined || schedule !== undefined;
 
   return (
     <main className="page">
       <div className="page-header">
         <h1>Runs</h1>
+        {batch && (
+          <span className="muted">
+            of batch <Link to={`/batches/${batch}`}>{batch.slice(0, 8)}</Link>
+          </span>
+        )}
+        {schedule && (
+          <span className="muted">
+            of schedule <Link to={`/schedules/${schedule}`}>{schedule.slice(0, 8)}</Link>
+          </span>
+        )}
       </div>
       <form
         className="runs-filters"

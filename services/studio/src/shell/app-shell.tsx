@@ -33,6 +33,8 @@ export function AppShell() {
         <nav className="topnav" aria-label="Main">
           <NavLink to="/" end>Workflows</NavLink>
           <NavLink to="/runs">Runs</NavLink>
+          <NavLink to="/batches">Batches</NavLink>
+          <NavLink to="/schedules">Schedules</NavLink>
           <NavLink to="/settings/tokens">API tokens</NavLink>
         </nav>
         <div className="org-box">
