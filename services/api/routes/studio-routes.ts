@@ -4,7 +4,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { AppError } from '../../platform/app-error';
 
 /** The studio's client-side pages: each answers index.html, and the studio's router draws the page. */
-export const STUDIO_PAGES = ['/', '/sign-in', '/workflows/:id', '/runs', '/runs/:id', '/settings/tokens'] as const;
+export const STUDIO_PAGES = ['/', '/sign-in', '/workflows/:id', '/runs', '/runs/:id', '/batches', '/batches/:id', '/schedules', '/schedules/:id', '/settings/tokens'] as const;
 
 /**
  * Only the studio's own scripts run; styles inline (the canvas positions nodes with style

@@ -19,7 +19,7 @@ vi.mock('../lib/api', async (importOriginal) => {
 
 const { BatchPage } = await import('./batch-page');
 const { BatchesPage } = await import('./batches-page');
-const { progressLine, progressSegments, canRetry, formatSeconds } = await import('./batch-view');
+const { capBindsConcurrency, progressLine, progressSegments, canRetry, formatSeconds } = await import('./batch-view');
 
 function batch(over: Partial<Batch> = {}): Batch {
   return {
@@ -67,6 +67,8 @@ describe('batch view helpers', () => {
     expect(progressLine(batch({ status: 'completed', rowsPerSecond: 40, etaSeconds: null }))).toBe('80 of 200 rows ended · 40 rows/s');
     expect(progressSegments(batch())).toEqual({ completed: 35, failed: 5, cancelled: 0, running: 10 });
     expect(formatSeconds(7300)).toBe('2 h 2 min');
+    expect(capBindsConcurrency(batch())).toBe(false);
+    expect(capBindsConcurrency(batch({ maxCostUsd: 0.5, rowMaxCostUsd: 0.5, spentUsd: 0, heldUsd: 0.5, rows: { ...batch().rows, running: 1 } }))).toBe(true);
     expect(canRetry(batch())).toBe(false);
     expect(canRetry(batch({ status: 'completed' }))).toBe(true);
     expect(canRetry(batch({ status: 'completed', rows: { ...batch().rows, failed: 0 } }))).toBe(false);

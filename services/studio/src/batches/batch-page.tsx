@@ -4,7 +4,8 @@ import type { Batch, BatchRow } from '../../../contract';
 import { client, errorText } from '../lib/api';
 import { formatTime, formatUsd } from '../lib/format';
 import { LoadFailed, Loading } from '../ui/load-states';
-import { batchEnded, canRetry, progressLine, progressSegments } from './batch-view';
+import { batchEnded, canRetry, capBindsConcurrency, progressLine, progressSegments } from './batch-view';
+import '../runs/runs.css';
 import './batches.css';
 
 /** How often a running batch is read again. */
@@ -149,6 +150,12 @@ export function BatchPage() {
         <div className="meter">
           <div className={`meter-fill${spentPct > 80 ? ' high' : ''}`} style={{ width: `${spentPct}%` }} />
         </div>
+        {capBindsConcurrency(batch) && (
+          <p className="small" data-testid="cap-hint">
+            Fewer rows run at once than its concurrency ({batch.concurrency}): each row in flight holds its whole cap ({formatUsd(batch.rowMaxCostUsd)}) against the batch's
+            until it ends, and the cap has room for {Math.max(1, batch.rows.running)} now. A lower <code>rowMaxCostUsd</code> lets more run at once.
+          </p>
+        )}
         <dl className="detail-grid">
           <dt>Workflow</dt>
           <dd className="mono">{batch.workflowRef ?? 'inline definition'}</dd>

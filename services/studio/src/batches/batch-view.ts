@@ -37,3 +37,13 @@ export function progressLine(batch: Batch): string {
 export function canRetry(batch: Batch): boolean {
   return batchEnded(batch) && batch.rows.failed + batch.rows.cancelled > 0;
 }
+
+/**
+ * Whether the batch's cap, not its concurrency, bounds its rows in flight: each row in flight holds
+ * its whole cap against the batch's, so rows wait for room while fewer than `concurrency` run.
+ */
+export function capBindsConcurrency(batch: Batch): boolean {
+  if (batchEnded(batch) || batch.rows.pending === 0 || batch.rows.running >= batch.concurrency) return false;
+  const room = Math.round((batch.maxCostUsd - batch.spentUsd - batch.heldUsd) * 1e6);
+  return room < Math.round(batch.rowMaxCostUsd * 1e6);
+}
