@@ -212,15 +212,16 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     }, () => undefined);
   });
   const webhookSecrets = new WebhookRepository(resources.database);
-  const batchWebhooks = new BatchWebhooks({
-    batches: batchStore,
-    secret: (orgId) => webhookSecrets.secret(orgId),
-    post: (url, body, headers) => safePost(url, { body, headers, timeoutMs: config.webhookTimeoutMs, allow: webhookAllowList }),
+  // A batch's end and a schedule's pause are delivered as run webhooks are: same secret, address rules, retries.
+  const recordWebhooks = {
+    secret: (orgId: string) => webhookSecrets.secret(orgId),
+    post: (url: string, body: string, headers: Record<string, string>) => safePost(url, { body, headers, timeoutMs: config.webhookTimeoutMs, allow: webhookAllowList }),
     log,
     retryDelaysMs: config.webhookRetryDelaysMs,
     giveUpMs: config.webhookGiveUpSeconds * 1000,
     pollMs: config.webhookPollMs,
-  });
+  };
+  const batchWebhooks = new BatchWebhooks({ batches: batchStore, ...recordWebhooks });
   const scheduleStore = new ScheduleRepository(resources.database);
   const schedules = new ScheduleTicker({
     schedules: scheduleStore,
@@ -229,15 +230,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     intervalMs: config.scheduleSweepMs,
     observer: { tick: (outcome) => metrics.scheduleTicks.inc({ outcome }), paused: (reason) => metrics.schedulesPaused.inc({ reason }) },
   });
-  const scheduleWebhooks = new ScheduleWebhooks({
-    schedules: scheduleStore,
-    secret: (orgId) => webhookSecrets.secret(orgId),
-    post: (url, body, headers) => safePost(url, { body, headers, timeoutMs: config.webhookTimeoutMs, allow: webhookAllowList }),
-    log,
-    retryDelaysMs: config.webhookRetryDelaysMs,
-    giveUpMs: config.webhookGiveUpSeconds * 1000,
-    pollMs: config.webhookPollMs,
-  });
+  const scheduleWebhooks = new ScheduleWebhooks({ schedules: scheduleStore, ...recordWebhooks });
   metrics.observeWorker(() => ({ concurrency: config.workerConcurrency, active: busy - worker.lentSlots, providerWaits: worker.lentSlots, providerConcurrency: config.providerStepConcurrency, providerJobsParked: providerWaits.parkedJobs }));
   // Not left to `background`: without it, an organization parked by releases a killed worker never sent would wait for good.
   const fairReconcile = new RepeatingSweep(() => resources.queue.reconcile().catch((err: unknown) => log.warn({ err }, 'fair dispatch: reconcile failed')));

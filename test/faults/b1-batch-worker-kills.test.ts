@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventually } from '../support/eventually';
 import { readSse } from '../support/sse';
 import { checkInvariants } from './support/checker';
 import { expectFigure, figure, scale } from './support/figures';
-import type { ServiceProcess } from './support/service-process';
+import { restartWorker, type ServiceProcess } from './support/service-process';
 import { startTopology, type Topology } from './support/topology';
 import { FAKE_MODEL } from './support/provider-fake';
 
@@ -45,16 +44,6 @@ const WORKFLOW = {
   ],
 };
 
-async function restart(process: ServiceProcess): Promise<void> {
-  const mark = fs.existsSync(process.logFile) ? fs.statSync(process.logFile).size : 0;
-  try {
-    await process.start();
-  } catch (err) {
-    if (!process.alive) throw err;
-    await eventually(() => fs.readFileSync(process.logFile, 'utf8').slice(mark).includes('"msg":"step worker started"'), { timeoutMs: 120_000, intervalMs: 200 });
-  }
-}
-
 it(`B1: a ${ROWS}-row priced batch under worker SIGKILLs every ${KILL_EVERY_MS} ms: every row ends once, the batch cap holds, the money adds up`, async () => {
   const headers = { Authorization: `Bearer ${topo.account.token}`, 'Content-Type': 'application/json' };
   // The worst case of one row: what each row's cap is set to.
@@ -90,7 +79,7 @@ it(`B1: a ${ROWS}-row priced batch under worker SIGKILLs every ${KILL_EVERY_MS} 
     victim.signal('SIGKILL');
     await victim.exited();
     kills += 1;
-    restarts.set(victim, restart(victim));
+    restarts.set(victim, restartWorker(victim));
   }
   await Promise.all(restarts.values());
   const end = await eventually(async () => {

@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { adder, jsonCall } from '../support/json-api';
 import { eventually } from '../support/eventually';
 import { checkInvariants } from './support/checker';
 import { expectFigure, figure, scale } from './support/figures';
-import type { ServiceProcess } from './support/service-process';
+import { restartWorker, type ServiceProcess } from './support/service-process';
 import { startTopology, type Topology } from './support/topology';
 
 /**
@@ -28,16 +27,6 @@ beforeAll(async () => {
 }, 300_000);
 afterAll(async () => topo?.close(), 60_000);
 
-async function restart(process: ServiceProcess): Promise<void> {
-  const mark = fs.existsSync(process.logFile) ? fs.statSync(process.logFile).size : 0;
-  try {
-    await process.start();
-  } catch (err) {
-    if (!process.alive) throw err;
-    await eventually(() => fs.readFileSync(process.logFile, 'utf8').slice(mark).includes('"msg":"step worker started"'), { timeoutMs: 120_000, intervalMs: 200 });
-  }
-}
-
 async function kill(process: ServiceProcess): Promise<void> {
   process.signal('SIGKILL');
   await process.exited();
@@ -56,12 +45,12 @@ it(`K1: a schedule every ${EVERY_S} s across worker SIGKILLs, all workers down, 
   await sleep(SETTLE_S * 1000);
   // One worker killed and started again: the other goes on ticking meanwhile.
   await kill(topo.workers[0]!);
-  await restart(topo.workers[0]!);
+  await restartWorker(topo.workers[0]!);
   await sleep(SETTLE_S * 1000);
   // Every worker down for several ticks: they are missed, then the latest is run late.
   await Promise.all(topo.workers.map(kill));
   await sleep(EVERY_S * 3_000);
-  await Promise.all(topo.workers.map(restart));
+  await Promise.all(topo.workers.map(restartWorker));
   await sleep(SETTLE_S * 1000);
   // Redis restarted (graceful: AOF flushed and reloaded) while ticking.
   await topo.servers.restartRedis();

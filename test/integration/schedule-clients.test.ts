@@ -74,7 +74,7 @@ describe('svc schedule', () => {
     expect(done.stdout).toContain(`runs      ${ref} with n=41`);
     expect(done.stdout).toContain('when      0 9 * * 1-5 (Europe/Paris)');
     expect(done.stdout).toContain('money     up to $0.20 a run, $3.00 a month; spent this month $0.00');
-    expect(done.stdout).toMatch(/^  next      (Mon|Tue|Wed|Thu|Fri) \d{1,2} \w{3}, 09:00; (Mon|Tue|Wed|Thu|Fri) \d{1,2} \w{3}, 09:00; (Mon|Tue|Wed|Thu|Fri) \d{1,2} \w{3}, 09:00 \(Europe\/Paris\)$/m);
+    expect(done.stdout).toMatch(/^ {2}next {6}(Mon|Tue|Wed|Thu|Fri) \d{1,2} \w{3}, 09:00; (Mon|Tue|Wed|Thu|Fri) \d{1,2} \w{3}, 09:00; (Mon|Tue|Wed|Thu|Fri) \d{1,2} \w{3}, 09:00 \(Europe\/Paris\)$/m);
     const id = /^schedule ([0-9a-f-]{36})/m.exec(done.stdout)![1]!;
     const stored = await getSchedule(client, id);
     expect(stored.inputs).toEqual({ n: { kind: 'int', value: 41 } });
@@ -86,7 +86,7 @@ describe('svc schedule', () => {
     const paused = await svc(['schedule', 'pause', id, '--json']);
     expect(JSON.parse(paused.stdout)).toMatchObject({ id, status: 'paused', pauseReason: { code: 'paused', by: 'caller' } });
     const shown = await svc(['schedule', 'get', id]);
-    expect(shown.stdout).toMatch(/paused    by the caller at .*: paused by a caller/);
+    expect(shown.stdout).toMatch(/paused {4}by the caller at .*: paused by a caller/);
     expect(shown.stdout).toContain(`next      - (paused: svc schedule resume ${id})`);
     expect((await svc(['schedule', 'resume', id])).stdout).toMatch(/: active$/m);
     const ticks = await svc(['schedule', 'ticks', id]);

@@ -4,8 +4,7 @@ import { AppError } from '../../platform/app-error';
 import type { BatchResultsUrls } from '../../platform/batch-results-urls';
 import { batchRowView, batchView, BatchEventStream, type BatchLauncher } from '../../runs';
 import type { BatchRepository } from '../../store';
-import { assertWebhookUrl, authOf, type Handler } from './handler-types';
-import { requestFingerprint } from './request-fingerprint';
+import { authOf, backgroundOptions, type Handler } from './handler-types';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
 
 export interface BatchHandlerDeps {
@@ -56,18 +55,7 @@ export function batchHandlers(deps: BatchHandlerDeps): { [K in BatchName]: Handl
   return {
     'batches.create': async (input, ctx) => {
       const auth = authOf(ctx);
-      const { maxDurationSeconds, idempotencyKey, webhookUrl, outputCache } = ctx.options ?? {};
-      assertWebhookUrl(webhookUrl, deps.webhookUrlProblem);
-      const { id } = await deps.launcher.create(input, {
-        orgId: auth.orgId,
-        userId: auth.userId,
-        tokenId: auth.tokenId,
-        log: ctx.log,
-        ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }),
-        ...(outputCache === undefined ? {} : { outputCache }),
-        ...(idempotencyKey === undefined ? {} : { idempotency: { key: idempotencyKey, requestHash: requestFingerprint('batches.create', input, ctx.options) } }),
-        ...(webhookUrl === undefined ? {} : { webhookUrl }),
-      });
+      const { id } = await deps.launcher.create(input, { orgId: auth.orgId, userId: auth.userId, tokenId: auth.tokenId, log: ctx.log, ...backgroundOptions(ctx, 'batches.create', input, deps.webhookUrlProblem) });
       return view(id, auth.orgId);
     },
 

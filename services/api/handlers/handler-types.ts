@@ -1,8 +1,9 @@
 import { AppError } from '../../platform/app-error';
 import type { Logger } from 'pino';
-import type { CallOptionValues, InputOf, OpName, Operations, OutputOf, RouteName, Routes } from '../../contract';
+import type { CallOptionValues, InputOf, OpName, Operations, OutputCacheMode, OutputOf, RouteName, Routes } from '../../contract';
 import type { BatchEventStream, RunEventStream } from '../../runs';
 import type { AuthContext } from '../auth/auth-context';
+import { requestFingerprint } from './request-fingerprint';
 import type { UploadBody } from './upload-body';
 
 /** What a handler knows about the call besides its validated input; every surface builds one. */
@@ -50,4 +51,24 @@ export function authOf(ctx: CallContext): AuthContext {
 export function assertWebhookUrl(url: string | undefined, problemOf: (url: string) => string | null): void {
   const problem = url === undefined ? null : problemOf(url);
   if (problem) throw new AppError({ code: 'validation_failed', message: `the Webhook-Url header ${problem}`, details: { issues: [{ path: 'Webhook-Url', message: problem }] } });
+}
+
+/**
+ * The call options of work that runs in the background (a batch, a schedule's runs), from the
+ * call's headers: checked (`Webhook-Url` by the address rules) and in the shape their launchers take.
+ */
+export function backgroundOptions(
+  ctx: CallContext,
+  name: CallName,
+  input: unknown,
+  webhookUrlProblem: (url: string) => string | null,
+): { maxDurationSeconds?: number; outputCache?: OutputCacheMode; idempotency?: { key: string; requestHash: string }; webhookUrl?: string } {
+  const { maxDurationSeconds, idempotencyKey, webhookUrl, outputCache } = ctx.options ?? {};
+  assertWebhookUrl(webhookUrl, webhookUrlProblem);
+  return {
+    ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }),
+    ...(outputCache === undefined ? {} : { outputCache }),
+    ...(idempotencyKey === undefined ? {} : { idempotency: { key: idempotencyKey, requestHash: requestFingerprint(name, input, ctx.options) } }),
+    ...(webhookUrl === undefined ? {} : { webhookUrl }),
+  };
 }

@@ -2,8 +2,7 @@ import type { Schedule, ScheduleList } from '../../contract';
 import { AppError } from '../../platform/app-error';
 import { scheduleTickView, scheduleView, type ScheduleLauncher } from '../../runs';
 import type { ScheduleRepository } from '../../store';
-import { assertWebhookUrl, authOf, type Handler } from './handler-types';
-import { requestFingerprint } from './request-fingerprint';
+import { authOf, backgroundOptions, type Handler } from './handler-types';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
 
 export interface ScheduleHandlerDeps {
@@ -32,17 +31,7 @@ export function scheduleHandlers(deps: ScheduleHandlerDeps): { [K in ScheduleNam
   return {
     'schedules.create': async (input, ctx) => {
       const auth = authOf(ctx);
-      const { maxDurationSeconds, idempotencyKey, webhookUrl, outputCache } = ctx.options ?? {};
-      assertWebhookUrl(webhookUrl, deps.webhookUrlProblem);
-      const { id } = await deps.launcher.create(input, {
-        orgId: auth.orgId,
-        userId: auth.userId,
-        log: ctx.log,
-        ...(maxDurationSeconds === undefined ? {} : { maxDurationSeconds }),
-        ...(outputCache === undefined ? {} : { outputCache }),
-        ...(idempotencyKey === undefined ? {} : { idempotency: { key: idempotencyKey, requestHash: requestFingerprint('schedules.create', input, ctx.options) } }),
-        ...(webhookUrl === undefined ? {} : { webhookUrl }),
-      });
+      const { id } = await deps.launcher.create(input, { orgId: auth.orgId, userId: auth.userId, log: ctx.log, ...backgroundOptions(ctx, 'schedules.create', input, deps.webhookUrlProblem) });
       return view(id, auth.orgId);
     },
 

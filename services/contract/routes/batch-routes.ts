@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { defineOperation } from '../operation';
+import { runsCreate } from '../ops/runs-create';
 import { ArtifactInputSchema } from '../schemas/artifact';
 import {
   BATCH_DEFAULT_CONCURRENCY,
@@ -65,15 +66,9 @@ export const batchesCreate = defineOperation({
       'Start a batch: one workflow (workflow inline, or workflowRef) run once per row of inputs (rows: an array of maps from input name to a value or an artifact), in the background, under one spend cap for the whole batch (maxCostUsd; default rows × rowMaxCostUsd, each row capped at rowMaxCostUsd, default 0.50). ' +
       'Every row is checked first: a bad row refuses the batch with its row number and field, unless skipBadRows is true. Returns the batch at once (its id, rows by status, spend against the cap); ' +
       'read its progress with {batches.get}. Rows of a batch wait behind interactive runs.',
+    // runs.create's example workflow (input a, a + 2), once per row.
     example: {
-      workflow: {
-        version: 2,
-        nodes: [
-          { id: 'a', uses: 'input', outputType: 'FLOAT' },
-          { id: 'sum', uses: 'math-add', inputs: { a: '${a.value}', b: 2 } },
-          { id: 'result', uses: 'output', inputs: { value: '${sum.result}' } },
-        ],
-      },
+      workflow: runsCreate.agent!.example.workflow!,
       rows: [{ a: 1 }, { a: 2 }, { a: 3 }],
       maxCostUsd: 0.05,
     },

@@ -102,3 +102,17 @@ export function serviceProcess(options: { name: string; role: 'api' | 'worker'; 
   };
   return proc;
 }
+
+/**
+ * Starts a killed worker again; on a loaded machine its start can outlast `start`'s wait, so a
+ * process that is up is then waited for until it logs that its step worker started.
+ */
+export async function restartWorker(worker: ServiceProcess): Promise<void> {
+  const mark = fs.existsSync(worker.logFile) ? fs.statSync(worker.logFile).size : 0;
+  try {
+    await worker.start();
+  } catch (err) {
+    if (!worker.alive) throw err;
+    await eventually(() => fs.readFileSync(worker.logFile, 'utf8').slice(mark).includes('"msg":"step worker started"'), { timeoutMs: 120_000, intervalMs: 200, what: `${worker.name} to be ready after a slow start` });
+  }
+}

@@ -3,7 +3,7 @@ import { Link, useParams } from 'react-router';
 import type { Batch, BatchRow } from '../../../contract';
 import { client, errorText } from '../lib/api';
 import { formatTime, formatUsd } from '../lib/format';
-import { LoadFailed, Loading } from '../ui/load-states';
+import { Loading, PageLoadFailed } from '../ui/load-states';
 import { batchEnded, canRetry, capBindsConcurrency, progressLine, progressSegments } from './batch-view';
 import '../runs/runs.css';
 import './batches.css';
@@ -77,16 +77,7 @@ export function BatchPage() {
   };
 
   if (load.status === 'loading') return <Loading>Loading the batch…</Loading>;
-  if (load.status === 'error') {
-    return (
-      <main className="page">
-        <LoadFailed what="the batch" message={load.message} onRetry={() => setAttempt((n) => n + 1)} />
-        <p>
-          <Link to="/batches">All batches</Link>
-        </p>
-      </main>
-    );
-  }
+  if (load.status === 'error') return <PageLoadFailed what="the batch" message={load.message} onRetry={() => setAttempt((n) => n + 1)} back={{ to: '/batches', label: 'All batches' }} />;
   const { batch } = load;
   const segments = progressSegments(batch);
   const spentPct = batch.maxCostUsd > 0 ? Math.min(100, ((batch.spentUsd + batch.heldUsd) / batch.maxCostUsd) * 100) : 0;

@@ -4,7 +4,7 @@ import type { Schedule } from '../../../contract';
 import { tickLine } from '../../../sdk/src';
 import { client, errorText } from '../lib/api';
 import { formatTime, formatUsd } from '../lib/format';
-import { LoadFailed, Loading } from '../ui/load-states';
+import { Loading, PageLoadFailed } from '../ui/load-states';
 import '../batches/batches.css';
 
 type Load = { status: 'loading' } | { status: 'error'; message: string } | { status: 'ready'; schedule: Schedule };
@@ -50,16 +50,7 @@ export function SchedulePage() {
   };
 
   if (load.status === 'loading') return <Loading>Loading the schedule…</Loading>;
-  if (load.status === 'error') {
-    return (
-      <main className="page">
-        <LoadFailed what="the schedule" message={load.message} onRetry={() => setAttempt((n) => n + 1)} />
-        <p>
-          <Link to="/schedules">All schedules</Link>
-        </p>
-      </main>
-    );
-  }
+  if (load.status === 'error') return <PageLoadFailed what="the schedule" message={load.message} onRetry={() => setAttempt((n) => n + 1)} back={{ to: '/schedules', label: 'All schedules' }} />;
   const { schedule } = load;
   const inputs = Object.entries(schedule.inputs);
   return (

@@ -1,3 +1,5 @@
+import { Link } from 'react-router';
+
 /** What a page shows while its data loads. */
 export function Loading({ children }: { children: string }) {
   return (
@@ -20,5 +22,17 @@ export function LoadFailed({ what, message, onRetry }: { what: string; message: 
         </button>
       </div>
     </div>
+  );
+}
+
+/** A detail page whose record did not load: the failure, a way to try again, and the way back to its list. */
+export function PageLoadFailed({ what, message, onRetry, back }: { what: string; message: string; onRetry(): void; back: { to: string; label: string } }) {
+  return (
+    <main className="page">
+      <LoadFailed what={what} message={message} onRetry={onRetry} />
+      <p>
+        <Link to={back.to}>{back.label}</Link>
+      </p>
+    </main>
   );
 }
