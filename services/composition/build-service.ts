@@ -4,7 +4,7 @@ import type { Config } from '../platform/config';
 import type { Logger } from '../platform/logger';
 import type { Metrics } from '../platform/metrics';
 import type { RunEventBus, StepQueue, StepWorker } from '../queue';
-import type { RetentionSweeper, RunDeadlines, RunReaper, ScheduleTicker, ScheduleWebhooks, WebhookDispatcher } from '../runs';
+import type { BatchWebhooks, RetentionSweeper, RunDeadlines, RunReaper, ScheduleTicker, ScheduleWebhooks, WebhookDispatcher } from '../runs';
 import { buildResources, type ServiceResources } from './service-resources';
 import { buildWorker } from './build-worker';
 import { buildApi } from './build-api';
@@ -28,6 +28,8 @@ export interface ServiceRuntime {
   /** Starts schedules' runs at their ticks, and delivers their pauses' webhooks (roles all and worker; on timers with `background`). */
   schedules: ScheduleTicker | undefined;
   scheduleWebhooks: ScheduleWebhooks | undefined;
+  /** Delivers batches' ends to their webhooks (roles all and worker; on its timer with `background`). */
+  batchWebhooks: BatchWebhooks | undefined;
   bus: RunEventBus;
   queue: StepQueue;
   /** ROLE=worker: `/metrics`, `/healthz` and `/readyz`, served on `METRICS_PORT` (an API process serves them itself). */
@@ -66,6 +68,7 @@ export async function buildService(options: { config: Config; log: Logger; metri
     sweeper: worker?.sweeper,
     schedules: worker?.schedules,
     scheduleWebhooks: worker?.scheduleWebhooks,
+    batchWebhooks: worker?.batchWebhooks,
     bus: resources.bus,
     queue: resources.queue,
     monitorApp: servesApi ? undefined : monitorApp(resources, isDraining),

@@ -389,9 +389,10 @@ export class BatchRepository {
   async claimDueWebhooks(limit: number, leaseMs: number): Promise<BatchRecord[]> {
     const rows = await queryRows<BatchRow>(
       this.database.pool,
-      `WITH due AS (SELECT id FROM batches WHERE webhook_state = 'pending' AND webhook_next_at <= now() ORDER BY webhook_next_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+      // The CTE's column is not named id: RETURNING's unqualified columns are the batch's.
+      `WITH due AS (SELECT id AS due_id FROM batches WHERE webhook_state = 'pending' AND webhook_next_at <= now() ORDER BY webhook_next_at LIMIT $1 FOR UPDATE SKIP LOCKED)
        UPDATE batches b SET webhook_next_at = now() + make_interval(secs => $2::float8 / 1000), webhook_attempts = webhook_attempts + 1
-       FROM due WHERE b.id = due.id RETURNING ${BATCH_COLUMNS}`,
+       FROM due WHERE b.id = due.due_id RETURNING ${BATCH_COLUMNS}`,
       [limit, leaseMs],
     );
     return rows.map(toRecord);

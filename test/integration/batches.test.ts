@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BatchSchema } from '../../services/contract';
 import { defineNode } from '../../services/nodes';
@@ -5,6 +6,7 @@ import { connector, ports } from '../../services/nodes/spec-builders';
 import { AppError } from '../../services/platform/app-error';
 import { eventually } from '../support/eventually';
 import { expectValid, jsonCall } from '../support/json-api';
+import { recordingServer, type RecordingServer } from '../support/recording-server';
 import { bearer, startTestService, type TestService } from '../support/service';
 import { sseMessages } from '../support/sse';
 
@@ -50,12 +52,24 @@ const doubler = {
 };
 
 let service: TestService;
+/** The batch-end webhook's receiver: what it was sent. */
+const received: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
+let receiver: RecordingServer;
 
 beforeAll(async () => {
-  service = await startTestService({ nodes: [pricedNode], env: { BATCH_FEED_INTERVAL_MS: '50', BATCH_STREAM_POLL_MS: '50' } });
+  receiver = await recordingServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.end('ok');
+    });
+  });
+  service = await startTestService({ nodes: [pricedNode], env: { BATCH_FEED_INTERVAL_MS: '50', BATCH_STREAM_POLL_MS: '50', FETCH_ALLOW_PRIVATE: `127.0.0.1:${receiver.port}` } });
 }, 60_000);
 afterAll(async () => {
   await service?.close();
+  await receiver?.close();
 });
 
 const call = (method: string, path: string, body?: unknown) => jsonCall(service.url, method, path, body, service.account.token);
@@ -244,6 +258,33 @@ describe('following a batch', () => {
 
     const forged = await fetch(link.body.url.replace(/signature=[^&]+/, 'signature=forged'));
     expect(forged.status).toBe(403);
+  });
+});
+
+describe("the batch's end webhook", () => {
+  it('POSTs batch.ended once, signed with the organization\'s secret, and records it delivered', async () => {
+    const created = await fetch(`${service.url}/v1/batches`, {
+      method: 'POST',
+      headers: { ...bearer(service.account.token), 'Content-Type': 'application/json', 'Webhook-Url': `${receiver.url}/batches` },
+      body: JSON.stringify({ workflow: doubler, rows: [{ n: 1 }, { n: 2 }, { n: 3, fail: true }] }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    const done = await finished(id);
+    expect(done.webhook).toMatchObject({ url: `${receiver.url}/batches`, state: 'pending' });
+    await service.runtime.batchWebhooks!.sweep();
+    const mine = received.filter((r) => JSON.parse(r.body).data?.batchId === id);
+    expect(mine).toHaveLength(1);
+    const message = JSON.parse(mine[0]!.body);
+    expect(message).toMatchObject({ type: 'batch.ended', data: { batchId: id, batch: { id, status: 'completed', rows: { completed: 2, failed: 1 } } } });
+    expect(mine[0]!.headers['webhook-id']).toBe(`msg_batch_${id}_1`);
+    const secret = (await call('GET', '/v1/webhooks/secret')).body.secret as string;
+    const signed = createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(`${mine[0]!.headers['webhook-id']}.${mine[0]!.headers['webhook-timestamp']}.${mine[0]!.body}`).digest('base64');
+    expect(mine[0]!.headers['webhook-signature']).toContain(`v1,${signed}`);
+    expect((await call('GET', `/v1/batches/${id}`)).body.webhook).toMatchObject({ state: 'delivered', attempts: 1 });
+    // Delivered: a later sweep sends nothing more.
+    await service.runtime.batchWebhooks!.sweep();
+    expect(received.filter((r) => JSON.parse(r.body).data?.batchId === id)).toHaveLength(1);
   });
 });
 
