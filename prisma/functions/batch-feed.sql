@@ -36,7 +36,10 @@ END $$;
 --      svc_create_runs, which holds that cap of the organization's balance. So spent + held never
 --      passes the batch's cap, and since a run's cost never passes its cap, neither does the
 --      batch's. When the batch's cap leaves nothing, or the organization's balance refuses a run,
---      with no row in flight, the rows left fail (spend_cap_exceeded, insufficient_credit);
+--      with no row in flight, the rows left fail (spend_cap_exceeded, insufficient_credit). A row
+--      started with less than the row cap (what the batch's cap left) that stops at its cap
+--      means the cap has no room for a row's worst case: no row starts after it, and the rows
+--      left fail spend_cap_exceeded once those in flight have ended (stop_reason says so);
 --   5. a batch with no row pending or in flight ends: completed, or cancelled when cancelling.
 -- Input:  batch_id uuid, max_start int (the most rows this turn starts).
 -- Output: {busy: true} when another transaction holds the batch (another feeder's turn); {found:
@@ -75,6 +78,8 @@ DECLARE
   cancel_runs jsonb := '[]'::jsonb;
   stop_code text;
   stop_message text;
+  n_capped int := 0;
+  capped boolean := false;
 BEGIN
   SELECT * INTO b FROM batches WHERE id = p_batch FOR NO KEY UPDATE SKIP LOCKED;
   IF NOT FOUND THEN
@@ -101,11 +106,12 @@ BEGIN
         cost_micros = br.cost_micros + e.charged_micros, held_micros = 0, outputs = e.outputs, error = e.error,
         ended_seq = e.seq, finished_at = now()
     FROM ended e WHERE br.batch_id = p_batch AND br.row = e.row
-    RETURNING br.status, e.charged_micros, e.held_micros
+    RETURNING br.status, e.charged_micros, e.held_micros, e.error
   )
   SELECT count(*), count(*) FILTER (WHERE status = 'completed'), count(*) FILTER (WHERE status = 'failed'),
-         count(*) FILTER (WHERE status = 'cancelled'), COALESCE(sum(charged_micros), 0), COALESCE(sum(held_micros), 0)
-  INTO n_settled, n_done, n_failed, n_cancelled, charged, released FROM settled;
+         count(*) FILTER (WHERE status = 'cancelled'), COALESCE(sum(charged_micros), 0), COALESCE(sum(held_micros), 0),
+         count(*) FILTER (WHERE status = 'failed' AND error->>'code' = 'spend_cap_exceeded' AND held_micros < b.row_cap_micros)
+  INTO n_settled, n_done, n_failed, n_cancelled, charged, released, n_capped FROM settled;
   b.ended_seq := b.ended_seq + n_settled;
   b.running_rows := b.running_rows - n_settled;
   b.completed_rows := b.completed_rows + n_done;
@@ -113,6 +119,13 @@ BEGIN
   b.cancelled_rows := b.cancelled_rows + n_cancelled;
   b.spent_micros := b.spent_micros + charged;
   b.held_micros := b.held_micros - released;
+  -- A row started with less than its cap (what the batch's cap had left) stopped at that cap: the
+  -- batch's cap has no room for another row's worst case. No more rows start (each would stop
+  -- the same way, one at a time); the rows left fail once those in flight have ended.
+  IF n_capped > 0 AND b.status = 'running' AND b.stop_reason IS NULL THEN
+    b.stop_reason := jsonb_build_object('code', 'spend_cap_exceeded',
+      'message', 'the batch''s spend cap has no room left for a row''s worst case; retry the failed rows with a larger maxCostUsd (POST /v1/batches/' || b.id || '/retry)');
+  END IF;
 
   -- 2. The deadline.
   IF b.status = 'running' AND b.deadline_at IS NOT NULL AND b.deadline_at <= now() THEN
@@ -137,7 +150,8 @@ BEGIN
   IF b.status = 'running' AND b.pending_rows > 0 THEN
     room := LEAST(b.concurrency - b.running_rows, p_max);
     left_micros := b.cap_micros - b.spent_micros - b.held_micros;
-    IF room > 0 AND left_micros > 0 THEN
+    capped := COALESCE(b.stop_reason->>'code' = 'spend_cap_exceeded', false);
+    IF room > 0 AND left_micros > 0 AND NOT capped THEN
       FOR pr IN SELECT row, inputs FROM batch_rows WHERE batch_id = p_batch AND status = 'pending' ORDER BY row LIMIT room LOOP
         cap := LEAST(b.row_cap_micros, left_micros);
         EXIT WHEN cap <= 0;
@@ -168,8 +182,11 @@ BEGIN
       END LOOP;
     END IF;
     -- Nothing in flight that could give money back, and nothing could start: the rows left fail.
-    IF b.running_rows = 0 AND b.pending_rows > 0 AND (refused > 0 OR b.cap_micros - b.spent_micros - b.held_micros <= 0) THEN
-      IF refused > 0 THEN
+    IF b.running_rows = 0 AND b.pending_rows > 0 AND (refused > 0 OR capped OR b.cap_micros - b.spent_micros - b.held_micros <= 0) THEN
+      IF capped THEN
+        stop_code := 'spend_cap_exceeded';
+        stop_message := b.stop_reason->>'message';
+      ELSIF refused > 0 THEN
         stop_code := 'insufficient_credit';
         stop_message := 'your organization''s available balance could not hold a row''s cap; add credit, then retry the failed rows (POST /v1/batches/' || b.id || '/retry)';
       ELSE

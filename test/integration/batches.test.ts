@@ -139,6 +139,24 @@ describe('batches.create with rows in the body', () => {
     expect(Number(charged._sum.amountMicros)).toBe(-10 * PRICE);
   });
 
+  it('starts no row after one that stopped at what the cap had left: the rest fail unstarted, not one run each', async () => {
+    // Rows of a 0.002 cap under a 0.0045 batch cap: four fit (0.001 each), the fifth starts with
+    // the 0.0005 left, below its worst case, and stops at it; no row starts after it.
+    const rows = Array.from({ length: 10 }, (_, i) => ({ n: i + 1 }));
+    const created = await call('POST', '/v1/batches', { workflow: doubler, rows, concurrency: 1, rowMaxCostUsd: 0.002, maxCostUsd: 0.0045 });
+    expect(created.status).toBe(201);
+    const done = await finished(created.body.id);
+    expect(done.rows).toMatchObject({ completed: 4, failed: 6 });
+    expect(done.spentUsd).toBeCloseTo(0.004, 9);
+    expect(done.stopReason).toMatchObject({ code: 'spend_cap_exceeded', message: expect.stringContaining("no room left for a row's worst case") });
+    const failed = (await call('GET', `/v1/batches/${created.body.id}/rows?status=failed`)).body.rows as { row: number; runId: string | null; error: { code: string } }[];
+    expect(failed.map((r) => [r.row, r.runId !== null, r.error.code])).toEqual([
+      [5, true, 'spend_cap_exceeded'],
+      ...[6, 7, 8, 9, 10].map((row) => [row, false, 'spend_cap_exceeded']),
+    ]);
+    expect(await service.prisma.run.count({ where: { batchId: created.body.id } })).toBe(5);
+  });
+
   it('refuses bad rows by number and field, storing nothing; skipBadRows runs the others and lists them', async () => {
     const rows = [{ n: 1 }, { n: 'two' }, { m: 3 }, { n: 4 }];
     const before = await service.prisma.batch.count();
