@@ -49,7 +49,7 @@ export async function serveStdio(options: StdioServeOptions): Promise<void> {
   });
   server.onerror = (err) => options.log(`svc-mcp: ${err.message}`);
   await server.connect(transport);
-  options.log(`svc-mcp: serving the five operations as MCP tools over stdio, calling ${client.baseUrl}`);
+  options.log(`svc-mcp: serving the five operations and the batch tools as MCP tools over stdio, calling ${client.baseUrl}`);
   // The client closing its end (stdin) ends the server; the transport does not watch for it.
   stdin.on('end', () => void server.close());
   await closed;

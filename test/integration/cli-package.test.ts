@@ -44,7 +44,7 @@ describe('the packed CLI', () => {
     const client = new Client({ name: 'cli-package-test', version: '1.0.0' });
     await client.connect(new StdioClientTransport({ command: path.join(dir, 'node_modules/.bin/svc-mcp'), env, stderr: 'ignore' }));
     try {
-      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['nodes.list', 'nodes.get', 'workflows.get', 'runs.create', 'runs.node']);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['nodes.list', 'nodes.get', 'workflows.get', 'runs.create', 'runs.node', 'batches.create', 'batches.get']);
       const added = await client.callTool({ name: 'runs.node', arguments: { node: 'math-add', inputs: { a: 1, b: 2 } } });
       expect(JSON.parse((added.content as { text: string }[])[0]!.text)).toEqual({ outputs: { result: { kind: 'float', value: 3 } } });
     } finally {

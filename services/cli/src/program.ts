@@ -146,7 +146,7 @@ export function buildProgram(): Command {
 
   program
     .command('mcp')
-    .description('serve the five operations as MCP tools over stdio (env SERVICE_TOKEN required, SERVICE_API_URL optional); also the svc-mcp command')
+    .description('serve the five operations and the batch tools as MCP tools over stdio (env SERVICE_TOKEN required, SERVICE_API_URL optional); also the svc-mcp command')
     .action(() => mcp(version()));
 
   const overrideExit = (command: Command): void => {
