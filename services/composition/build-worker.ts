@@ -195,6 +195,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     intervalMs: config.batchFeedIntervalMs,
     idleMs: config.batchFeedIdleMs,
     maxStart: config.batchFeedRows,
+    minGapMs: config.batchFeedGapMs,
     observer: {
       turn: (started, settled) => {
         if (started > 0) metrics.batchRowsStarted.inc(started);

@@ -146,6 +146,12 @@ export const SETTINGS = {
   streamFinishedGraceMs: { env: 'STREAM_FINISHED_GRACE_MS', description: "A replay of a finished run whose log lacks the terminal event waits this long for it, then sends the one the run's record implies", default: '2000', parse: int(50, 600_000) },
   batchFeedIntervalMs: { env: 'BATCH_FEED_INTERVAL_MS', description: "Interval of each worker's batch feeder: how often every unfinished batch is given a turn (settle ended rows, start new ones); a run of a batch ending on a worker gives its batch a turn at once", default: '250', parse: int(10, 60_000) },
   batchFeedIdleMs: { env: 'BATCH_FEED_IDLE_MS', description: "How long each worker's batch feeder waits after finding no unfinished batch; a batch stored or retried is announced to the workers at once, so this bounds only a lost announcement", default: '2000', parse: int(10, 600_000) },
+  batchFeedGapMs: {
+    env: 'BATCH_FEED_GAP_MS',
+    description: "The least time between two turns of one batch on a worker: the runs of its rows ending meanwhile are settled together by the next turn",
+    default: '0',
+    parse: int(0, 10_000),
+  },
   batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
   batchStreamPollMs: { env: 'BATCH_STREAM_POLL_MS', description: "How often a batch's progress stream (GET /v1/batches/:id/events) asks Postgres for rows ended since", default: '500', parse: int(50, 60_000) },
   scheduleSweepMs: { env: 'SCHEDULE_SWEEP_MS', description: "Interval of each worker's schedule ticker: how often due schedules are looked for (a tick's run starts at most this late)", default: '1000', parse: int(50, 60_000) },

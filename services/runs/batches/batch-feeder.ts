@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ArtifactInput, RunError } from '../../contract';
 import type { Logger } from '../../platform/logger';
 import type { BatchFeedStore, RunEventAppender, StepEnqueuer } from '../ports';
@@ -20,6 +21,12 @@ export interface BatchFeederDeps {
   idleMs?: number;
   /** Rows one turn of a batch starts at most (BATCH_FEED_ROWS). */
   maxStart: number;
+  /**
+   * The least time between the starts of two turns of a batch here (BATCH_FEED_GAP_MS): runs
+   * ending meanwhile are settled together by the next turn, whose cost (the batch's rows in
+   * flight read once) is then shared by them rather than paid per run.
+   */
+  minGapMs?: number;
   /** Unfinished batches looked at per sweep. */
   sweepLimit?: number;
   /** Told of each turn (metrics): rows started and settled. */
@@ -101,8 +108,11 @@ export class BatchFeeder {
       try {
         while (entry.again && !this.stopped) {
           entry.again = false;
+          const began = Date.now();
           // A full turn leaves rows waiting for room that the next turn may have: go on.
           if (await this.turn(batchId)) entry.again = true;
+          const gap = (this.deps.minGapMs ?? 0) - (Date.now() - began);
+          if (entry.again && gap > 0) await sleep(gap);
         }
       } catch (err) {
         this.deps.log.warn({ err, batchId }, 'a batch turn failed; the next sweep tries again');
