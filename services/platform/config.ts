@@ -149,7 +149,7 @@ export const SETTINGS = {
   batchFeedGapMs: {
     env: 'BATCH_FEED_GAP_MS',
     description: "The least time between two turns of one batch on a worker: the runs of its rows ending meanwhile are settled together by the next turn",
-    default: '0',
+    default: '50',
     parse: int(0, 10_000),
   },
   batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
