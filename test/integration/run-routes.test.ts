@@ -215,7 +215,7 @@ describe('run history and replay over HTTP', () => {
       const page = await list('');
       expect(page.runs.map((r) => r.id)).toEqual(expected);
       expect(page.nextCursor).toBeNull();
-      for (const summary of page.runs) expect(Object.keys(summary).sort()).toEqual(['costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'status', 'workflowId', 'workflowName', 'workflowRef']);
+      for (const summary of page.runs) expect(Object.keys(summary).sort()).toEqual(['batchId', 'costUsd', 'createdAt', 'error', 'finishedAt', 'id', 'maxCostUsd', 'scheduleId', 'status', 'workflowId', 'workflowName', 'workflowRef']);
       expect(page.runs[0]).toMatchObject({ status: 'completed', costUsd: 0.012345, maxCostUsd: 0.5, error: null, createdAt: '2026-01-01T12:00:00.003Z' });
       // Nobody else's runs, and nobody else sees these.
       const theirs = (await list('', stranger)).runs.map((r) => r.id);

@@ -53,7 +53,8 @@ export class ScheduleLauncher {
     const timezone = request.timezone ?? 'UTC';
     const cron = request.cron.trim();
     const checked = checkCron(cron, timezone, this.deps.minIntervalSeconds);
-    if (!checked.ok) throw new AppError({ code: 'validation_failed', message: `${checked.field}: ${checked.message}`, details: { field: checked.field } });
+    // The message names the field already (`cron "…" has 4 fields`, `timezone "…" is not …`).
+    if (!checked.ok) throw new AppError({ code: 'validation_failed', message: checked.message, details: { field: checked.field } });
     const first = tickAfter(cron, timezone, this.now());
     if (!first) throw new AppError({ code: 'validation_failed', message: `cron: "${cron}" has no tick after now`, details: { field: 'cron' } });
     const inputs = request.inputs ?? {};

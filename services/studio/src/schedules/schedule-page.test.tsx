@@ -128,7 +128,7 @@ describe('SchedulesPage', () => {
     fireEvent.click(screen.getByRole('button', { name: 'New schedule' }));
     fireEvent.change(screen.getByRole('textbox', { name: /Workflow/ }), { target: { value: 'acme/catalog@1' } });
     fireEvent.change(screen.getByRole('textbox', { name: /Inputs/ }), { target: { value: '{"shop": "eu"}' } });
-    routes['schedules.create'].mockRejectedValueOnce(new Error('cron: cron "0 9 * *" has 4 fields; write five'));
+    routes['schedules.create'].mockRejectedValueOnce(new Error('cron "0 9 * *" has 4 fields; write five'));
     fireEvent.change(screen.getByRole('textbox', { name: /Cron/ }), { target: { value: '0 9 * *' } });
     fireEvent.click(screen.getByRole('button', { name: 'Create schedule' }));
     expect((await screen.findByRole('alert')).textContent).toMatch('has 4 fields; write five');
