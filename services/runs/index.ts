@@ -30,5 +30,5 @@ export type { BatchRecord, BatchRowRecord } from './ports';
 export { ScheduleLauncher, type ScheduleCaller, type ScheduleLauncherDeps, type ScheduleRequest } from './schedules/schedule-launcher';
 export { ScheduleTicker, type ScheduleTickerDeps } from './schedules/schedule-ticker';
 export { ScheduleWebhooks, type ScheduleWebhooksOptions } from './schedules/schedule-webhooks';
-export { scheduleTickView, scheduleView } from './schedules/schedule-view';
+export { scheduleTickView, scheduleViews } from './schedules/schedule-view';
 export type { ScheduleRecord, ScheduleTickRecord } from './ports';

@@ -54,7 +54,7 @@ export type BatchFeedStore = Pick<BatchRepository, 'feed' | 'unfinished' | 'get'
 export type BatchProgressStore = Pick<BatchRepository, 'get' | 'endedAfter'>;
 
 /** Storing and reading schedules (`ScheduleLauncher`, the views). */
-export type ScheduleStore = Pick<ScheduleRepository, 'create' | 'get' | 'resume' | 'ticks' | 'spentSince'>;
+export type ScheduleStore = Pick<ScheduleRepository, 'create' | 'resume' | 'latestTicks' | 'spentSinceEach'>;
 
 /** What the workers' tickers do with schedules (`ScheduleTicker`). */
 export type ScheduleTickStore = Pick<ScheduleRepository, 'claimDue' | 'openTick' | 'closeTick' | 'recordSkipped' | 'runExists' | 'advance' | 'pauseItself' | 'spentSince'>;

@@ -257,15 +257,38 @@ export class ScheduleRepository {
     return rows.map(toTick);
   }
 
+  /** The latest `limit` ticks of each schedule, newest first, in one query (a page of schedules is shown with theirs). */
+  async latestTicks(scheduleIds: readonly string[], limit: number): Promise<Map<string, ScheduleTickRecord[]>> {
+    const rows = await queryRows<TickRow & { schedule_id: string }>(
+      this.database.pool,
+      `SELECT s.id AS schedule_id, t.tick_at, t.status, t.run_id, r.status AS run_status, r.spent_micros, t.skipped_through, t.skipped_count, t.error, t.created_at
+         FROM unnest($1::uuid[]) AS s(id)
+         CROSS JOIN LATERAL (SELECT * FROM schedule_ticks t WHERE t.schedule_id = s.id ORDER BY t.tick_at DESC LIMIT $2) t
+         LEFT JOIN runs r ON r.id = t.run_id
+        ORDER BY s.id, t.tick_at DESC`,
+      [scheduleIds, limit],
+    );
+    const byId = new Map<string, ScheduleTickRecord[]>(scheduleIds.map((id) => [id, []]));
+    for (const row of rows) byId.get(row.schedule_id)!.push(toTick(row));
+    return byId;
+  }
+
   /** What the schedule's runs stored since `since` spend: the cost of those ended, the cap of those in flight. */
   async spentSince(scheduleId: string, since: Date): Promise<number> {
-    const [row] = await queryRows<{ spent: string }>(
+    return (await this.spentSinceEach([{ scheduleId, since }])).get(scheduleId)!;
+  }
+
+  /** {@link spentSince} of several schedules, each from its own moment (its month in its time zone), in one query. */
+  async spentSinceEach(periods: readonly { scheduleId: string; since: Date }[]): Promise<Map<string, number>> {
+    const rows = await queryRows<{ id: string; spent: string }>(
       this.database.pool,
-      `SELECT COALESCE(SUM(CASE WHEN status IN ('completed', 'failed', 'cancelled') THEN spent_micros ELSE GREATEST(cap_micros, spent_micros) END), 0)::text AS spent
-         FROM runs WHERE schedule_id = $1::uuid AND created_at >= $2::timestamptz`,
-      [scheduleId, since],
+      `SELECT p.id, COALESCE(SUM(CASE WHEN r.status IN ('completed', 'failed', 'cancelled') THEN r.spent_micros ELSE GREATEST(r.cap_micros, r.spent_micros) END), 0)::text AS spent
+         FROM unnest($1::uuid[], $2::timestamptz[]) AS p(id, since)
+         LEFT JOIN runs r ON r.schedule_id = p.id AND r.created_at >= p.since
+        GROUP BY p.id`,
+      [periods.map((p) => p.scheduleId), periods.map((p) => p.since)],
     );
-    return microsFromDb(row!.spent);
+    return new Map(rows.map((row) => [row.id, microsFromDb(row.spent)]));
   }
 
   /** Pauses an active schedule (by a caller): no tick until resumed. False when there is no such active schedule. */

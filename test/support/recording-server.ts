@@ -35,3 +35,23 @@ export async function recordingServer(
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }
+
+/** A request a {@link webhookReceiver} took: its headers and its body as text. */
+export interface ReceivedRequest {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/** A loopback webhook receiver answering 200 to everything, keeping each request's headers and body (`received`). */
+export async function webhookReceiver(): Promise<RecordingServer & { received: ReceivedRequest[] }> {
+  const received: ReceivedRequest[] = [];
+  const server = await recordingServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body });
+      res.end('ok');
+    });
+  });
+  return Object.assign(server, { received });
+}

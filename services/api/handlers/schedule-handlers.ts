@@ -1,13 +1,13 @@
 import type { Schedule, ScheduleList } from '../../contract';
 import { AppError } from '../../platform/app-error';
-import { scheduleTickView, scheduleView, type ScheduleLauncher } from '../../runs';
+import { scheduleTickView, scheduleViews, type ScheduleLauncher } from '../../runs';
 import type { ScheduleRepository } from '../../store';
 import { authOf, backgroundOptions, type Handler } from './handler-types';
 import { decodeRunCursor, encodeRunCursor } from './run-cursor';
 
 export interface ScheduleHandlerDeps {
   launcher: Pick<ScheduleLauncher, 'create' | 'resume'>;
-  schedules: Pick<ScheduleRepository, 'get' | 'list' | 'ticks' | 'spentSince' | 'pause' | 'delete'>;
+  schedules: Pick<ScheduleRepository, 'get' | 'list' | 'ticks' | 'latestTicks' | 'spentSinceEach' | 'pause' | 'delete'>;
   /** What is wrong with a Webhook-Url by the address rules; null when nothing. */
   webhookUrlProblem(url: string): string | null;
 }
@@ -27,7 +27,7 @@ export function scheduleHandlers(deps: ScheduleHandlerDeps): { [K in ScheduleNam
     if (!record) throw noSuchSchedule(id);
     return record;
   };
-  const view = async (id: string, orgId: string): Promise<Schedule> => scheduleView(await find(id, orgId), deps.schedules);
+  const view = async (id: string, orgId: string): Promise<Schedule> => (await scheduleViews([await find(id, orgId)], deps.schedules))[0]!;
   return {
     'schedules.create': async (input, ctx) => {
       const auth = authOf(ctx);
@@ -44,7 +44,7 @@ export function scheduleHandlers(deps: ScheduleHandlerDeps): { [K in ScheduleNam
       const page = records.slice(0, limit);
       const last = page.at(-1);
       return {
-        schedules: await Promise.all(page.map((record) => scheduleView(record, deps.schedules))),
+        schedules: await scheduleViews(page, deps.schedules),
         nextCursor: records.length > limit && last ? encodeRunCursor({ createdAt: last.createdAt, id: last.id }) : null,
       };
     },

@@ -17,9 +17,23 @@ export function scheduleTickView(tick: ScheduleTickRecord): ScheduleTickBody {
   };
 }
 
-/** A schedule as the contract shows it: its next ticks worked out, its latest ticks and its month's spend read. */
-export async function scheduleView(record: ScheduleRecord, store: Pick<ScheduleStore, 'ticks' | 'spentSince'>, now = new Date()): Promise<Schedule> {
-  const [ticks, spent] = await Promise.all([store.ticks(record.id, { limit: SCHEDULE_RECENT_TICKS }), store.spentSince(record.id, monthStart(now, record.timezone))]);
+/**
+ * Schedules as the contract shows them: their next ticks worked out, their latest ticks and their
+ * month's spend read for all of them at once (two queries for a page, not two per schedule).
+ */
+export async function scheduleViews(records: readonly ScheduleRecord[], store: Pick<ScheduleStore, 'latestTicks' | 'spentSinceEach'>, now = new Date()): Promise<Schedule[]> {
+  if (records.length === 0) return [];
+  const [ticks, spent] = await Promise.all([
+    store.latestTicks(
+      records.map((record) => record.id),
+      SCHEDULE_RECENT_TICKS,
+    ),
+    store.spentSinceEach(records.map((record) => ({ scheduleId: record.id, since: monthStart(now, record.timezone) }))),
+  ]);
+  return records.map((record) => viewOf(record, ticks.get(record.id) ?? [], spent.get(record.id) ?? 0));
+}
+
+function viewOf(record: ScheduleRecord, ticks: readonly ScheduleTickRecord[], spent: number): Schedule {
   // A tick due and not yet taken (a worker takes it within a sweep) is still a next tick.
   const next = record.status === 'active' && record.nextAt ? [record.nextAt, ...ticksAfter(record.cron, record.timezone, record.nextAt, SCHEDULE_NEXT_TICKS - 1)] : [];
   return {

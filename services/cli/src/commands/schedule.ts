@@ -82,16 +82,12 @@ export function scheduleIdCommands(withConnection: (command: Command) => Command
         const call = client.routes[name] as (input: { id: string }, options: { signal: AbortSignal }) => Promise<unknown>;
         const answer = await call({ id }, { signal: interruptSignal() });
         if (options.json) printJson(answer ?? { deleted: id });
-        else if (answer === null || answer === undefined) print(`schedule ${id} deleted: it never ticks again (its runs keep its id)`);
-        else if (isTickPage(answer)) print(ticksText(answer.ticks));
+        else if (name === 'schedules.delete') print(`schedule ${id} deleted: it never ticks again (its runs keep its id)`);
+        else if (name === 'schedules.ticks') print(ticksText((answer as { ticks: ScheduleTickBody[] }).ticks));
         else print(scheduleText(answer as Schedule));
       },
     );
   });
-}
-
-function isTickPage(answer: unknown): answer is { ticks: ScheduleTickBody[] } {
-  return typeof answer === 'object' && answer !== null && Array.isArray((answer as { ticks?: unknown }).ticks);
 }
 
 /** A schedule as a person reads it: what runs when, its money, its next and latest ticks. */
