@@ -189,12 +189,15 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     contexts: resources.contexts,
     events: resources.runEvents,
     queue: resources.queue,
+    lanes: resources.queue,
     lifecycle: resources.lifecycle,
     mayRunInline: resources.mayRunInline,
     log,
     intervalMs: config.batchFeedIntervalMs,
     idleMs: config.batchFeedIdleMs,
     maxStart: config.batchFeedRows,
+    // Enough rows waiting to keep the batches' share of the workers busy, and no more.
+    maxStartWhileInteractive: config.batchSlotsWhileInteractive === 0 ? config.batchFeedRows : 8 * config.batchSlotsWhileInteractive,
     minGapMs: config.batchFeedGapMs,
     observer: {
       turn: (started, settled) => {

@@ -152,7 +152,7 @@ export const SETTINGS = {
     default: '50',
     parse: int(0, 10_000),
   },
-  batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
+  batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most, and the most of its organization's batch rows left waiting their turn in the fair dispatch after it (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
   batchStreamPollMs: { env: 'BATCH_STREAM_POLL_MS', description: "How often a batch's progress stream (GET /v1/batches/:id/events) asks Postgres for rows ended since", default: '500', parse: int(50, 60_000) },
   scheduleSweepMs: { env: 'SCHEDULE_SWEEP_MS', description: "Interval of each worker's schedule ticker: how often due schedules are looked for (a tick's run starts at most this late)", default: '1000', parse: int(50, 60_000) },
   scheduleMinIntervalSeconds: {
@@ -177,6 +177,18 @@ export const SETTINGS = {
   webhookGiveUpSeconds: { env: 'WEBHOOK_GIVE_UP_SECONDS', description: 'A webhook delivery still failing this long after its first attempt is given up on (and the next event sent)', default: '86400', parse: int(1, 7 * 86_400) },
   fairScheduling: { env: 'FAIR_SCHEDULING', description: 'Step jobs wait in a list per organization and enter the queue round robin, so that one organization flooding the queue cannot starve the others (docs/scheduling.md); false: one FIFO queue', default: 'true', parse: bool },
   fairDispatchWindow: { env: 'FAIR_DISPATCH_WINDOW', description: "Under fair scheduling, step jobs waiting in BullMQ's queue at most (the rest wait their organization's turn): a new organization's first step waits behind at most this many; keep it at or above the fleet's total WORKER_CONCURRENCY so that no worker idles", default: '32', parse: int(1, 100_000) },
+  batchSlotsWhileInteractive: {
+    env: 'BATCH_SLOTS_WHILE_INTERACTIVE',
+    description: "Under fair scheduling, batch rows' step jobs queued or running at once, across all workers and batches, while interactive work is under way (an interactive step dispatched in the last INTERACTIVE_QUIET_MS): what batches take of the fleet beside interactive runs; 0: no limit",
+    default: '1',
+    parse: int(0, 100_000),
+  },
+  interactiveQuietMs: {
+    env: 'INTERACTIVE_QUIET_MS',
+    description: 'How long after the last interactive step was dispatched batches get the whole fleet again (BATCH_SLOTS_WHILE_INTERACTIVE)',
+    default: '250',
+    parse: int(10, 60_000),
+  },
   orgStepConcurrency: { env: 'ORG_STEP_CONCURRENCY', description: "Under fair scheduling, step jobs of one organization queued or running at once, across all workers; 0: no limit", default: '64', parse: int(0, 1_000_000) },
   orgLimitsSyncSeconds: { env: 'ORG_LIMITS_SYNC_SECONDS', description: "Interval of each worker's copy of organizations' own step concurrency limits (`admin org limit`) from Postgres into Redis: a change applies within this", default: '10', parse: int(1, 3600) },
   fairReconcileMs: { env: 'FAIR_RECONCILE_MS', description: "Interval of each worker's look at organizations parked at ORG_STEP_CONCURRENCY, freeing slots of jobs that ended without their release (a worker killed)", default: '1000', parse: int(100, 60_000) },

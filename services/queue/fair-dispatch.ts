@@ -40,6 +40,18 @@ export interface FairDispatchOptions {
   orgLimit: number;
   /** How long a job just dispatched counts as running without a BullMQ hash; default 10 s. */
   graceMs?: number;
+  /** Batch jobs dispatched at once, all batch lanes together, while interactive work is under way (BATCH_SLOTS_WHILE_INTERACTIVE); 0 or absent: no limit. */
+  batchSlotsWhileInteractive?: number;
+  /** How long after an interactive dispatch interactive work counts as under way (INTERACTIVE_QUIET_MS); default 250 ms. */
+  interactiveQuietMs?: number;
+}
+
+/** A batch lane's state, as a batch feeder paces its turns by it. */
+export interface BatchLaneState {
+  /** The lane's jobs waiting their turn (not dispatched yet). */
+  waiting: number;
+  /** Whether interactive work is under way: batch jobs then have a bounded share of the slots. */
+  interactiveBusy: boolean;
 }
 
 /**
@@ -98,6 +110,17 @@ export class FairDispatch {
     await multi.exec();
   }
 
+  /** Lane `lane`'s jobs waiting, and whether interactive work is under way (one round trip). */
+  async batchLane(lane: string): Promise<BatchLaneState> {
+    const replies = await this.options.redis.multi().llen(`${this.fairPrefix}:waiting:${lane}`).exists(`${this.keys[0]!}:busy`).exec();
+    const value = (i: number): number => {
+      const [err, reply] = replies![i]!;
+      if (err) throw err;
+      return Number(reply);
+    };
+    return { waiting: value(0), interactiveBusy: value(1) === 1 };
+  }
+
   /** Whether job `id` waits here (not dispatched yet). */
   async isWaiting(id: string): Promise<boolean> {
     return (await this.options.redis.hexists(this.keys[3]!, id)) === 1;
@@ -116,8 +139,8 @@ export class FairDispatch {
   }
 
   private call(script: RedisScript, args: readonly (string | number)[]): Promise<unknown> {
-    const { window, orgLimit, graceMs = 10_000, bullJobPrefix, redis } = this.options;
-    return script.run(redis, this.keys, [this.fairPrefix, bullJobPrefix, window, orgLimit, graceMs, ...args]);
+    const { window, orgLimit, graceMs = 10_000, bullJobPrefix, redis, batchSlotsWhileInteractive = 0, interactiveQuietMs = 250 } = this.options;
+    return script.run(redis, this.keys, [this.fairPrefix, bullJobPrefix, window, orgLimit, graceMs, batchSlotsWhileInteractive, interactiveQuietMs, ...args]);
   }
 
   private async run(script: RedisScript, args: readonly (string | number)[]): Promise<FairJob[]> {

@@ -8,7 +8,7 @@ export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunLogFeedOption
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
 export { BATCH_LANE_PREFIX, batchLaneOf, GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';
-export type { FairStatus } from './fair-dispatch';
+export type { BatchLaneState, FairStatus } from './fair-dispatch';
 export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
 export { publishProviderJobEnd, subscribeProviderJobEnds } from './provider-job-ends';

@@ -1,6 +1,6 @@
 import { isNotConnectionError, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { FairDispatch, type FairJob, type FairStatus } from './fair-dispatch';
+import { FairDispatch, type BatchLaneState, type FairJob, type FairStatus } from './fair-dispatch';
 import { stepJobId, type JobPayload } from './job-catalog';
 import { carriedContext } from '../platform/tracing';
 import { QUEUE_NAMES } from './queue-names';
@@ -68,6 +68,10 @@ export interface FairQueueOptions {
   orgLimit: number;
   /** How long a just-dispatched job counts as running before BullMQ has it (tests shorten it). */
   graceMs?: number;
+  /** Batch jobs dispatched at once while interactive work is under way (BATCH_SLOTS_WHILE_INTERACTIVE); 0: no limit. */
+  batchSlotsWhileInteractive?: number;
+  /** How long after an interactive dispatch interactive work counts as under way (INTERACTIVE_QUIET_MS). */
+  interactiveQuietMs?: number;
 }
 
 /**
@@ -104,6 +108,8 @@ export class StepQueue {
         window: fair.window,
         orgLimit: fair.orgLimit,
         ...(fair.graceMs === undefined ? {} : { graceMs: fair.graceMs }),
+        ...(fair.batchSlotsWhileInteractive === undefined ? {} : { batchSlotsWhileInteractive: fair.batchSlotsWhileInteractive }),
+        ...(fair.interactiveQuietMs === undefined ? {} : { interactiveQuietMs: fair.interactiveQuietMs }),
       });
       this.fair = { dispatch, orgOf: fair.orgOf };
     }
@@ -222,6 +228,15 @@ export class StepQueue {
   /** Organization `orgId`'s place in the queue; null without fair scheduling (one FIFO queue knows no organizations). */
   async orgStatus(orgId: string): Promise<FairStatus | null> {
     return this.fair ? this.fair.dispatch.status(orgId) : null;
+  }
+
+  /**
+   * Organization `orgId`'s batch lane: its jobs waiting their turn, and whether interactive work
+   * is under way; null without fair scheduling (no lane: a feeder then paces by its batch's
+   * concurrency alone).
+   */
+  async batchLaneState(orgId: string): Promise<BatchLaneState | null> {
+    return this.fair ? this.fair.dispatch.batchLane(batchLaneOf(orgId)) : null;
   }
 
   /** Organizations' own concurrency limits (from Postgres), replacing those set before. */

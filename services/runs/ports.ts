@@ -78,6 +78,12 @@ export interface StepEnqueuer {
   enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>, groups?: ReadonlyMap<string, readonly string[]>): Promise<void>;
 }
 
+/** An organization's batch lane as a batch feeder paces its turns by it (`StepQueue.batchLaneState`). */
+export interface BatchLanes {
+  /** Its jobs waiting their turn, and whether interactive work is under way; null without fair scheduling. */
+  batchLaneState(orgId: string): Promise<{ waiting: number; interactiveBusy: boolean } | null>;
+}
+
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */
 export interface StepQueuePort extends StepEnqueuer {
   requeue(runId: string, nodeIds: readonly string[], options?: { gone?: string }): Promise<string[]>;

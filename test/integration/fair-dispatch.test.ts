@@ -241,3 +241,33 @@ describe('fair dispatch when a release is lost', () => {
     }
   });
 });
+
+describe('the batch lane beside interactive work', () => {
+  it('gives batch lanes at most their share of dispatched jobs while interactive work is under way, and all the room once it is quiet', async () => {
+    const redis = createRedisConnection(stack().redisUrl);
+    const prefix = `fairshare${process.pid}`;
+    const quietMs = 300;
+    const fair = new FairDispatch({ redis, prefix, bullWaitKey: `${prefix}:steps:wait`, bullJobPrefix: `${prefix}:steps:`, window: 100, orgLimit: 0, batchSlotsWhileInteractive: 2, interactiveQuietMs: quietMs });
+    const jobs = (prefixOfId: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefixOfId}${i}`, name: 'step.execute', data: { runId: runOf('a'), nodeId: `${prefixOfId}${i}` } }));
+    const ids = (out: Awaited<ReturnType<FairDispatch['offer']>>) => out.map((j) => j.id);
+    try {
+      expect(await fair.batchLane('~b:a')).toEqual({ waiting: 0, interactiveBusy: false });
+      // An interactive step is dispatched: interactive work is under way.
+      expect(ids(await fair.offer('a', jobs('i', 1)))).toEqual(['i0']);
+      expect(ids(await fair.offer('~b:a', jobs('b', 10)))).toEqual(['b0', 'b1']);
+      // Another organization's batch shares the same two slots.
+      expect(await fair.offer('~b:c', jobs('c', 3))).toEqual([]);
+      expect(await fair.batchLane('~b:a')).toEqual({ waiting: 8, interactiveBusy: true });
+      // One batch job ends: one more goes (a's turn: it was in the ring before c).
+      expect(ids(await fair.release([{ org: '~b:a', id: 'b0' }]))).toEqual(['b2']);
+      expect(ids(await fair.release([{ org: 'a', id: 'i0' }]))).toEqual([]);
+      // Quiet: the next dispatch gives the batch lanes all the room.
+      await sleep(quietMs + 50);
+      expect(await fair.batchLane('~b:a')).toEqual({ waiting: 7, interactiveBusy: false });
+      expect(await fair.batchLane('~b:c')).toEqual({ waiting: 3, interactiveBusy: false });
+      expect(ids(await fair.release([{ org: '~b:a', id: 'b1' }]))).toEqual(['c0', 'b3', 'c1', 'b4', 'c2', 'b5', 'b6', 'b7', 'b8', 'b9']);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});

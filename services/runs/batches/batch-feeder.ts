@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ArtifactInput, RunError } from '../../contract';
 import type { Logger } from '../../platform/logger';
-import type { BatchFeedStore, RunEventAppender, StepEnqueuer } from '../ports';
+import type { BatchFeedStore, BatchLanes, RunEventAppender, StepEnqueuer } from '../ports';
 import type { RunContext, RunContextCache } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import { planJobs } from '../steps/step-groups';
@@ -11,6 +11,8 @@ export interface BatchFeederDeps {
   contexts: Pick<RunContextCache, 'get' | 'put'>;
   events: RunEventAppender;
   queue: StepEnqueuer;
+  /** The batch lanes' state under fair scheduling (null without it), by which turns are paced. */
+  lanes: BatchLanes;
   lifecycle: Pick<RunLifecycle, 'cancel' | 'fail'>;
   /** Whether a node's steps may run inline in a group (local, bounded work). */
   mayRunInline(uses: string): boolean;
@@ -19,8 +21,19 @@ export interface BatchFeederDeps {
   intervalMs: number;
   /** How long the sweep waits after finding none (BATCH_FEED_IDLE_MS): a batch stored or retried is announced to the feeders (`nudge`), so this bounds only a lost announcement. */
   idleMs?: number;
-  /** Rows one turn of a batch starts at most (BATCH_FEED_ROWS). */
+  /**
+   * Rows one turn of a batch starts at most (BATCH_FEED_ROWS), and the most rows of its
+   * organization's batch lane left waiting their turn after it: runs started sooner than the
+   * workers can take them would only wait, stored and announced.
+   */
   maxStart: number;
+  /**
+   * The same while interactive work is under way, when the lane's jobs have a bounded share of
+   * the workers (BATCH_SLOTS_WHILE_INTERACTIVE): a turn then starts a few rows, not a burst that
+   * takes the CPUs from interactive runs. Also what the first turn of a batch here starts, before
+   * its lane is known.
+   */
+  maxStartWhileInteractive: number;
   /**
    * The least time between the starts of two turns of a batch here (BATCH_FEED_GAP_MS): runs
    * ending meanwhile are settled together by the next turn, whose cost (the batch's rows in
@@ -56,6 +69,8 @@ export class BatchFeeder {
   /** A context per batch (its prepared workflow), shared by its rows' runs started here. */
   private readonly templates = new Map<string, Promise<RunContext | null>>();
   private readonly cancelled = new Set<string>();
+  /** Batches' organizations, learnt from their turns here (a batch's lane is its organization's). */
+  private readonly orgs = new Map<string, string>();
   private stopped = false;
 
   constructor(private readonly deps: BatchFeederDeps) {}
@@ -126,11 +141,14 @@ export class BatchFeeder {
 
   /** One turn; whether it started as many rows as a turn may (more may be waiting). */
   private async turn(batchId: string): Promise<boolean> {
-    const out = await this.deps.batches.feed(batchId, this.deps.maxStart);
+    const max = await this.rowsToStart(batchId);
+    const out = await this.deps.batches.feed(batchId, max);
     if ('busy' in out || 'found' in out) return false;
+    this.remember(batchId, out.org_id);
     this.deps.observer?.turn(out.started.length, out.settled);
     if (out.ended) {
       this.templates.delete(batchId);
+      this.orgs.delete(batchId);
       this.deps.observer?.ended(out.status);
       this.deps.log.info({ batchId, status: out.status }, 'batch ended');
     }
@@ -138,7 +156,29 @@ export class BatchFeeder {
       ...out.started.map((row) => this.startRun(batchId, out.org_id, row.run_id, row.inputs)),
       ...out.cancel_runs.filter((runId) => !this.cancelled.has(runId)).map((runId) => this.cancelRun(runId)),
     ]);
-    return out.started.length >= this.deps.maxStart;
+    return max > 0 && out.started.length >= max;
+  }
+
+  /**
+   * How many rows this turn may start: enough to keep the lane's waiting jobs at `maxStart` (a
+   * few while interactive work is under way). Without the lane's state (no fair scheduling, or
+   * Redis did not answer) a full turn: the batch's concurrency still bounds its rows in flight.
+   */
+  private async rowsToStart(batchId: string): Promise<number> {
+    const { maxStart, maxStartWhileInteractive } = this.deps;
+    const org = this.orgs.get(batchId);
+    if (org === undefined) return Math.min(maxStart, maxStartWhileInteractive);
+    const lane = await this.deps.lanes.batchLaneState(org).catch(() => null);
+    if (!lane) return maxStart;
+    const target = lane.interactiveBusy ? Math.min(maxStart, maxStartWhileInteractive) : maxStart;
+    return Math.max(0, target - lane.waiting);
+  }
+
+  private remember(batchId: string, orgId: string): void {
+    if (this.orgs.has(batchId)) return;
+    this.orgs.set(batchId, orgId);
+    // One per batch in flight here; a long-lived worker forgets the oldest.
+    if (this.orgs.size > 1_000) this.orgs.delete(this.orgs.keys().next().value!);
   }
 
   /** Announces a row's stored run and enqueues its first steps (as `RunStarter.start` does for a run of its own). */

@@ -20,6 +20,10 @@
              take turns here, and only when the ring of interactive work is empty
     BullMQ's prioritized set (KEYS[5] with :prioritized for :wait; read only): batch jobs wait
              there, behind every job of the wait list
+    <KEYS[1]>:busy  present while interactive work is under way: set on each interactive
+             dispatch, expiring ARGV[7] ms later (string)
+    <KEYS[1]>:batch:running  every batch lane's dispatched jobs: job id -> when dispatched, ms
+             (sorted set; what ARGV[6] bounds)
 
   Common arguments:
     ARGV[1]  the fair-dispatch key prefix
@@ -29,29 +33,37 @@
              retrying), unless KEYS[7] has its own; 0: no limit
     ARGV[5]  grace, ms: a job dispatched this recently counts as running even if BullMQ has no
              hash for it yet (the caller adds it after the script returns)
+    ARGV[6]  batch jobs dispatched at once, all batch lanes together, while interactive work is
+             under way (BATCH_SLOTS_WHILE_INTERACTIVE); 0: no limit
+    ARGV[7]  ms after an interactive dispatch that interactive work counts as under way
+             (INTERACTIVE_QUIET_MS)
+    ARGV[8..]  the script's own
 ]]
 local ring, ringed, parked, jobs, bullWait, adding, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local fairPrefix, jobPrefix = ARGV[1], ARGV[2]
 local window, limit, grace = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local batchShare, quietMs = tonumber(ARGV[6]), tonumber(ARGV[7])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local lowRing, lowRinged = ring .. ':batch', ringed .. ':batch'
+local busy, lowRunning = ring .. ':busy', ring .. ':batch:running'
 local bullPrioritized = string.gsub(bullWait, ':wait$', ':prioritized')
 
 local function waitingKey(org) return fairPrefix .. ':waiting:' .. org end
 -- The batch lane's "organizations" (~b:<org>) take turns in a ring of their own.
+local function isBatchLane(org) return string.sub(org, 1, 3) == '~b:' end
 local function ringsOf(org)
-  if string.sub(org, 1, 3) == '~b:' then return lowRing, lowRinged end
+  if isBatchLane(org) then return lowRing, lowRinged end
   return ring, ringed
 end
 local function runningKey(org) return fairPrefix .. ':running:' .. org end
 
--- Forgets an organization's dispatched jobs that BullMQ finished or never got (their release
--- was lost with a worker, or the add after the dispatch failed): so a count left high by a crash
--- comes down, and a limit is never held by jobs that are gone.
-local function prune(org)
-  local key = runningKey(org)
+-- Forgets the dispatched jobs of `key` (an organization's, or the batch lanes') that BullMQ
+-- finished or never got (their release was lost with a worker, or the add after the dispatch
+-- failed): so a count left high by a crash comes down, and a limit is never held by jobs that
+-- are gone.
+local function pruneKey(key)
   for _, id in ipairs(redis.call('ZRANGEBYSCORE', key, '-inf', now - grace)) do
     local jobKey = jobPrefix .. id
     if redis.call('EXISTS', jobKey) == 0 or redis.call('HEXISTS', jobKey, 'finishedOn') == 1 then
@@ -59,6 +71,7 @@ local function prune(org)
     end
   end
 end
+local function prune(org) pruneKey(runningKey(org)) end
 
 -- Whether the organization is at its limit, its own or the default (its stale entries pruned
 -- first: only then).
@@ -103,6 +116,7 @@ local function serve(r, members, room, out, now)
           out[#out + 1] = payload
           redis.call('ZADD', runningKey(org), now, id)
           redis.call('ZADD', adding, now, id)
+          if r == lowRing then redis.call('ZADD', lowRunning, now, id) end
           room = room - 1
         end
       end
@@ -119,15 +133,30 @@ end
 -- Fills the window (the jobs in BullMQ's list and those on their way there, which other scripts
 -- chose a moment ago) from the interactive ring first; the batch lane gets what room is left
 -- only when no interactive job waits its turn, and its jobs already in BullMQ's prioritized set
--- count against that room too. Returns {id1, payload1, id2, payload2, ...}: the caller adds them
--- to BullMQ (batch jobs with a priority, so that later interactive jobs still go first).
+-- count against that room too. While interactive work is under way (an interactive job was
+-- dispatched in the last ARGV[7] ms), the batch lanes together have at most ARGV[6] jobs
+-- dispatched: batch steps then take a bounded share of the workers' slots and CPUs, and the
+-- rest of the time all that interactive work leaves. Returns {id1, payload1, id2, payload2,
+-- ...}: the caller adds them to BullMQ (batch jobs with a priority, so that later interactive
+-- jobs still go first).
 local function dispatch()
   local out = {}
   redis.call('ZREMRANGEBYSCORE', adding, '-inf', now - grace)
   local room = window - redis.call('LLEN', bullWait) - redis.call('ZCARD', adding)
+  local before = #out
   room = serve(ring, ringed, room, out, now)
-  if room > 0 and redis.call('LLEN', ring) == 0 then
-    serve(lowRing, lowRinged, room - redis.call('ZCARD', bullPrioritized), out, now)
+  if #out > before then redis.call('SET', busy, 1, 'PX', quietMs) end
+  if room > 0 and redis.call('LLEN', ring) == 0 and redis.call('LLEN', lowRing) > 0 then
+    local batchRoom = room - redis.call('ZCARD', bullPrioritized)
+    if batchShare > 0 and batchRoom > 0 and redis.call('EXISTS', busy) == 1 then
+      local inFlight = redis.call('ZCARD', lowRunning)
+      if inFlight >= batchShare then
+        pruneKey(lowRunning)
+        inFlight = redis.call('ZCARD', lowRunning)
+      end
+      batchRoom = math.min(batchRoom, batchShare - inFlight)
+    end
+    serve(lowRing, lowRinged, batchRoom, out, now)
   end
   return out
 end

@@ -1,0 +1,93 @@
+/**
+ * What one batch row asks of the stack (measure first): a batch of B1's one-node workflow
+ * (`ROWS`, default 2,000; `concurrency` 1,000, as B14) on the bench stack (fsync on), the service
+ * in this process (ROLE=all). Prints this process' Postgres operations and Redis commands per row,
+ * the scripts Redis ran per row, the Postgres statements that took the most time per row
+ * (pg_stat_statements where the server has it), and the stack's CPU per row. Run under
+ * `node --cpu-prof` (make profile-batch) for where this process' time went. Not a *.bench.ts.
+ */
+import { existsSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { dbCalls, redisCalls, type DbCall, type RedisCall } from '../../services/platform/call-channels';
+import { createRedisConnection } from '../../services/queue';
+import { withBenchService } from './support/context';
+import { cpuBetween, stackCpu } from './support/process-cpu';
+import { post, textOf } from './support/service-client';
+
+const ROWS = Number(process.env.ROWS ?? 2_000);
+
+const statementsModule = ['17', '16', '15', '14', '13'].map((v) => `/usr/lib/postgresql/${v}/lib/pg_stat_statements.so`).find((f) => existsSync(f));
+if (statementsModule) process.env.PG_OPTIONS = '-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all';
+
+const ROW_WORKFLOW = {
+  version: 2,
+  nodes: [
+    { id: 'a', uses: 'input', outputType: 'FLOAT' },
+    { id: 'sum', uses: 'math-add', inputs: { a: '${a.value}', b: 2 } },
+    { id: 'out', uses: 'output', inputs: { value: '${sum.result}' } },
+  ],
+};
+
+async function runBatch(url: string, token: string, rows: number): Promise<number> {
+  const started = performance.now();
+  const body = JSON.stringify({ workflow: ROW_WORKFLOW, rows: Array.from({ length: rows }, (_, i) => ({ a: i })), concurrency: 1000 });
+  const res = await post(`${url}/v1/batches`, body, { Authorization: `Bearer ${token}` });
+  const text = await textOf(res);
+  if (res.statusCode !== 201) throw new Error(`POST /v1/batches answered ${res.statusCode}: ${text.slice(0, 300)}`);
+  const { id } = JSON.parse(text) as { id: string };
+  for (;;) {
+    const batch = (await (await fetch(`${url}/v1/batches/${id}`, { headers: { Authorization: `Bearer ${token}` } })).json()) as { status: string; rows: { completed: number } };
+    if (batch.status === 'completed' || batch.status === 'cancelled') {
+      if (batch.rows.completed !== rows) throw new Error(`${batch.rows.completed} of ${rows} rows completed`);
+      return (performance.now() - started) / 1000;
+    }
+    await sleep(50);
+  }
+}
+
+void withBenchService(async (ctx, service) => {
+  const token = service.account.token;
+  const admin = new pg.Client({ connectionString: ctx.stack.databaseUrl });
+  await admin.connect();
+  await runBatch(service.url, token, 200); // warm-up
+  if (statementsModule) {
+    await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    await admin.query('SELECT pg_stat_statements_reset()');
+  }
+  const counts = new Map<string, number>();
+  const onDb = (m: unknown) => counts.set(`pg ${(m as DbCall).operation}`, (counts.get(`pg ${(m as DbCall).operation}`) ?? 0) + 1);
+  const onRedis = (m: unknown) => counts.set(`redis ${(m as RedisCall).command}`, (counts.get(`redis ${(m as RedisCall).command}`) ?? 0) + 1);
+  const monitored = createRedisConnection(ctx.stack.redisUrl);
+  const monitor = await monitored.monitor();
+  const scripts = new Map<string, number>();
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    const command = args[0]?.toLowerCase();
+    if (command !== 'evalsha') {
+      scripts.set(command ?? '?', (scripts.get(command ?? '?') ?? 0) + 1);
+      return;
+    }
+    const key = [args[2], args[3], args[4]].join(' ').replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').replace(/:\d+$/, ':<n>');
+    scripts.set(key, (scripts.get(key) ?? 0) + 1);
+  });
+  dbCalls.subscribe(onDb);
+  redisCalls.subscribe(onRedis);
+  const before = stackCpu(ctx.stack);
+  const seconds = await runBatch(service.url, token, ROWS);
+  const used = cpuBetween(before, stackCpu(ctx.stack));
+  dbCalls.unsubscribe(onDb);
+  redisCalls.unsubscribe(onRedis);
+  monitor.disconnect();
+  monitored.disconnect();
+  const per = (n: number) => (n / ROWS).toFixed(2);
+  const ms = (s: number) => ((s * 1000) / ROWS).toFixed(2);
+  console.log(`${ROWS} rows in ${seconds.toFixed(1)} s: ${(ROWS / seconds).toFixed(0)} rows/s; CPU per row ${ms(used.self + used.postgres + used.redis)} ms (process ${ms(used.self)}, Postgres ${ms(used.postgres)}, Redis ${ms(used.redis)})`);
+  console.log(`this process' calls per row: ${[...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${per(n)}`).join(', ')}`);
+  console.log(`Redis commands per row (MONITOR; scripts by key count and first keys): ${[...scripts].sort((a, b) => b[1] - a[1]).slice(0, 30).map(([k, n]) => `${k} ${per(n)}`).join(', ')}`);
+  if (statementsModule) {
+    await sleep(1000);
+    const statements = await admin.query(`SELECT calls, total_exec_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 120) AS text FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 20`);
+    for (const r of statements.rows) console.log(`  statement ${per(Number(r.calls))} calls, ${((Number(r.total_exec_time) * 1000) / ROWS).toFixed(0)} µs per row: ${r.text}`);
+  }
+  await admin.end();
+});
