@@ -33,7 +33,9 @@ END $$;
 --   4. a running batch starts pending rows in row order while it has room (concurrency less rows
 --      in flight, at most max_start): each row's run is capped at the least of the batch's row
 --      cap and what the batch's cap leaves (cap - spent - held), and stored through
---      svc_create_runs, which holds that cap of the organization's balance. So spent + held never
+--      svc_create_runs, which holds that cap of the organization's balance (a lone local first
+--      step, template->'first_step', reserved with the run at the row's first_estimate_micros when
+--      that fits the cap: its attempt token is answered with the row). So spent + held never
 --      passes the batch's cap, and since a run's cost never passes its cap, neither does the
 --      batch's. When the batch's cap leaves nothing, or the organization's balance refuses a run,
 --      with no row in flight, the rows left fail (spend_cap_exceeded, insufficient_credit). A row
@@ -45,8 +47,9 @@ END $$;
 -- Output: {busy: true} when another transaction holds the batch (another feeder's turn); {found:
 --         false} when there is no such batch; else {org_id, status (after the turn), ended
 --         (this turn ended the batch), settled (rows settled this turn, failed without a run
---         included), started: [{row, run_id, inputs}], cancel_runs (run ids of rows in flight of a
---         cancelling batch), pending, running}; started: [{row, run_id, inputs}].
+--         included), started: [{row, run_id, inputs, token (the attempt token of a first step
+--         reserved with the run, or null)}], cancel_runs (run ids of rows in flight of a cancelling
+--         batch), pending, running}.
 -- Locks:  the batch row (FOR NO KEY UPDATE SKIP LOCKED: a busy batch is skipped, never waited
 --         for; a run's batch_id foreign-key check takes KEY SHARE, which it does not block), its
 --         rows, then the organization row (svc_create_runs, released before the flush).
@@ -70,6 +73,11 @@ DECLARE
   to_start jsonb := '[]'::jsonb;
   start_rows int[] := '{}';
   start_caps bigint[] := '{}';
+  start_tokens text[] := '{}';
+  first_idx int;
+  first_token text;
+  first_reserved bigint;
+  row_steps jsonb;
   results jsonb;
   started jsonb := '[]'::jsonb;
   refused int := 0;
@@ -152,17 +160,30 @@ BEGIN
     left_micros := b.cap_micros - b.spent_micros - b.held_micros;
     capped := COALESCE(b.stop_reason->>'code' = 'spend_cap_exceeded', false);
     IF room > 0 AND left_micros > 0 AND NOT capped THEN
-      FOR pr IN SELECT row, inputs FROM batch_rows WHERE batch_id = p_batch AND status = 'pending' ORDER BY row LIMIT room LOOP
+      first_idx := (b.template->>'first_step')::int;
+      FOR pr IN SELECT row, inputs, first_estimate_micros FROM batch_rows WHERE batch_id = p_batch AND status = 'pending' ORDER BY row LIMIT room LOOP
         cap := LEAST(b.row_cap_micros, left_micros);
         EXIT WHEN cap <= 0;
         left_micros := left_micros - cap;
+        -- A lone local first step whose worst case fits the run's cap is stored reserved with the
+        -- run, under a new attempt token its job carries (as RunStarter stores a run's).
+        row_steps := b.template->'steps';
+        first_token := NULL;
+        first_reserved := 0;
+        IF first_idx IS NOT NULL AND pr.first_estimate_micros IS NOT NULL AND pr.first_estimate_micros <= cap THEN
+          first_token := gen_random_uuid()::text;
+          first_reserved := pr.first_estimate_micros;
+          row_steps := jsonb_set(jsonb_set(row_steps, ARRAY[first_idx::text, 'token'], to_jsonb(first_token)),
+                                 ARRAY[first_idx::text, 'reserved_micros'], to_jsonb(first_reserved));
+        END IF;
         start_rows := start_rows || pr.row;
         start_caps := start_caps || cap;
+        start_tokens := start_tokens || first_token;
         to_start := to_start || jsonb_build_array(jsonb_build_object(
           'user_id', b.user_id, 'token_id', b.token_id, 'workflow_id', b.workflow_id, 'workflow_version_id', b.workflow_version_id,
           'definition', b.definition, 'inputs', pr.inputs, 'cap_micros', cap, 'status', 'running', 'require_credit', true,
-          'reserved_micros', 0, 'run_id', NULL, 'output_cache', b.output_cache, 'node_entries', b.template->'node_entries',
-          'batch_id', b.id, 'steps', b.template->'steps'));
+          'reserved_micros', first_reserved, 'run_id', NULL, 'output_cache', b.output_cache, 'node_entries', b.template->'node_entries',
+          'batch_id', b.id, 'steps', row_steps));
       END LOOP;
     END IF;
     IF jsonb_array_length(to_start) > 0 THEN
@@ -178,7 +199,8 @@ BEGIN
         b.held_micros := b.held_micros + start_caps[i];
         b.running_rows := b.running_rows + 1;
         b.pending_rows := b.pending_rows - 1;
-        started := started || jsonb_build_array(jsonb_build_object('row', start_rows[i], 'run_id', new_run, 'inputs', to_start->(i - 1)->'inputs'));
+        started := started || jsonb_build_array(jsonb_build_object('row', start_rows[i], 'run_id', new_run, 'inputs', to_start->(i - 1)->'inputs',
+                                                                   'token', start_tokens[i]));
       END LOOP;
     END IF;
     -- Nothing in flight that could give money back, and nothing could start: the rows left fail.

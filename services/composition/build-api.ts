@@ -230,6 +230,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
       launcher: new BatchLauncher({
         runs: launcher,
         batches,
+        nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline },
         readRowsFile: rowsFileReader(resources),
         availableMicros: (orgId) => costs.availableMicros(orgId),
         onStored: (batchId) => {

@@ -66,8 +66,13 @@ export interface NewBatch {
   workflowVersionId: string | null;
   definition: unknown;
   /** What each row's run is stored with: its steps and node entries. */
-  template: { steps: { node_id: string; pending_deps: number; token: null; reserved_micros: 0 }[]; node_entries: Record<string, unknown> | null };
-  rows: readonly { row: number; inputs: unknown }[];
+  /**
+   * What each row's run is stored with: its steps and node entries, and the index among the steps
+   * of a lone local first step that the feed reserves with the run (`first_step`).
+   */
+  template: { steps: { node_id: string; pending_deps: number; token: null; reserved_micros: 0 }[]; node_entries: Record<string, unknown> | null; first_step?: number };
+  /** `firstEstimateMicros`: the worst case of the run's first step with this row's inputs, when the template has a `first_step` (null: its worker reserves it). */
+  rows: readonly { row: number; inputs: unknown; firstEstimateMicros?: number | null }[];
   skippedRows: readonly { row: number; field: string | null; message: string }[];
   skippedCount: number;
   capMicros: number;
@@ -239,9 +244,10 @@ export class BatchRepository {
       );
       const id = inserted.rows[0]!.id;
       for (let start = 0; start < batch.rows.length; start += INSERT_CHUNK) {
-        const chunk = batch.rows.slice(start, start + INSERT_CHUNK);
+        const chunk = batch.rows.slice(start, start + INSERT_CHUNK).map((r) => ({ row: r.row, inputs: r.inputs, first: r.firstEstimateMicros ?? null }));
         await client.query(
-          `INSERT INTO batch_rows (batch_id, row, inputs) SELECT $1::uuid, r.row, r.inputs FROM jsonb_to_recordset($2::jsonb) AS r(row int, inputs jsonb)`,
+          `INSERT INTO batch_rows (batch_id, row, inputs, first_estimate_micros)
+           SELECT $1::uuid, r.row, r.inputs, r.first FROM jsonb_to_recordset($2::jsonb) AS r(row int, inputs jsonb, first bigint)`,
           [id, JSON.stringify(chunk)],
         );
       }

@@ -220,8 +220,8 @@ export type FeedBatchOut =
       ended: boolean;
       /** Rows settled this turn. */
       settled: number;
-      /** Rows whose runs this turn stored, with the inputs they run with. */
-      started: { row: number; run_id: string; inputs: Record<string, ArtifactInput> }[];
+      /** Rows whose runs this turn stored, with the inputs they run with, and the attempt token of a first step stored reserved with the run (else null). */
+      started: { row: number; run_id: string; inputs: Record<string, ArtifactInput>; token: string | null }[];
       /** Runs of the rows in flight of a cancelling batch: the caller cancels them. */
       cancel_runs: string[];
       pending: number;

@@ -153,7 +153,7 @@ export class BatchFeeder {
       this.deps.log.info({ batchId, status: out.status }, 'batch ended');
     }
     await Promise.all([
-      ...out.started.map((row) => this.startRun(batchId, out.org_id, row.run_id, row.inputs)),
+      ...out.started.map((row) => this.startRun(batchId, out.org_id, row.run_id, row.inputs, row.token)),
       ...out.cancel_runs.filter((runId) => !this.cancelled.has(runId)).map((runId) => this.cancelRun(runId)),
     ]);
     return max > 0 && out.started.length >= max;
@@ -181,8 +181,11 @@ export class BatchFeeder {
     if (this.orgs.size > 1_000) this.orgs.delete(this.orgs.keys().next().value!);
   }
 
-  /** Announces a row's stored run and enqueues its first steps (as `RunStarter.start` does for a run of its own). */
-  private async startRun(batchId: string, orgId: string, runId: string, inputs: Record<string, ArtifactInput>): Promise<void> {
+  /**
+   * Announces a row's stored run and enqueues its first steps (as `RunStarter.start` does for a
+   * run of its own); `token`: its lone first step was stored reserved under it, carried by the job.
+   */
+  private async startRun(batchId: string, orgId: string, runId: string, inputs: Record<string, ArtifactInput>, token: string | null): Promise<void> {
     const { deps } = this;
     const template = await this.templateOf(batchId, runId);
     if (template) deps.contexts.put({ ...template, runId, orgId, inputs, batchId });
@@ -197,6 +200,10 @@ export class BatchFeeder {
     if (!context) return; // It no longer prepares: its steps' worker fails it (the reaper enqueues them).
     const { workflow, plan } = context.prepared;
     try {
+      if (token !== null && plan.initial.length === 1) {
+        await deps.queue.enqueue(runId, plan.initial, new Map([[plan.initial[0]!, token]]));
+        return;
+      }
       const jobs = planJobs(plan.initial, (id) => deps.mayRunInline(workflow.nodes.get(id)!.uses), false);
       await deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
     } catch (err) {

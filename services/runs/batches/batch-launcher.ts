@@ -4,6 +4,7 @@ import { AppError } from '../../platform/app-error';
 import type { Logger } from '../../platform/logger';
 import type { BatchCreationStore } from '../ports';
 import type { RunLauncher } from '../start/run-launcher';
+import { localFirstStep, type FirstStepNodes } from '../start/local-first-step';
 
 /** What `batches.create` asks (the contract's input). */
 export interface BatchRequest {
@@ -35,6 +36,8 @@ export interface BatchCaller {
 export interface BatchLauncherDeps {
   runs: Pick<RunLauncher, 'prepareBatch'>;
   batches: BatchCreationStore;
+  /** The process's nodes: a lone local first step is reserved with each row's run (`localFirstStep`). */
+  nodes: FirstStepNodes;
   /** The text of a rows file the organization uploaded (its `POST /v1/uploads` ref); a 400 for anything else. */
   readRowsFile(ref: string, orgId: string): Promise<string>;
   /** What the organization may still spend: its balance less what its unfinished runs hold. */
@@ -81,6 +84,8 @@ export class BatchLauncher {
       });
     }
     const { plan } = workflow.prepared;
+    // Each row's worst case of a lone local first step: the feed reserves it with the row's run.
+    const first = localFirstStep(workflow.prepared, this.deps.nodes);
     const created = await this.deps.batches.create({
       orgId: caller.orgId,
       userId: caller.userId,
@@ -92,8 +97,9 @@ export class BatchLauncher {
       template: {
         steps: plan.order.map((nodeId) => ({ node_id: nodeId, pending_deps: plan.steps.get(nodeId)!.dependsOn.length, token: null, reserved_micros: 0 })),
         node_entries: workflow.pinned.entries,
+        ...(first ? { first_step: plan.order.indexOf(first.nodeId) } : {}),
       },
-      rows: good,
+      rows: first ? good.map((row) => ({ ...row, firstEstimateMicros: first.estimateFor(row.inputs) ?? null })) : good,
       skippedRows: problems.slice(0, BATCH_LISTED_PROBLEMS),
       skippedCount: new Set(problems.map((problem) => problem.row)).size,
       capMicros,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../../contract';
-import { resolveStepInputs, type PreparedWorkflow } from '../../engine';
-import type { NodeDefinition, PinnedNodes } from '../../nodes';
+import type { PreparedWorkflow } from '../../engine';
+import type { PinnedNodes } from '../../nodes';
 import { annotateSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
@@ -10,6 +10,7 @@ import { createRunContext, type RunContextCache } from '../run-context-cache';
 import type { RunLifecycle } from '../run-lifecycle';
 import type { RunEventAppender, StepEnqueuer } from '../ports';
 import { planJobs } from '../steps/step-groups';
+import { localFirstStep, type FirstStepNodes } from './local-first-step';
 
 /** A checked run request: the engine has validated the workflow and the inputs. */
 export interface RunRequest {
@@ -53,7 +54,7 @@ export interface RunStarterDeps {
    * no provider) is stored with that step already reserved, and its job carries the attempt
    * token, so the worker starts it without a database round trip.
    */
-  nodes: { find(id: string): NodeDefinition | undefined; mayRunInline(uses: string): boolean };
+  nodes: FirstStepNodes;
   log: Logger;
   /** Fault injection (`run.announce`, before `run.started` is appended); none in production. */
   failpoints?: Failpoints;
@@ -141,30 +142,12 @@ export class RunStarter {
     }
   }
 
-  /**
-   * The reservation of the run's first step, when it is the only one and a local node whose
-   * worst case fits in the cap (the worker then has nothing to reserve). None otherwise: steps
-   * that call providers, or run beside others, are reserved by their worker, which checks that
-   * the run is still running before any money is at stake.
-   */
+  /** The reservation of the run's first step (`localFirstStep`), when its worst case fits in the cap. */
   private reservationOfFirstStep(request: RunRequest): { nodeId: string; reservation: { estimateMicros: number; attemptToken: string } } | undefined {
-    const { workflow, plan } = request.prepared;
-    const nodes = this.deps.nodes;
-    if (plan.initial.length !== 1) return undefined;
-    const nodeId = plan.initial[0]!;
-    const node = workflow.nodes.get(nodeId);
-    if (!node || node.role !== 'platform' || !nodes.mayRunInline(node.uses)) return undefined;
-    const definition = nodes.find(node.uses);
-    if (!definition) return undefined;
-    let estimateMicros: number;
-    try {
-      estimateMicros = definition.estimate(resolveStepInputs(node, { workflow, inputs: request.inputs, stepOutputs: new Map() }));
-    } catch {
-      // Inputs it cannot use: its worker reports that, as for any step.
-      return undefined;
-    }
-    if (estimateMicros > request.capMicros) return undefined;
-    return { nodeId, reservation: { estimateMicros, attemptToken: randomUUID() } };
+    const first = localFirstStep(request.prepared, this.deps.nodes);
+    const estimateMicros = first?.estimateFor(request.inputs);
+    if (!first || estimateMicros === undefined || estimateMicros > request.capMicros) return undefined;
+    return { nodeId: first.nodeId, reservation: { estimateMicros, attemptToken: randomUUID() } };
   }
 
   /** Stores the run, already running, with its steps (and the balance check when asked). */
