@@ -87,7 +87,7 @@ export async function buildResources(config: Config, log: Logger, metrics: Metri
     connection: redis,
     prefix: config.redisPrefix,
     onError: (err) => log.warn({ err }, 'step queue: Redis error'),
-    ...(config.fairScheduling ? { fair: { orgOf: (runId: string) => orgOfRun(contexts, runId), window: config.fairDispatchWindow, orgLimit: config.orgStepConcurrency, batchSlotsWhileInteractive: config.batchSlotsWhileInteractive, interactiveQuietMs: config.interactiveQuietMs } } : {}),
+    ...(config.fairScheduling ? { fair: { orgOf: (runId: string) => orgOfRun(contexts, runId), window: config.fairDispatchWindow, orgLimit: config.orgStepConcurrency, batchSlotsWhileInteractive: config.batchSlotsWhileInteractive, interactiveQuietMs: config.interactiveQuietMs, batchGapWhileInteractiveMs: config.batchGapWhileInteractiveMs } } : {}),
   });
   const { pool } = database;
   metrics.observePool(() => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: config.database.poolSize }));

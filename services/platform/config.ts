@@ -183,6 +183,12 @@ export const SETTINGS = {
     default: '1',
     parse: int(0, 100_000),
   },
+  batchGapWhileInteractiveMs: {
+    env: 'BATCH_GAP_WHILE_INTERACTIVE_MS',
+    description: "Under fair scheduling, while interactive work is under way, the least time between two dispatches of batch rows' step jobs, across all workers: with BATCH_SLOTS_WHILE_INTERACTIVE, what CPU batches take beside interactive runs; 0: none",
+    default: '20',
+    parse: int(0, 60_000),
+  },
   interactiveQuietMs: {
     env: 'INTERACTIVE_QUIET_MS',
     description: 'How long after the last interactive step was dispatched batches get the whole fleet again (BATCH_SLOTS_WHILE_INTERACTIVE)',

@@ -44,6 +44,8 @@ export interface FairDispatchOptions {
   batchSlotsWhileInteractive?: number;
   /** How long after an interactive dispatch interactive work counts as under way (INTERACTIVE_QUIET_MS); default 250 ms. */
   interactiveQuietMs?: number;
+  /** While interactive work is under way, the least time between two batch dispatches (BATCH_GAP_WHILE_INTERACTIVE_MS); 0 or absent: none. */
+  batchGapWhileInteractiveMs?: number;
 }
 
 /** A batch lane's state, as a batch feeder paces its turns by it. */
@@ -139,8 +141,9 @@ export class FairDispatch {
   }
 
   private call(script: RedisScript, args: readonly (string | number)[]): Promise<unknown> {
-    const { window, orgLimit, graceMs = 10_000, bullJobPrefix, redis, batchSlotsWhileInteractive = 0, interactiveQuietMs = 250 } = this.options;
-    return script.run(redis, this.keys, [this.fairPrefix, bullJobPrefix, window, orgLimit, graceMs, batchSlotsWhileInteractive, interactiveQuietMs, ...args]);
+    const { window, orgLimit, graceMs = 10_000, bullJobPrefix, redis, batchSlotsWhileInteractive = 0, interactiveQuietMs = 250, batchGapWhileInteractiveMs = 0 } = this.options;
+    const common = [this.fairPrefix, bullJobPrefix, window, orgLimit, graceMs, batchSlotsWhileInteractive, interactiveQuietMs, batchGapWhileInteractiveMs];
+    return script.run(redis, this.keys, [...common, ...args]);
   }
 
   private async run(script: RedisScript, args: readonly (string | number)[]): Promise<FairJob[]> {

@@ -72,6 +72,8 @@ export interface FairQueueOptions {
   batchSlotsWhileInteractive?: number;
   /** How long after an interactive dispatch interactive work counts as under way (INTERACTIVE_QUIET_MS). */
   interactiveQuietMs?: number;
+  /** While interactive work is under way, the least time between two batch dispatches (BATCH_GAP_WHILE_INTERACTIVE_MS). */
+  batchGapWhileInteractiveMs?: number;
 }
 
 /**
@@ -110,6 +112,7 @@ export class StepQueue {
         ...(fair.graceMs === undefined ? {} : { graceMs: fair.graceMs }),
         ...(fair.batchSlotsWhileInteractive === undefined ? {} : { batchSlotsWhileInteractive: fair.batchSlotsWhileInteractive }),
         ...(fair.interactiveQuietMs === undefined ? {} : { interactiveQuietMs: fair.interactiveQuietMs }),
+        ...(fair.batchGapWhileInteractiveMs === undefined ? {} : { batchGapWhileInteractiveMs: fair.batchGapWhileInteractiveMs }),
       });
       this.fair = { dispatch, orgOf: fair.orgOf };
     }

@@ -82,6 +82,8 @@ export interface StepEnqueuer {
 export interface BatchLanes {
   /** Its jobs waiting their turn, and whether interactive work is under way; null without fair scheduling. */
   batchLaneState(orgId: string): Promise<{ waiting: number; interactiveBusy: boolean } | null>;
+  /** Moves waiting jobs into the queue while it has room (a dispatch no job's end asked for). */
+  refill(): Promise<void>;
 }
 
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */

@@ -270,4 +270,24 @@ describe('the batch lane beside interactive work', () => {
       redis.disconnect();
     }
   });
+
+  it('spaces batch dispatches while interactive work is under way', async () => {
+    const redis = createRedisConnection(stack().redisUrl);
+    const prefix = `fairgap${process.pid}`;
+    const gapMs = 200;
+    const fair = new FairDispatch({ redis, prefix, bullWaitKey: `${prefix}:steps:wait`, bullJobPrefix: `${prefix}:steps:`, window: 100, orgLimit: 0, batchSlotsWhileInteractive: 5, interactiveQuietMs: 10_000, batchGapWhileInteractiveMs: gapMs });
+    const jobs = (prefixOfId: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefixOfId}${i}`, name: 'step.execute', data: { runId: runOf('a'), nodeId: `${prefixOfId}${i}` } }));
+    const ids = (out: Awaited<ReturnType<FairDispatch['offer']>>) => out.map((j) => j.id);
+    try {
+      expect(ids(await fair.offer('a', jobs('i', 1)))).toEqual(['i0']);
+      // Five slots, but one job per gap.
+      expect(ids(await fair.offer('~b:a', jobs('b', 10)))).toEqual(['b0']);
+      expect(await fair.pump(false)).toEqual([]);
+      await sleep(gapMs + 50);
+      expect(ids(await fair.pump(false))).toEqual(['b1']);
+      expect(await fair.pump(false)).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
+  });
 });

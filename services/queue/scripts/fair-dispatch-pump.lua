@@ -4,15 +4,15 @@
   crashed worker never park one for good, nor hold the batch lanes' count of dispatched jobs.
 
   Input:
-    KEYS[1..7], ARGV[1..7]  the fair dispatch's, as includes/fair-dispatch.lua names them
+    KEYS[1..7], ARGV[1..8]  the fair dispatch's, as includes/fair-dispatch.lua names them
 
-    ARGV[8]  1: reconcile first; 0: not
+    ARGV[9]  1: reconcile first; 0: not
 
   Returns:
     the jobs dispatched, as dispatch() returns them: {id1, payload1, id2, payload2, ...}
 ]]
 --- @include "includes/fair-dispatch"
-if ARGV[8] == '1' then
+if ARGV[9] == '1' then
   pruneKey(lowRunning)
   for _, org in ipairs(redis.call('SMEMBERS', parked)) do
     if redis.call('LLEN', waitingKey(org)) == 0 then

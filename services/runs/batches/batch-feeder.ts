@@ -170,6 +170,9 @@ export class BatchFeeder {
     if (org === undefined) return Math.min(maxStart, maxStartWhileInteractive);
     const lane = await this.deps.lanes.batchLaneState(org).catch(() => null);
     if (!lane) return maxStart;
+    // Jobs waiting while interactive work has gone quiet: nothing else may dispatch them until a
+    // job ends (the batch's share beside interactive work may have none in flight).
+    if (lane.waiting > 0 && !lane.interactiveBusy) void this.deps.lanes.refill().catch(() => undefined);
     const target = lane.interactiveBusy ? Math.min(maxStart, maxStartWhileInteractive) : maxStart;
     return Math.max(0, target - lane.waiting);
   }

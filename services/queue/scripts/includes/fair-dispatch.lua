@@ -24,6 +24,8 @@
              dispatch, expiring ARGV[7] ms later (string)
     <KEYS[1]>:batch:running  every batch lane's dispatched jobs: job id -> when dispatched, ms
              (sorted set; what ARGV[6] bounds)
+    <KEYS[1]>:batch:next  while interactive work is under way, when the next batch job may be
+             dispatched, ms (string, expiring; what ARGV[8] spaces)
 
   Common arguments:
     ARGV[1]  the fair-dispatch key prefix
@@ -37,17 +39,19 @@
              under way (BATCH_SLOTS_WHILE_INTERACTIVE); 0: no limit
     ARGV[7]  ms after an interactive dispatch that interactive work counts as under way
              (INTERACTIVE_QUIET_MS)
-    ARGV[8..]  the script's own
+    ARGV[8]  while interactive work is under way, the least ms between two batch dispatches
+             (BATCH_GAP_WHILE_INTERACTIVE_MS); 0: none
+    ARGV[9..]  the script's own
 ]]
 local ring, ringed, parked, jobs, bullWait, adding, limits = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local fairPrefix, jobPrefix = ARGV[1], ARGV[2]
 local window, limit, grace = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local batchShare, quietMs = tonumber(ARGV[6]), tonumber(ARGV[7])
+local batchShare, quietMs, batchGap = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local lowRing, lowRinged = ring .. ':batch', ringed .. ':batch'
-local busy, lowRunning = ring .. ':busy', ring .. ':batch:running'
+local busy, lowRunning, lowNext = ring .. ':busy', ring .. ':batch:running', ring .. ':batch:next'
 local bullPrioritized = string.gsub(bullWait, ':wait$', ':prioritized')
 
 local function waitingKey(org) return fairPrefix .. ':waiting:' .. org end
@@ -135,8 +139,9 @@ end
 -- only when no interactive job waits its turn, and its jobs already in BullMQ's prioritized set
 -- count against that room too. While interactive work is under way (an interactive job was
 -- dispatched in the last ARGV[7] ms), the batch lanes together have at most ARGV[6] jobs
--- dispatched: batch steps then take a bounded share of the workers' slots and CPUs, and the
--- rest of the time all that interactive work leaves. Returns {id1, payload1, id2, payload2,
+-- dispatched, one at least ARGV[8] ms after the one before: batch steps then take a bounded
+-- share of the workers' slots and CPUs, and the rest of the time all that interactive work
+-- leaves. Returns {id1, payload1, id2, payload2,
 -- ...}: the caller adds them to BullMQ (batch jobs with a priority, so that later interactive
 -- jobs still go first).
 local function dispatch()
@@ -148,6 +153,7 @@ local function dispatch()
   if #out > before then redis.call('SET', busy, 1, 'PX', quietMs) end
   if room > 0 and redis.call('LLEN', ring) == 0 and redis.call('LLEN', lowRing) > 0 then
     local batchRoom = room - redis.call('ZCARD', bullPrioritized)
+    local spaced = false
     if batchShare > 0 and batchRoom > 0 and redis.call('EXISTS', busy) == 1 then
       local inFlight = redis.call('ZCARD', lowRunning)
       if inFlight >= batchShare then
@@ -155,8 +161,14 @@ local function dispatch()
         inFlight = redis.call('ZCARD', lowRunning)
       end
       batchRoom = math.min(batchRoom, batchShare - inFlight)
+      if batchGap > 0 and batchRoom > 0 then
+        spaced = true
+        if now < tonumber(redis.call('GET', lowNext) or '0') then batchRoom = 0 else batchRoom = 1 end
+      end
     end
+    local before = #out
     serve(lowRing, lowRinged, batchRoom, out, now)
+    if spaced and #out > before then redis.call('SET', lowNext, now + batchGap, 'PX', batchGap + quietMs) end
   end
   return out
 end
