@@ -11,7 +11,7 @@ export PORT REDIS_PORT PG_PORT DATA_DIR
 NODE_BIN := node_modules/.bin
 PRISMA_CLIENT := node_modules/.svc-prisma/client/client.ts
 
-.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile timeline io-per-run pg-per-run pg-instructions install system-deps stop clean-data studio
+.PHONY: help run admin test test-faults lint typecheck migrate bench bench-quick profile profile-batch timeline io-per-run pg-per-run pg-instructions install system-deps stop clean-data studio
 
 # make deletes the file of a target whose recipe it interrupts, on SIGINT, SIGTERM and SIGHUP
 # alike, but passes only SIGTERM on to the recipe: run-dev.sh watches this file to stop on all.
@@ -27,6 +27,7 @@ help:
 	@echo "make bench      run the benchmarks in test/bench (the suite against its peers, fsync on) and print their figures"
 	@echo "make bench-quick the same suite with shorter phases (a few minutes)"
 	@echo "make profile    a CPU profile of the service under load, and what one run asks of Redis and Postgres"
+	@echo "make profile-batch  the same for a batch's rows (ROWS, default 2,000): calls, scripts and statements per row"
 	@echo "make timeline   where one run's latency goes: every Redis command and Postgres statement of a few runs, timed"
 	@echo "make io-per-run what one run costs in system calls (writes, reads) and CPU, sequential and at 8 clients"
 	@echo "make pg-per-run what one run asks of Postgres at 100/s: CPU, SQL functions, rows, WAL by record type"
@@ -128,6 +129,11 @@ profile: install
 	@rm -rf .test-artifacts/profile && mkdir -p .test-artifacts/profile
 	node --cpu-prof --cpu-prof-dir=.test-artifacts/profile --import tsx test/bench/profile-runs.ts
 	node deploy/local/profile-summary.cjs "$$(ls -S .test-artifacts/profile/*.cpuprofile | head -1)" 40
+
+profile-batch: install
+	@rm -rf .test-artifacts/profile-batch && mkdir -p .test-artifacts/profile-batch
+	node --cpu-prof --cpu-prof-dir=.test-artifacts/profile-batch --import tsx test/bench/profile-batch.ts
+	node deploy/local/profile-summary.cjs "$$(ls -S .test-artifacts/profile-batch/*.cpuprofile | head -1)" 40
 
 clean-data: stop
 	rm -rf "$(DATA_DIR)"

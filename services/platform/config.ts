@@ -186,7 +186,7 @@ export const SETTINGS = {
   batchGapWhileInteractiveMs: {
     env: 'BATCH_GAP_WHILE_INTERACTIVE_MS',
     description: "Under fair scheduling, while interactive work is under way, the least time between two dispatches of batch rows' step jobs, across all workers: with BATCH_SLOTS_WHILE_INTERACTIVE, what CPU batches take beside interactive runs; 0: none",
-    default: '20',
+    default: '50',
     parse: int(0, 60_000),
   },
   interactiveQuietMs: {
