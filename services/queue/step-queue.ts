@@ -165,18 +165,45 @@ export class StepQueue {
   async enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>, groups?: ReadonlyMap<string, readonly string[]>): Promise<void> {
     if (groups?.size) await this.recordGroups(runId, groups);
     if (nodeIds.length === 0) return;
-    const trace = carriedContext();
-    const payload = (nodeId: string): JobPayload<'step.execute'> => {
-      const attemptToken = tokens?.get(nodeId);
-      const group = groups?.get(nodeId);
-      return { runId, nodeId, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group?.length ? { group: [...group] } : {}), ...(trace ? { trace } : {}) };
-    };
-    const jobs = nodeIds.map((nodeId): FairJob => ({ id: stepJobId(runId, nodeId), name: 'step.execute', data: payload(nodeId) }));
+    const jobs = this.jobsOf(runId, nodeIds, tokens, groups, carriedContext());
     if (!this.fair) return this.add(jobs);
     // The organization travels with the job, so that the worker that ends it frees its slot.
     const orgId = await this.fair.orgOf(runId);
     for (const job of jobs) job.data.orgId = orgId;
     await this.addDispatched(await this.fair.dispatch.offer(orgId, jobs));
+  }
+
+  /**
+   * Enqueues the first steps of many runs at once (a batch's turn): one offer per organization
+   * and one add of all they dispatched, where `enqueue` makes a round trip of each per run. No
+   * groups: `enqueue` records those first.
+   */
+  async enqueueRuns(runs: readonly { runId: string; nodeIds: readonly string[]; tokens?: ReadonlyMap<string, string> }[]): Promise<void> {
+    const trace = carriedContext();
+    const jobsOfRuns = runs.map(({ runId, nodeIds, tokens }) => this.jobsOf(runId, nodeIds, tokens, undefined, trace));
+    const { fair } = this;
+    if (!fair) return this.add(jobsOfRuns.flat());
+    const orgs = await Promise.all(runs.map(({ runId }) => fair.orgOf(runId)));
+    const byOrg = new Map<string, FairJob[]>();
+    jobsOfRuns.forEach((jobs, i) => {
+      const orgId = orgs[i]!;
+      for (const job of jobs) job.data.orgId = orgId;
+      const list = byOrg.get(orgId);
+      if (list) list.push(...jobs);
+      else byOrg.set(orgId, jobs);
+    });
+    const dispatched = await Promise.all([...byOrg].map(([orgId, jobs]) => fair.dispatch.offer(orgId, jobs)));
+    await this.addDispatched(dispatched.flat());
+  }
+
+  /** The jobs of run `runId`'s steps `nodeIds`, with the attempt tokens and groups they carry. */
+  private jobsOf(runId: string, nodeIds: readonly string[], tokens: ReadonlyMap<string, string> | undefined, groups: ReadonlyMap<string, readonly string[]> | undefined, trace: ReturnType<typeof carriedContext>): FairJob[] {
+    return nodeIds.map((nodeId): FairJob => {
+      const attemptToken = tokens?.get(nodeId);
+      const group = groups?.get(nodeId);
+      const data: JobPayload<'step.execute'> = { runId, nodeId, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group?.length ? { group: [...group] } : {}), ...(trace ? { trace } : {}) };
+      return { id: stepJobId(runId, nodeId), name: 'step.execute', data };
+    });
   }
 
   /** Adds jobs the fair dispatch chose, then tells it they are in BullMQ's list (not waited for: until it lands, the window counts them twice, erring short). */

@@ -84,6 +84,8 @@ export interface BatchLanes {
   batchLaneState(orgId: string): Promise<{ waiting: number; interactiveBusy: boolean } | null>;
   /** Moves waiting jobs into the queue while it has room (a dispatch no job's end asked for). */
   refill(): Promise<void>;
+  /** Enqueues the first steps of many runs in one round trip per organization (no groups). */
+  enqueueRuns(runs: readonly { runId: string; nodeIds: readonly string[]; tokens?: ReadonlyMap<string, string> }[]): Promise<void>;
 }
 
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */

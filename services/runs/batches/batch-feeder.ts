@@ -46,6 +46,14 @@ export interface BatchFeederDeps {
   observer?: { turn(started: number, settled: number): void; ended(status: string): void };
 }
 
+/** A started run's first steps to enqueue: with the attempt token of one reserved with the run, or the groups of several local ones. */
+interface FirstSteps {
+  runId: string;
+  nodeIds: readonly string[];
+  tokens?: ReadonlyMap<string, string>;
+  groups?: ReadonlyMap<string, readonly string[]>;
+}
+
 const CANCELLED_WITH_BATCH: RunError = { code: 'cancelled', message: 'the batch this run belongs to was cancelled' };
 const NOT_ANNOUNCED: RunError = { code: 'unavailable', message: 'the run could not be started: its event log was unreachable; nothing of it ran (retry the batch\'s failed rows)' };
 
@@ -153,10 +161,26 @@ export class BatchFeeder {
       this.deps.log.info({ batchId, status: out.status }, 'batch ended');
     }
     await Promise.all([
-      ...out.started.map((row) => this.startRun(batchId, out.org_id, row.run_id, row.inputs, row.token)),
+      this.startRuns(batchId, out.org_id, out.started),
       ...out.cancel_runs.filter((runId) => !this.cancelled.has(runId)).map((runId) => this.cancelRun(runId)),
     ]);
     return max > 0 && out.started.length >= max;
+  }
+
+  /**
+   * Announces the runs a turn stored and enqueues their first steps: those without groups
+   * together (one offer to the fair dispatch for all of them), the others run by run.
+   */
+  private async startRuns(batchId: string, orgId: string, started: readonly { run_id: string; inputs: Record<string, ArtifactInput>; token: string | null }[]): Promise<void> {
+    const firsts = await Promise.all(started.map((row) => this.announce(batchId, orgId, row.run_id, row.inputs, row.token)));
+    const together = firsts.filter((first): first is FirstSteps => first !== null && first.groups === undefined);
+    const alone = firsts.filter((first): first is FirstSteps => first !== null && first.groups !== undefined);
+    const enqueued = (what: Promise<void>, runIds: string[]) =>
+      what.catch((err: unknown) => this.deps.log.error({ err, runIds: runIds.slice(0, 10), runs: runIds.length }, 'could not enqueue the first steps of batch rows; the reaper will'));
+    await Promise.all([
+      together.length > 0 ? enqueued(this.deps.lanes.enqueueRuns(together), together.map((first) => first.runId)) : undefined,
+      ...alone.map((first) => enqueued(this.deps.queue.enqueue(first.runId, first.nodeIds, undefined, first.groups), [first.runId])),
+    ]);
   }
 
   /**
@@ -185,10 +209,12 @@ export class BatchFeeder {
   }
 
   /**
-   * Announces a row's stored run and enqueues its first steps (as `RunStarter.start` does for a
-   * run of its own); `token`: its lone first step was stored reserved under it, carried by the job.
+   * Announces a row's stored run (as `RunStarter.start` does for a run of its own) and answers
+   * the first steps to enqueue; `token`: its lone first step was stored reserved under it, carried
+   * by the job. Null when there is nothing to enqueue: it was not announced (failed), or no
+   * longer prepares (its steps' worker fails it: the reaper enqueues them).
    */
-  private async startRun(batchId: string, orgId: string, runId: string, inputs: Record<string, ArtifactInput>, token: string | null): Promise<void> {
+  private async announce(batchId: string, orgId: string, runId: string, inputs: Record<string, ArtifactInput>, token: string | null): Promise<FirstSteps | null> {
     const { deps } = this;
     const template = await this.templateOf(batchId, runId);
     if (template) deps.contexts.put({ ...template, runId, orgId, inputs, batchId });
@@ -197,21 +223,14 @@ export class BatchFeeder {
     } catch (err) {
       deps.log.warn({ err, runId, batchId }, 'a batch row\'s run could not be announced; it fails before anything of it runs');
       await deps.lifecycle.fail(runId, NOT_ANNOUNCED).catch((failure: unknown) => deps.log.warn({ err: failure, runId }, 'failing an unannounced batch run did not finish (the reaper will)'));
-      return;
+      return null;
     }
     const context = template ? { ...template, runId } : await deps.contexts.get(runId).catch(() => null);
-    if (!context) return; // It no longer prepares: its steps' worker fails it (the reaper enqueues them).
+    if (!context) return null;
     const { workflow, plan } = context.prepared;
-    try {
-      if (token !== null && plan.initial.length === 1) {
-        await deps.queue.enqueue(runId, plan.initial, new Map([[plan.initial[0]!, token]]));
-        return;
-      }
-      const jobs = planJobs(plan.initial, (id) => deps.mayRunInline(workflow.nodes.get(id)!.uses), false);
-      await deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
-    } catch (err) {
-      deps.log.error({ err, runId }, 'could not enqueue the first steps of a batch row; the reaper will');
-    }
+    if (token !== null && plan.initial.length === 1) return { runId, nodeIds: plan.initial, tokens: new Map([[plan.initial[0]!, token]]) };
+    const jobs = planJobs(plan.initial, (id) => deps.mayRunInline(workflow.nodes.get(id)!.uses), false);
+    return { runId, nodeIds: jobs.enqueue, ...(jobs.groups.size > 0 ? { groups: jobs.groups } : {}) };
   }
 
   /** The batch's prepared workflow, from the first of its runs this process starts (loaded and prepared once). */
