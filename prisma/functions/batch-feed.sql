@@ -68,21 +68,17 @@ DECLARE
   released bigint := 0;
   room int;
   left_micros bigint;
-  cap bigint;
-  pr record;
   to_start jsonb := '[]'::jsonb;
   start_rows int[] := '{}';
   start_caps bigint[] := '{}';
   start_tokens text[] := '{}';
   first_idx int;
-  first_token text;
-  first_reserved bigint;
-  row_steps jsonb;
+  n_started int;
+  held_added bigint;
   results jsonb;
   started jsonb := '[]'::jsonb;
   refused int := 0;
   i int;
-  new_run uuid;
   cancel_runs jsonb := '[]'::jsonb;
   stop_code text;
   stop_message text;
@@ -161,47 +157,58 @@ BEGIN
     capped := COALESCE(b.stop_reason->>'code' = 'spend_cap_exceeded', false);
     IF room > 0 AND left_micros > 0 AND NOT capped THEN
       first_idx := (b.template->>'first_step')::int;
-      FOR pr IN SELECT row, inputs, first_estimate_micros FROM batch_rows WHERE batch_id = p_batch AND status = 'pending' ORDER BY row LIMIT room LOOP
-        cap := LEAST(b.row_cap_micros, left_micros);
-        EXIT WHEN cap <= 0;
-        left_micros := left_micros - cap;
-        -- A lone local first step whose worst case fits the run's cap is stored reserved with the
-        -- run, under a new attempt token its job carries (as RunStarter stores a run's).
-        row_steps := b.template->'steps';
-        first_token := NULL;
-        first_reserved := 0;
-        IF first_idx IS NOT NULL AND pr.first_estimate_micros IS NOT NULL AND pr.first_estimate_micros <= cap THEN
-          first_token := gen_random_uuid()::text;
-          first_reserved := pr.first_estimate_micros;
-          row_steps := jsonb_set(jsonb_set(row_steps, ARRAY[first_idx::text, 'token'], to_jsonb(first_token)),
-                                 ARRAY[first_idx::text, 'reserved_micros'], to_jsonb(first_reserved));
-        END IF;
-        start_rows := start_rows || pr.row;
-        start_caps := start_caps || cap;
-        start_tokens := start_tokens || first_token;
-        to_start := to_start || jsonb_build_array(jsonb_build_object(
-          'user_id', b.user_id, 'token_id', b.token_id, 'workflow_id', b.workflow_id, 'workflow_version_id', b.workflow_version_id,
-          'definition', b.definition, 'inputs', pr.inputs, 'cap_micros', cap, 'status', 'running', 'require_credit', true,
-          'reserved_micros', first_reserved, 'run_id', NULL, 'output_cache', b.output_cache, 'node_entries', b.template->'node_entries',
-          'batch_id', b.id, 'steps', row_steps));
-      END LOOP;
+      -- In row order, each row's run is capped at the least of the row cap and what the batch's
+      -- cap leaves after the rows before it; rows from the first that would get nothing wait.
+      -- A lone local first step whose worst case fits the run's cap is stored reserved with the
+      -- run, under a new attempt token its job carries (as RunStarter stores a run's). One
+      -- statement for the turn's rows (a loop appending to jsonb copied the array each time).
+      WITH picked AS (
+        SELECT q.row, q.inputs, q.first_estimate_micros,
+               LEAST(b.row_cap_micros, left_micros - (row_number() OVER (ORDER BY q.row) - 1) * b.row_cap_micros) AS cap
+        FROM (SELECT br.row, br.inputs, br.first_estimate_micros FROM batch_rows br
+              WHERE br.batch_id = p_batch AND br.status = 'pending' ORDER BY br.row LIMIT room) q
+      ), chosen AS (
+        SELECT p.row, p.inputs, p.cap,
+               CASE WHEN first_idx IS NOT NULL AND p.first_estimate_micros IS NOT NULL AND p.first_estimate_micros <= p.cap
+                    THEN gen_random_uuid()::text END AS token,
+               p.first_estimate_micros
+        FROM picked p WHERE p.cap > 0
+      )
+      SELECT COALESCE(array_agg(c.row ORDER BY c.row), '{}'), COALESCE(array_agg(c.cap ORDER BY c.row), '{}'),
+             COALESCE(array_agg(c.token ORDER BY c.row), '{}'),
+             COALESCE(jsonb_agg(jsonb_build_object(
+               'user_id', b.user_id, 'token_id', b.token_id, 'workflow_id', b.workflow_id, 'workflow_version_id', b.workflow_version_id,
+               'definition', b.definition, 'inputs', c.inputs, 'cap_micros', c.cap, 'status', 'running', 'require_credit', true,
+               'reserved_micros', CASE WHEN c.token IS NULL THEN 0 ELSE c.first_estimate_micros END, 'run_id', NULL,
+               'output_cache', b.output_cache, 'node_entries', b.template->'node_entries', 'batch_id', b.id,
+               'steps', CASE WHEN c.token IS NULL THEN b.template->'steps'
+                             ELSE jsonb_set(jsonb_set(b.template->'steps', ARRAY[first_idx::text, 'token'], to_jsonb(c.token)),
+                                            ARRAY[first_idx::text, 'reserved_micros'], to_jsonb(c.first_estimate_micros)) END
+             ) ORDER BY c.row), '[]'::jsonb)
+      INTO start_rows, start_caps, start_tokens, to_start
+      FROM chosen c;
     END IF;
     IF jsonb_array_length(to_start) > 0 THEN
       results := svc_create_runs(jsonb_build_object('org_id', b.org_id, 'runs', to_start))->'results';
-      FOR i IN 1 .. array_length(start_rows, 1) LOOP
-        new_run := (results->(i - 1)->>'id')::uuid;
-        IF new_run IS NULL THEN
-          refused := refused + 1;
-          CONTINUE;
-        END IF;
-        UPDATE batch_rows SET status = 'running', run_id = new_run, held_micros = start_caps[i], attempts = attempts + 1
-        WHERE batch_id = p_batch AND row = start_rows[i];
-        b.held_micros := b.held_micros + start_caps[i];
-        b.running_rows := b.running_rows + 1;
-        b.pending_rows := b.pending_rows - 1;
-        started := started || jsonb_build_array(jsonb_build_object('row', start_rows[i], 'run_id', new_run, 'inputs', to_start->(i - 1)->'inputs',
-                                                                   'token', start_tokens[i]));
-      END LOOP;
+      -- The rows whose run was stored (a run the organization's balance refused has no id) run it.
+      WITH made AS (
+        SELECT s.row, s.cap, s.token, s.ord, (r.value->>'id')::uuid AS run_id
+        FROM unnest(start_rows, start_caps, start_tokens) WITH ORDINALITY AS s(row, cap, token, ord)
+        JOIN jsonb_array_elements(results) WITH ORDINALITY AS r(value, ord) ON r.ord = s.ord
+      ), running AS (
+        UPDATE batch_rows br SET status = 'running', run_id = m.run_id, held_micros = m.cap, attempts = br.attempts + 1
+        FROM made m WHERE br.batch_id = p_batch AND br.row = m.row AND m.run_id IS NOT NULL
+        RETURNING m.row, m.run_id, m.cap, m.token, m.ord
+      )
+      SELECT count(*), COALESCE(sum(r.cap), 0),
+             COALESCE(jsonb_agg(jsonb_build_object('row', r.row, 'run_id', r.run_id, 'inputs', to_start->(r.ord::int - 1)->'inputs', 'token', r.token)
+                                ORDER BY r.ord), '[]'::jsonb)
+      INTO n_started, held_added, started
+      FROM running r;
+      refused := array_length(start_rows, 1) - n_started;
+      b.held_micros := b.held_micros + held_added;
+      b.running_rows := b.running_rows + n_started;
+      b.pending_rows := b.pending_rows - n_started;
     END IF;
     -- Nothing in flight that could give money back, and nothing could start: the rows left fail.
     IF b.running_rows = 0 AND b.pending_rows > 0 AND (refused > 0 OR capped OR b.cap_micros - b.spent_micros - b.held_micros <= 0) THEN

@@ -4,7 +4,9 @@
  * in this process (ROLE=all). Prints this process' Postgres operations and Redis commands per row,
  * the scripts Redis ran per row, the Postgres statements that took the most time per row
  * (pg_stat_statements where the server has it), and the stack's CPU per row. Run under
- * `node --cpu-prof` (make profile-batch) for where this process' time went. Not a *.bench.ts.
+ * `node --cpu-prof` (make profile-batch) for where this process' time went. `MONITOR=0`: no
+ * MONITOR (which costs Redis and this process CPU of its own), for rows/s and CPU per row alone.
+ * Not a *.bench.ts.
  */
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -59,9 +61,9 @@ void withBenchService(async (ctx, service) => {
   const onDb = (m: unknown) => counts.set(`pg ${(m as DbCall).operation}`, (counts.get(`pg ${(m as DbCall).operation}`) ?? 0) + 1);
   const onRedis = (m: unknown) => counts.set(`redis ${(m as RedisCall).command}`, (counts.get(`redis ${(m as RedisCall).command}`) ?? 0) + 1);
   const monitored = createRedisConnection(ctx.stack.redisUrl);
-  const monitor = await monitored.monitor();
+  const monitor = process.env.MONITOR === '0' ? undefined : await monitored.monitor();
   const scripts = new Map<string, number>();
-  monitor.on('monitor', (_time: string, args: string[]) => {
+  monitor?.on('monitor', (_time: string, args: string[]) => {
     const command = args[0]?.toLowerCase();
     if (command !== 'evalsha') {
       scripts.set(command ?? '?', (scripts.get(command ?? '?') ?? 0) + 1);
@@ -77,7 +79,7 @@ void withBenchService(async (ctx, service) => {
   const used = cpuBetween(before, stackCpu(ctx.stack));
   dbCalls.unsubscribe(onDb);
   redisCalls.unsubscribe(onRedis);
-  monitor.disconnect();
+  monitor?.disconnect();
   monitored.disconnect();
   const per = (n: number) => (n / ROWS).toFixed(2);
   const ms = (s: number) => ((s * 1000) / ROWS).toFixed(2);
