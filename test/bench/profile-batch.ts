@@ -15,37 +15,18 @@ import { dbCalls, redisCalls, type DbCall, type RedisCall } from '../../services
 import { createRedisConnection } from '../../services/queue';
 import { withBenchService } from './support/context';
 import { cpuBetween, stackCpu } from './support/process-cpu';
-import { post, textOf } from './support/service-client';
+import { batchEnd, startBatch } from './workloads/b14-batches';
 
 const ROWS = Number(process.env.ROWS ?? 2_000);
 
 const statementsModule = ['17', '16', '15', '14', '13'].map((v) => `/usr/lib/postgresql/${v}/lib/pg_stat_statements.so`).find((f) => existsSync(f));
 if (statementsModule) process.env.PG_OPTIONS = '-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all';
 
-const ROW_WORKFLOW = {
-  version: 2,
-  nodes: [
-    { id: 'a', uses: 'input', outputType: 'FLOAT' },
-    { id: 'sum', uses: 'math-add', inputs: { a: '${a.value}', b: 2 } },
-    { id: 'out', uses: 'output', inputs: { value: '${sum.result}' } },
-  ],
-};
-
 async function runBatch(url: string, token: string, rows: number): Promise<number> {
   const started = performance.now();
-  const body = JSON.stringify({ workflow: ROW_WORKFLOW, rows: Array.from({ length: rows }, (_, i) => ({ a: i })), concurrency: 1000 });
-  const res = await post(`${url}/v1/batches`, body, { Authorization: `Bearer ${token}` });
-  const text = await textOf(res);
-  if (res.statusCode !== 201) throw new Error(`POST /v1/batches answered ${res.statusCode}: ${text.slice(0, 300)}`);
-  const { id } = JSON.parse(text) as { id: string };
-  for (;;) {
-    const batch = (await (await fetch(`${url}/v1/batches/${id}`, { headers: { Authorization: `Bearer ${token}` } })).json()) as { status: string; rows: { completed: number } };
-    if (batch.status === 'completed' || batch.status === 'cancelled') {
-      if (batch.rows.completed !== rows) throw new Error(`${batch.rows.completed} of ${rows} rows completed`);
-      return (performance.now() - started) / 1000;
-    }
-    await sleep(50);
-  }
+  const end = await batchEnd(url, token, await startBatch(url, token, rows), 600_000);
+  if (end.rows.completed !== rows) throw new Error(`${end.rows.completed} of ${rows} rows completed`);
+  return (performance.now() - started) / 1000;
 }
 
 void withBenchService(async (ctx, service) => {

@@ -8,7 +8,7 @@ import { ONE_NODE, ONE_NODE_OUTPUTS, post, runOnce, textOf } from '../support/se
 import { ladder, SUSTAINED_P99_MS } from './b4-sustained';
 
 /** B1's run with its first operand as an input: what every row of the batch runs. */
-const ROW_WORKFLOW = {
+export const ROW_WORKFLOW = {
   version: 2,
   nodes: [
     { id: 'a', uses: 'input', outputType: 'FLOAT' },
@@ -30,7 +30,7 @@ function cpuMsPer(before: ReturnType<typeof stackCpu>, after: ReturnType<typeof 
   return { total: per(used.self + used.postgres + used.redis), self: per(used.self), postgres: per(used.postgres), redis: per(used.redis) };
 }
 
-async function startBatch(url: string, token: string, rows: number): Promise<string> {
+export async function startBatch(url: string, token: string, rows: number): Promise<string> {
   const body = JSON.stringify({ workflow: ROW_WORKFLOW, rows: Array.from({ length: rows }, (_, i) => ({ a: i })), concurrency: 1000 });
   const res = await post(`${url}/v1/batches`, body, { Authorization: `Bearer ${token}` });
   const text = await textOf(res);
@@ -38,7 +38,7 @@ async function startBatch(url: string, token: string, rows: number): Promise<str
   return (JSON.parse(text) as BatchRecord).id;
 }
 
-async function batchEnd(url: string, token: string, id: string, timeoutMs: number): Promise<BatchRecord> {
+export async function batchEnd(url: string, token: string, id: string, timeoutMs: number): Promise<BatchRecord> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await fetch(`${url}/v1/batches/${id}`, { headers: { Authorization: `Bearer ${token}` } });
