@@ -196,8 +196,9 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     intervalMs: config.batchFeedIntervalMs,
     idleMs: config.batchFeedIdleMs,
     maxStart: config.batchFeedRows,
-    // Enough rows waiting to keep the batches' share of the workers busy, and no more.
-    maxStartWhileInteractive: config.batchSlotsWhileInteractive === 0 ? config.batchFeedRows : 8 * config.batchSlotsWhileInteractive,
+    // Enough rows waiting to keep the batches' share of the workers busy, and no more (no share: all of them).
+    maxStartWhileInteractive:
+      config.batchSlotsWhileInteractive === 0 && config.batchGapWhileInteractiveMs === 0 ? config.batchFeedRows : 8 * Math.max(1, config.batchSlotsWhileInteractive),
     minGapMs: config.batchFeedGapMs,
     observer: {
       turn: (started, settled) => {

@@ -290,4 +290,28 @@ describe('the batch lane beside interactive work', () => {
       redis.disconnect();
     }
   });
+
+  it('spaces batch dispatches with no bound on their number (BATCH_SLOTS_WHILE_INTERACTIVE=0), and bounds their number with no gap', async () => {
+    const redis = createRedisConnection(stack().redisUrl);
+    const jobs = (prefixOfId: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${prefixOfId}${i}`, name: 'step.execute', data: { runId: runOf('a'), nodeId: `${prefixOfId}${i}` } }));
+    const ids = (out: Awaited<ReturnType<FairDispatch['offer']>>) => out.map((j) => j.id);
+    const dispatch = (name: string, slots: number, gapMs: number) => {
+      const prefix = `fair${name}${process.pid}`;
+      return new FairDispatch({ redis, prefix, bullWaitKey: `${prefix}:steps:wait`, bullJobPrefix: `${prefix}:steps:`, window: 100, orgLimit: 0, batchSlotsWhileInteractive: slots, interactiveQuietMs: 10_000, batchGapWhileInteractiveMs: gapMs });
+    };
+    try {
+      const spacedOnly = dispatch('gaponly', 0, 10_000);
+      expect(ids(await spacedOnly.offer('a', jobs('i', 1)))).toEqual(['i0']);
+      expect(ids(await spacedOnly.offer('~b:a', jobs('b', 5)))).toEqual(['b0']);
+      expect(await spacedOnly.pump(false)).toEqual([]);
+      const boundedOnly = dispatch('slotsonly', 3, 0);
+      expect(ids(await boundedOnly.offer('a', jobs('i', 1)))).toEqual(['i0']);
+      expect(ids(await boundedOnly.offer('~b:a', jobs('b', 5)))).toEqual(['b0', 'b1', 'b2']);
+      const neither = dispatch('neither', 0, 0);
+      expect(ids(await neither.offer('a', jobs('i', 1)))).toEqual(['i0']);
+      expect(ids(await neither.offer('~b:a', jobs('b', 5)))).toEqual(['b0', 'b1', 'b2', 'b3', 'b4']);
+    } finally {
+      redis.disconnect();
+    }
+  });
 });

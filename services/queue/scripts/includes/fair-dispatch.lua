@@ -154,13 +154,15 @@ local function dispatch()
   if room > 0 and redis.call('LLEN', ring) == 0 and redis.call('LLEN', lowRing) > 0 then
     local batchRoom = room - redis.call('ZCARD', bullPrioritized)
     local spaced = false
-    if batchShare > 0 and batchRoom > 0 and redis.call('EXISTS', busy) == 1 then
-      local inFlight = redis.call('ZCARD', lowRunning)
-      if inFlight >= batchShare then
-        pruneKey(lowRunning)
-        inFlight = redis.call('ZCARD', lowRunning)
+    if (batchShare > 0 or batchGap > 0) and batchRoom > 0 and redis.call('EXISTS', busy) == 1 then
+      if batchShare > 0 then
+        local inFlight = redis.call('ZCARD', lowRunning)
+        if inFlight >= batchShare then
+          pruneKey(lowRunning)
+          inFlight = redis.call('ZCARD', lowRunning)
+        end
+        batchRoom = math.min(batchRoom, batchShare - inFlight)
       end
-      batchRoom = math.min(batchRoom, batchShare - inFlight)
       if batchGap > 0 and batchRoom > 0 then
         spaced = true
         if now < tonumber(redis.call('GET', lowNext) or '0') then batchRoom = 0 else batchRoom = 1 end
