@@ -1,6 +1,6 @@
 import type { BlobStore } from '../blobs';
 import type { RunEvent, SequencedEvent } from '../contract';
-import type { ProviderLimiter } from '../queue';
+import type { ProviderLimiter, StepQueue } from '../queue';
 import type { ArtifactRepository, BatchRepository, OutputCacheRepository, RunRecoveryRepository, RunRepository, ScheduleRepository, StepRepository, WebhookRepository } from '../store';
 
 /**
@@ -78,15 +78,8 @@ export interface StepEnqueuer {
   enqueue(runId: string, nodeIds: readonly string[], tokens?: ReadonlyMap<string, string>, groups?: ReadonlyMap<string, readonly string[]>): Promise<void>;
 }
 
-/** An organization's batch lane as a batch feeder paces its turns by it (`StepQueue.batchLaneState`). */
-export interface BatchLanes {
-  /** Its jobs waiting their turn, and whether interactive work is under way; null without fair scheduling. */
-  batchLaneState(orgId: string): Promise<{ waiting: number; interactiveBusy: boolean } | null>;
-  /** Moves waiting jobs into the queue while it has room (a dispatch no job's end asked for). */
-  refill(): Promise<void>;
-  /** Enqueues the first steps of many runs in one round trip per organization (no groups). */
-  enqueueRuns(runs: readonly { runId: string; nodeIds: readonly string[]; tokens?: ReadonlyMap<string, string> }[]): Promise<void>;
-}
+/** The step queue as a batch feeder uses it: its organization's batch lane, a dispatch, the first steps of a turn's runs together. */
+export type BatchLanes = Pick<StepQueue, 'batchLaneState' | 'refill' | 'enqueueRuns'>;
 
 /** The step queue as the executor uses it: enqueue, and enqueue again what lost its job. */
 export interface StepQueuePort extends StepEnqueuer {

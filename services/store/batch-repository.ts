@@ -65,7 +65,6 @@ export interface NewBatch {
   workflowId: string | null;
   workflowVersionId: string | null;
   definition: unknown;
-  /** What each row's run is stored with: its steps and node entries. */
   /**
    * What each row's run is stored with: its steps and node entries, and the index among the steps
    * of a lone local first step that the feed reserves with the run (`first_step`).

@@ -11,7 +11,7 @@ export interface BatchFeederDeps {
   contexts: Pick<RunContextCache, 'get' | 'put'>;
   events: RunEventAppender;
   queue: StepEnqueuer;
-  /** The batch lanes' state under fair scheduling (null without it), by which turns are paced. */
+  /** The step queue's batch lanes: their state under fair scheduling (null without it), by which turns are paced, and the turn's enqueue. */
   lanes: BatchLanes;
   lifecycle: Pick<RunLifecycle, 'cancel' | 'fail'>;
   /** Whether a node's steps may run inline in a group (local, bounded work). */

@@ -8,7 +8,7 @@ import { ONE_NODE, ONE_NODE_OUTPUTS, post, runOnce, textOf } from '../support/se
 import { ladder, SUSTAINED_P99_MS } from './b4-sustained';
 
 /** B1's run with its first operand as an input: what every row of the batch runs. */
-export const ROW_WORKFLOW = {
+const ROW_WORKFLOW = {
   version: 2,
   nodes: [
     { id: 'a', uses: 'input', outputType: 'FLOAT' },

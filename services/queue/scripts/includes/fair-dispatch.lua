@@ -141,16 +141,14 @@ end
 -- dispatched in the last ARGV[7] ms), the batch lanes together have at most ARGV[6] jobs
 -- dispatched, one at least ARGV[8] ms after the one before: batch steps then take a bounded
 -- share of the workers' slots and CPUs, and the rest of the time all that interactive work
--- leaves. Returns {id1, payload1, id2, payload2,
--- ...}: the caller adds them to BullMQ (batch jobs with a priority, so that later interactive
--- jobs still go first).
+-- leaves. Returns {id1, payload1, id2, payload2, ...}: the caller adds them to BullMQ (batch jobs
+-- with a priority, so that later interactive jobs still go first).
 local function dispatch()
   local out = {}
   redis.call('ZREMRANGEBYSCORE', adding, '-inf', now - grace)
   local room = window - redis.call('LLEN', bullWait) - redis.call('ZCARD', adding)
-  local before = #out
   room = serve(ring, ringed, room, out, now)
-  if #out > before then redis.call('SET', busy, 1, 'PX', quietMs) end
+  if #out > 0 then redis.call('SET', busy, 1, 'PX', quietMs) end
   if room > 0 and redis.call('LLEN', ring) == 0 and redis.call('LLEN', lowRing) > 0 then
     local batchRoom = room - redis.call('ZCARD', bullPrioritized)
     local spaced = false
