@@ -4,7 +4,7 @@ import { TOOL_OPS, toolName } from '../../services/mcp';
 import { listen, type RunningServer } from '../../services/api';
 import { seedAccount } from '../support/fixtures';
 import { mcpToolBehaviours } from '../support/mcp-behaviours';
-import { TWO_ADDS, runRecordWhenDone, toolJson } from '../support/mcp-client';
+import { recordWireProgress, TWO_ADDS, runRecordWhenDone, toolJson, type WireProgress } from '../support/mcp-client';
 import { startTestService, type TestService } from '../support/service';
 import { failingNode, pauseChain, pauseNode } from '../support/test-nodes';
 
@@ -49,6 +49,7 @@ async function postCancel(base: string, token: string, id: number): Promise<numb
 describe('the hosted MCP server over streamable HTTP', () => {
   let service: TestService;
   let client: Client;
+  const wires = new Map<Client, WireProgress[]>();
   const opened: Client[] = [];
 
   /** A client of `url` acting with `token`; `fetch` may route its requests elsewhere. */
@@ -56,6 +57,7 @@ describe('the hosted MCP server over streamable HTTP', () => {
     const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { Authorization: `Bearer ${token}` } }, ...(fetchVia ? { fetch: fetchVia } : {}) });
     const connected = new Client({ name: 'mcp-http-test', version: '1.0.0' });
     await connected.connect(transport);
+    wires.set(connected, recordWireProgress(transport));
     opened.push(connected);
     return connected;
   }
@@ -73,6 +75,7 @@ describe('the hosted MCP server over streamable HTTP', () => {
   mcpToolBehaviours(() => ({
     service,
     client,
+    wireProgress: wires.get(client)!,
     name: (op) => toolName(op, 'hosted'),
     readOnlyClient: async () => connect((await seedAccount(service.prisma, { slug: 'reader', scopes: ['read'], balanceMicros: 1_000_000 })).token),
   }));

@@ -4,6 +4,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ensureCliBuilt, MCP_BIN } from '../support/cli-build';
 import { seedAccount } from '../support/fixtures';
 import { mcpToolBehaviours } from '../support/mcp-behaviours';
+import { recordWireProgress, type WireProgress } from '../support/mcp-client';
 import { startTestService, type TestService } from '../support/service';
 import { failingNode, pauseNode } from '../support/test-nodes';
 
@@ -11,6 +12,7 @@ import { failingNode, pauseNode } from '../support/test-nodes';
 describe('svc-mcp: the local MCP server over stdio', () => {
   let service: TestService;
   let client: Client;
+  const wires = new Map<Client, WireProgress[]>();
   let stderr = '';
 
   /** A client of a fresh `svc-mcp` process acting with `token`. */
@@ -24,6 +26,7 @@ describe('svc-mcp: the local MCP server over stdio', () => {
     transport.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const connected = new Client({ name: 'mcp-stdio-test', version: '1.0.0' });
     await connected.connect(transport);
+    wires.set(connected, recordWireProgress(transport));
     return connected;
   }
 
@@ -41,6 +44,7 @@ describe('svc-mcp: the local MCP server over stdio', () => {
   mcpToolBehaviours(() => ({
     service,
     client,
+    wireProgress: wires.get(client)!,
     name: (op) => op,
     readOnlyClient: async () => connect((await seedAccount(service.prisma, { slug: 'reader', scopes: ['read'], balanceMicros: 1_000_000 })).token),
   }));

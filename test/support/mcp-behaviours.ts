@@ -2,7 +2,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { OPERATIONS, ROUTES } from '../../services/contract';
 import { declarationOf, TOOL_OPS, type ToolOp } from '../../services/mcp';
 import { eventually } from './eventually';
-import { TWO_ADDS, FAILING, runRecordWhenDone, toolJson } from './mcp-client';
+import { TWO_ADDS, FAILING, runRecordWhenDone, toolJson, type WireProgress } from './mcp-client';
 import { publishWorkflow, type TestService } from './service';
 import { pauseChain } from './test-nodes';
 
@@ -13,6 +13,8 @@ export interface McpTestContext {
   /** A client of the same server acting with a token that has only scope `read`. */
   readOnlyClient(): Promise<Client>;
   name(op: ToolOp): string;
+  /** The progress notifications `client`'s transport received (`recordWireProgress`). */
+  wireProgress: WireProgress[];
 }
 
 /**
@@ -99,17 +101,21 @@ export function mcpToolBehaviours(context: () => McpTestContext): void {
   });
 
   it("sends the run's events as progress notifications when asked", async () => {
-    const { client, name } = context();
+    const { client, name, wireProgress } = context();
     const progress: { progress: number; message?: string }[] = [];
+    wireProgress.length = 0;
     const result = await client.callTool({ name: name('runs.create'), arguments: { workflow: TWO_ADDS } }, undefined, { onprogress: (p) => progress.push(p) });
     expect(toolJson(result)).toEqual({ outputs: { out: { kind: 'float', value: 3 } } });
-    const messages = progress.map((p) => p.message);
+    // What the server sent, before its result: every event but the terminal one, numbered in order.
+    expect(new Set(wireProgress.map((p) => p.progressToken)).size).toBe(1);
+    const messages = wireProgress.map((p) => p.message);
     expect(messages[0]).toMatch(/^run\.started [0-9a-f-]{36}$/);
     expect(messages).toContain('step.started n0');
     expect(messages).toContainEqual(expect.stringMatching(/^step\.completed n1 \$0\.000001 \d+ ms$/));
-    const counts = progress.map((p) => p.progress);
-    expect(counts).toEqual([...counts].sort((a, b) => a - b));
-    expect(new Set(counts).size).toBe(counts.length);
+    expect(wireProgress.map((p) => p.progress)).toEqual(wireProgress.map((_, i) => i + 1));
+    // What the client's handler was given: those sent before the result reached it, in order (see recordWireProgress).
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress).toEqual(wireProgress.slice(0, progress.length).map(({ progress: n, message }) => ({ progress: n, message })));
   });
 
   it('refuses the run tools to a read-only token, naming the missing scope', async () => {

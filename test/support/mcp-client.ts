@@ -1,3 +1,4 @@
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { bearer, type TestService } from './service';
 
@@ -39,3 +40,27 @@ export const FAILING = {
     { id: 'out', uses: 'output', inputs: { value: '${f.n}' } },
   ],
 };
+
+/** A progress notification as it crossed the wire. */
+export interface WireProgress {
+  progressToken: string | number;
+  progress: number;
+  message?: string;
+}
+
+/**
+ * Records every progress notification `transport` receives, before the client's handlers see
+ * it. Call after `Client.connect` (which installs the handler this wraps). The official client
+ * handles notifications a microtask late and responses at once, so on a loaded machine the
+ * notifications read in the same chunk as their call's result never reach `onprogress`: what the
+ * server sent is asserted here, what the client kept only as a prefix of it.
+ */
+export function recordWireProgress(transport: Transport): WireProgress[] {
+  const seen: WireProgress[] = [];
+  const inner = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if ('method' in message && message.method === 'notifications/progress') seen.push(message.params as unknown as WireProgress);
+    inner?.(message, extra);
+  };
+  return seen;
+}
