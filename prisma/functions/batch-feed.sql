@@ -52,7 +52,7 @@ END $$;
 --         batch), pending, running}.
 -- Locks:  the batch row (FOR NO KEY UPDATE SKIP LOCKED: a busy batch is skipped, never waited
 --         for; a run's batch_id foreign-key check takes KEY SHARE, which it does not block), its
---         rows, then the organization row (svc_create_runs, released before the flush).
+--         rows, then the organization row (svc_create_held_runs: last, released before the flush).
 CREATE FUNCTION svc_feed_batch(args jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -189,7 +189,7 @@ BEGIN
       FROM chosen c;
     END IF;
     IF jsonb_array_length(to_start) > 0 THEN
-      results := svc_create_runs(jsonb_build_object('org_id', b.org_id, 'runs', to_start))->'results';
+      results := svc_create_held_runs(b.org_id, to_start)->'results';
       -- The rows whose run was stored (a run the organization's balance refused has no id) run it.
       WITH made AS (
         SELECT s.row, s.cap, s.token, s.ord, (r.value->>'id')::uuid AS run_id

@@ -3,6 +3,7 @@
 
 DROP FUNCTION IF EXISTS svc_create_run(jsonb);
 DROP FUNCTION IF EXISTS svc_create_runs(jsonb);
+DROP FUNCTION IF EXISTS svc_create_held_runs(uuid, jsonb);
 
 -- svc_create_runs(args jsonb) RETURNS jsonb
 -- Stores runs of one organization, in order, each with one step row per executable node, hence
@@ -129,4 +130,64 @@ BEGIN
     UPDATE organizations SET held_micros = held_micros + held WHERE id = p_org;
   END IF;
   RETURN jsonb_build_object('results', results);
+END $$;
+
+-- svc_create_held_runs(p_org uuid, p_runs jsonb) RETURNS jsonb
+-- svc_create_runs for runs that each hold their whole cap (require_credit, no idempotency key, no
+-- webhook: a batch turn's rows, svc_feed_batch), with the organization's row locked LAST: the runs
+-- and their steps are inserted first, in two statements, then one UPDATE holds all their caps when
+-- the organization's available balance (as that UPDATE finds it) covers them. svc_create_runs locks
+-- the row first and holds it while it inserts run by run: a turn of 200 rows held it for tens of
+-- milliseconds, and every commit settling a run of the organization queued behind it (bench B14).
+-- When the balance does not cover every cap (read first without a lock, then by the UPDATE), or a
+-- run's reservations exceed its cap, nothing is kept of this path and svc_create_runs stores them,
+-- run by run (each holding what is left, some refused).
+-- Input:  p_org; p_runs as svc_create_runs' runs (their idempotency_key and webhook ignored: absent).
+-- Output: as svc_create_runs.
+-- Locks:  the organization row (FOR NO KEY UPDATE by the UPDATE), last, released before the
+--         commit's flush; the users', tokens', workflows' and batch's rows FOR KEY SHARE by the
+--         inserts' foreign-key checks (the organization's too, before its lock).
+CREATE FUNCTION svc_create_held_runs(p_org uuid, p_runs jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  ids uuid[];
+  total bigint;
+  over_cap boolean;
+  available bigint;
+BEGIN
+  SELECT array_agg(COALESCE((r.a->>'run_id')::uuid, gen_random_uuid()) ORDER BY r.ord), sum(svc_arg(r.a, 'cap_micros')::bigint),
+         bool_or(svc_arg(r.a, 'reserved_micros')::bigint > svc_arg(r.a, 'cap_micros')::bigint OR NOT svc_arg(r.a, 'require_credit')::boolean)
+  INTO ids, total, over_cap
+  FROM jsonb_array_elements(p_runs) WITH ORDINALITY AS r(a, ord);
+  SELECT balance_micros - held_micros INTO available FROM organizations WHERE id = p_org;
+  IF ids IS NULL OR available IS NULL OR available < total OR over_cap THEN
+    RETURN svc_create_runs(jsonb_build_object('org_id', p_org, 'runs', p_runs));
+  END IF;
+  INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros,
+                    authorized_micros, held_micros, deadline_at, output_cache, node_entries, batch_id, schedule_id)
+  SELECT ids[r.ord], p_org, svc_arg(r.a, 'user_id')::uuid, (r.a->>'token_id')::uuid, (r.a->>'workflow_id')::uuid, (r.a->>'workflow_version_id')::uuid,
+         r.a->'definition', r.a->'inputs', svc_arg(r.a, 'cap_micros')::bigint, svc_arg(r.a, 'status'),
+         CASE WHEN r.a->>'status' = 'running' THEN now() END, svc_arg(r.a, 'reserved_micros')::bigint,
+         (r.a->>'cap_micros')::bigint, (r.a->>'cap_micros')::bigint,
+         now() + make_interval(secs => (r.a->>'max_duration_seconds')::int), r.a->>'output_cache', NULLIF(r.a->'node_entries', 'null'::jsonb),
+         (r.a->>'batch_id')::uuid, (r.a->>'schedule_id')::uuid
+  FROM jsonb_array_elements(p_runs) WITH ORDINALITY AS r(a, ord);
+  INSERT INTO steps (run_id, node_id, pending_deps, status, attempt, attempt_token, reserved_micros)
+  SELECT ids[r.ord], n.node_id, n.pending_deps, CASE WHEN n.token IS NULL THEN 'pending' ELSE 'running' END, CASE WHEN n.token IS NULL THEN 0 ELSE 1 END,
+         n.token, n.reserved_micros
+  FROM jsonb_array_elements(p_runs) WITH ORDINALITY AS r(a, ord)
+  CROSS JOIN LATERAL jsonb_to_recordset(svc_arg(r.a, 'steps')::jsonb) AS n(node_id text, pending_deps int, token text, reserved_micros bigint);
+  -- Every creation and settlement of the organization's runs waits for this lock: release it before the flush (money-holds.sql).
+  PERFORM svc_release_locks_before_flush();
+  UPDATE organizations SET held_micros = held_micros + total WHERE id = p_org AND balance_micros - held_micros >= total
+  RETURNING balance_micros - held_micros + total INTO available;
+  IF NOT FOUND THEN
+    -- The balance fell meanwhile: these runs were never visible; store them the exact way.
+    DELETE FROM runs WHERE id = ANY(ids);
+    RETURN svc_create_runs(jsonb_build_object('org_id', p_org, 'runs', p_runs));
+  END IF;
+  RETURN jsonb_build_object('results', (
+    SELECT jsonb_agg(jsonb_build_object('id', ids[c.ord], 'available_micros', available - c.before) ORDER BY c.ord)
+    FROM (SELECT r.ord, COALESCE(sum((r.a->>'cap_micros')::bigint) OVER (ORDER BY r.ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS before
+          FROM jsonb_array_elements(p_runs) WITH ORDINALITY AS r(a, ord)) c));
 END $$;

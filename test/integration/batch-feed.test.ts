@@ -75,6 +75,68 @@ describe('the feed of a batch whose first step is local', () => {
   });
 });
 
+describe("the feed's hold on the organization's balance", () => {
+  const org = () => service.account.orgId;
+  const orgRow = async () => {
+    const { rows } = await service.database.pool.query<{ balance: string; held: string }>('SELECT balance_micros::text AS balance, held_micros::text AS held FROM organizations WHERE id = $1', [org()]);
+    return { balance: Number(rows[0]!.balance), held: Number(rows[0]!.held) };
+  };
+  const batchOf = async (rows: number) => {
+    const created = await jsonCall(service.url, 'POST', '/v1/batches', { workflow, rows: Array.from({ length: rows }, () => ({ n: 1 })), rowMaxCostUsd: 0.001 }, service.account.token);
+    expect(created.status).toBe(201);
+    return created.body.id as string;
+  };
+  const runsOf = async (batchId: string) => {
+    const { rows } = await service.database.pool.query<{ n: string; authorized: string; steps: string }>(
+      'SELECT count(*)::text AS n, COALESCE(sum(authorized_micros), 0)::text AS authorized, (SELECT count(*) FROM steps s JOIN runs r ON r.id = s.run_id WHERE r.batch_id = $1)::text AS steps FROM runs WHERE batch_id = $1',
+      [batchId],
+    );
+    return { runs: Number(rows[0]!.n), authorized: Number(rows[0]!.authorized), steps: Number(rows[0]!.steps) };
+  };
+
+  it("holds each started row's whole cap on the organization's row", async () => {
+    const batchId = await batchOf(5);
+    const before = await orgRow();
+    const out = await new BatchRepository(service.database).feed(batchId, 10);
+    if ('busy' in out || 'found' in out) throw new Error(`the feed answered ${JSON.stringify(out)}`);
+    expect(out.started.map((s) => s.row)).toEqual([1, 2, 3, 4, 5]);
+    expect(await orgRow()).toEqual({ balance: before.balance, held: before.held + 5_000 });
+    expect(await runsOf(batchId)).toEqual({ runs: 5, authorized: 5_000, steps: 5 });
+  });
+
+  it('stores the runs one by one, each holding what is left, when the balance fell while the turn stored them; nothing else of the turn is kept', async () => {
+    const batchId = await batchOf(5);
+    const before = await orgRow();
+    // Another transaction takes all but 2,500 micro-USD of the available balance, and commits
+    // only once the turn, which read the balance before, waits for the organization's row (the
+    // hot path's statements, hot-sql.ts, begin with `SELECT f.out`).
+    const other = await service.database.pool.connect();
+    let committed = false;
+    try {
+      await other.query('BEGIN');
+      await other.query('UPDATE organizations SET held_micros = held_micros + $2 WHERE id = $1', [org(), before.balance - before.held - 2_500]);
+      const turn = new BatchRepository(service.database).feed(batchId, 10);
+      await eventually(async () => {
+        const { rows } = await service.database.pool.query<{ waiting: string; query: string }>("SELECT wait_event_type AS waiting, query FROM pg_stat_activity WHERE state = 'active'");
+        return rows.some((r) => r.waiting === 'Lock' && r.query.startsWith('SELECT f.out'));
+      }, { timeoutMs: 10_000, intervalMs: 20 });
+      await other.query('COMMIT');
+      committed = true;
+      const out = await turn;
+      if ('busy' in out || 'found' in out) throw new Error(`the feed answered ${JSON.stringify(out)}`);
+      // 1,000 + 1,000 + the 500 left: two rows wait for room (a run of their own refused).
+      expect(out.started.map((s) => s.row)).toEqual([1, 2, 3]);
+      expect(out.pending).toBe(2);
+      expect(await runsOf(batchId)).toEqual({ runs: 3, authorized: 2_500, steps: 3 });
+      expect((await orgRow()).held).toBe(before.balance);
+    } finally {
+      if (committed) await other.query('UPDATE organizations SET held_micros = held_micros - $2 WHERE id = $1', [org(), before.balance - before.held - 2_500]).catch(() => undefined);
+      else await other.query('ROLLBACK').catch(() => undefined);
+      other.release();
+    }
+  });
+});
+
 describe('a batch whose first step is local, run by a worker', () => {
   let worker: TestService;
   beforeAll(async () => {
