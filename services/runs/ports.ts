@@ -57,7 +57,7 @@ export type BatchProgressStore = Pick<BatchRepository, 'get' | 'endedAfter'>;
 export type ScheduleStore = Pick<ScheduleRepository, 'create' | 'resume' | 'latestTicks' | 'spentSinceEach'>;
 
 /** What the workers' tickers do with schedules (`ScheduleTicker`). */
-export type ScheduleTickStore = Pick<ScheduleRepository, 'claimDue' | 'openTick' | 'closeTick' | 'recordSkipped' | 'runExists' | 'advance' | 'pauseItself' | 'spentSince'>;
+export type ScheduleTickStore = Pick<ScheduleRepository, 'claimDue' | 'openTick' | 'closeTick' | 'recordSkipped' | 'runExists' | 'advance' | 'retryAt' | 'pauseItself' | 'spentSince'>;
 
 /** A schedule's pause webhook (`ScheduleWebhooks`). */
 export type ScheduleWebhookStore = Pick<ScheduleRepository, 'claimDueWebhooks' | 'webhookOutcome'>;

@@ -328,16 +328,24 @@ export class ScheduleRepository {
   }
 
   /**
-   * Leases up to `limit` active schedules whose next tick is due at `now`, to this caller for
-   * `leaseMs` (a lapsed lease is taken over): the one worker that handles each tick.
+   * Leases up to `limit` active schedules whose next tick is due at `now`, and paused ones with a
+   * tick left half begun (to finish it), to this caller for `leaseMs` (a lapsed lease is taken
+   * over): the one worker that handles each tick.
    */
   async claimDue(now: Date, limit: number, leaseMs: number): Promise<ScheduleRecord[]> {
     const rows = await queryRows<ScheduleRow>(
       this.database.pool,
-      `WITH due AS (
+      `WITH active AS (
          SELECT id FROM schedules
           WHERE status = 'active' AND next_at <= $1::timestamptz AND (lease_until IS NULL OR lease_until < $1::timestamptz)
-          ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+          ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED),
+       -- A paused schedule's tick left half begun: finished, nothing more.
+       paused AS (
+         SELECT id FROM schedules
+          WHERE status = 'paused' AND (lease_until IS NULL OR lease_until < $1::timestamptz)
+            AND id IN (SELECT t.schedule_id FROM schedule_ticks t WHERE t.status = 'starting')
+          LIMIT $2 FOR UPDATE SKIP LOCKED),
+       due AS (SELECT id FROM active UNION SELECT id FROM paused)
        UPDATE schedules s SET lease_token = gen_random_uuid(), lease_until = $1::timestamptz + make_interval(secs => $3::float8 / 1000)
          FROM due WHERE s.id = due.id RETURNING ${COLUMNS}`,
       [now, limit, leaseMs],
@@ -426,6 +434,11 @@ export class ScheduleRepository {
       [limit, leaseMs],
     );
     return rows.map(toRecord);
+  }
+
+  /** Shortens this caller's lease on a schedule whose tick failed to `until`, for a worker to try again then. */
+  async retryAt(id: string, leaseToken: string, until: Date): Promise<void> {
+    await queryRows(this.database.pool, `UPDATE schedules SET lease_until = $3::timestamptz WHERE id = $1::uuid AND lease_token = $2::uuid`, [id, leaseToken, until]);
   }
 
   /** Records a pause webhook delivery's outcome: delivered, failed for good, or due again at `nextAt`. */

@@ -251,6 +251,26 @@ describe('pausing', () => {
     expect(listed.body.schedules.map((s: { id: string }) => s.id)).not.toContain(schedule.id);
   });
 
+  it("by a caller while a worker's tick was half begun: that tick is finished (its run stored once), and no other runs", async () => {
+    const schedule = await create({});
+    const tick = schedule.nextTicks[0]!;
+    // A worker recorded the tick with its run id and died; the caller paused meanwhile.
+    const lost = '5b2f0c1e-8d3a-4f6b-a1c2-3d4e5f607182';
+    await store.openTick(schedule.id, new Date(tick), lost);
+    expect((await call('POST', `/v1/schedules/${schedule.id}/pause`)).status).toBe(200);
+    await ticker().sweep(at(tick, 120_000));
+    expect((await runsOf(schedule.id)).map((run) => run.id)).toEqual([lost]);
+    const ticks = (await call('GET', `/v1/schedules/${schedule.id}/ticks`)).body.ticks as { status: string; runId: string }[];
+    expect(ticks.map((t) => [t.status, t.runId])).toEqual([['started', lost]]);
+    const after = (await call('GET', `/v1/schedules/${schedule.id}`)).body;
+    expect(after).toMatchObject({ status: 'paused', nextTicks: [] });
+    // Nothing left to finish: later sweeps leave it alone.
+    await ticker().sweep(at(tick, 240_000));
+    expect(await runsOf(schedule.id)).toHaveLength(1);
+    const row = await service.prisma.schedule.findUniqueOrThrow({ where: { id: schedule.id } });
+    expect(row).toMatchObject({ nextAt: null, leaseToken: null });
+  });
+
   it('by the service when its workflow is deleted: paused with the reason, the webhook signed and sent', async () => {
       await publishWorkflow(service, 'doomed', doubler);
       const org = await service.prisma.organization.findUniqueOrThrow({ where: { id: service.account.orgId }, select: { slug: true } });

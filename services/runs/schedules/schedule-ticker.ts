@@ -24,6 +24,8 @@ export interface ScheduleTickerDeps {
 /** Missed ticks counted one by one up to this many; more are recorded as "or more". */
 const MISSED_COUNT_LIMIT = 10_000;
 const TICK_REQUEST_HASH = 'schedule-tick';
+/** How soon a worker tries again a tick that failed (its storage or its enqueue refused). */
+const FAILED_TICK_RETRY_MS = 2_000;
 
 type TickOutcome = { outcome: 'started'; runId: string } | { outcome: 'paused' } | { outcome: 'retry' };
 
@@ -58,7 +60,11 @@ export class ScheduleTicker {
     const due = await this.deps.schedules.claimDue(now, this.deps.sweepLimit ?? 50, this.deps.leaseMs ?? 60_000);
     await Promise.all(
       due.map((schedule) =>
-        this.handle(schedule, now).catch((err: unknown) => this.deps.log.warn({ err, scheduleId: schedule.id }, 'a schedule tick did not finish; its lease lapses and a worker tries again')),
+        this.handle(schedule, now).catch(async (err: unknown) => {
+          this.deps.log.warn({ err, scheduleId: schedule.id }, 'a schedule tick did not finish; a worker tries again shortly');
+          // Not the whole lease: a tick that failed on Redis or Postgres restarting is tried again once they are back.
+          await this.deps.schedules.retryAt(schedule.id, schedule.leaseToken!, new Date(this.now().getTime() + FAILED_TICK_RETRY_MS)).catch(() => undefined);
+        }),
       ),
     );
     return due.length;
@@ -78,6 +84,11 @@ export class ScheduleTicker {
       lastTickAt = tickAt;
       lastRunId = ended.runId;
       from = tickAfter(cron, timezone, tickAt) ?? from;
+    }
+    // Paused since: its half-begun tick finished, it runs no other (advance leaves next_at null).
+    if (schedule.status !== 'active') {
+      await schedules.advance(schedule.id, schedule.leaseToken!, { nextAt: null, lastTickAt: lastTickAt ?? schedule.lastTickAt ?? now, lastRunId });
+      return;
     }
     const due = from.getTime() <= now.getTime() ? ticksBetween(cron, timezone, from, now, MISSED_COUNT_LIMIT) : { first: null, last: null, count: 0, more: false };
     if (due.last && due.first) {
