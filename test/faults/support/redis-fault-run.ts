@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { eventually } from '../../support/eventually';
 import { chainRun, reportRuns, startBatch, untilInFlight } from './fault-load';
 import { figure, timingGoal } from './figures';
@@ -33,7 +34,16 @@ export async function runUnderRedisFault(topo: Topology, fault: RedisFault, coun
   await fault.inject(topo);
   const backAt = Date.now();
   const probeTag = `r3-${slug}-probe`;
-  const probe = followRun(topo.url, topo.account.token, chainRun(probeTag, 1), { deadlineMs: 90_000, heartbeatMs: Number(topo.env.SSE_HEARTBEAT_MS) });
+  // The probe's answer may be slow on a loaded machine (its time is the figure below, judged in
+  // make test-faults only): it waits as long as the figure is watched, and with an idempotency
+  // key a POST cut before run.started is sent again (attaching to the run it started), as a
+  // careful client would, instead of giving up.
+  const probe = followRun(topo.url, topo.account.token, chainRun(probeTag, 1), {
+    deadlineMs: 90_000,
+    heartbeatMs: Number(topo.env.SSE_HEARTBEAT_MS),
+    headTimeoutMs: 60_000,
+    idempotencyKey: `${probeTag}-${randomUUID()}`,
+  });
   let consumingMs = Number.NaN;
   try {
     await eventually(() => topo.provider.callsFor(probeTag).length > 0, { timeoutMs: 60_000, intervalMs: 20, what: 'the probe run to reach the provider' });
