@@ -15,6 +15,7 @@ export function runLauncher(resources: ServiceResources): RunLauncher {
     nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline },
     log,
     failpoints: new Failpoints(config.failpoints),
+    redisWaitMs: config.runStartRedisWaitMs,
     onStored: () => metrics.runsStarted.inc(),
   });
   return new RunLauncher({

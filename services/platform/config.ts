@@ -85,6 +85,12 @@ export const SETTINGS = {
     parse: int(100, 3_600_000),
   },
   redisUrl: { env: 'REDIS_URL', description: 'Redis connection URL (BullMQ queues, event bus, rate limits)', parse: url('redis:', 'rediss:') },
+  runStartRedisWaitMs: {
+    env: 'RUN_START_REDIS_WAIT_MS',
+    description: "Longest a new run's start waits for Redis (its first event, then its first steps' enqueue) while Redis is unreachable; then the run is failed unstarted and the request answered 503 unavailable (a run already announced is left to the reaper to enqueue)",
+    default: '5000',
+    parse: int(100, 120_000),
+  },
   dataDir: { env: 'DATA_DIR', description: 'Directory for local state (dev token, filesystem blobs)', default: '.data', parse: text },
   blobDriver: {
     env: 'BLOB_DRIVER',

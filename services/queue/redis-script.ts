@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { settleWithin } from '../platform/bounded-wait';
 import type { Redis } from 'ioredis';
 import { readLuaScript } from './lua-script-files';
 
@@ -39,15 +40,6 @@ export class RedisScript {
  * `promise`, or a rejection after `ms` (its eventual result is then ignored). For callers that
  * fail open: commands on a connection with `maxRetriesPerRequest: null` wait for Redis forever.
  */
-export async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: no answer from Redis within ${ms} ms`)), ms);
-  });
-  promise.catch(() => undefined);
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return settleWithin(promise, ms, () => new Error(`${what}: no answer from Redis within ${ms} ms`));
 }

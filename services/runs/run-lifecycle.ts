@@ -118,6 +118,18 @@ export class RunLifecycle {
   }
 
   /**
+   * Fails a run as `fail` does, but answers once Postgres has it: its events and aborts follow
+   * when Redis takes them (an error then is logged; the record has the failure). For a caller
+   * that must answer in a bounded time while Redis may be away (a start not announced).
+   */
+  async failUnannounced(runId: string, error: RunError): Promise<boolean> {
+    const result = await this.deps.runs.failRun(runId, error, {});
+    if (!result.failed) return false;
+    this.announceFailure(runId, error).catch((err: unknown) => this.deps.log.warn({ err, runId }, 'the failure of a run not announced was not announced either; its record has it'));
+    return true;
+  }
+
+  /**
    * Settles the attempts still open in a run that has already stopped, lost with their workers
    * (docs/runs.md, Crashes and lost work): each is charged its lost charge, as a taken-over
    * attempt is, and becomes `cancelled`; the reservations are released and the run's hold on its

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../../contract';
 import type { PreparedWorkflow } from '../../engine';
 import type { PinnedNodes } from '../../nodes';
+import { AppError } from '../../platform/app-error';
+import { settleWithin } from '../../platform/bounded-wait';
 import { annotateSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { Failpoints } from '../../platform/failpoints';
 import type { Logger } from '../../platform/logger';
@@ -11,6 +13,11 @@ import type { RunLifecycle } from '../run-lifecycle';
 import type { RunEventAppender, StepEnqueuer } from '../ports';
 import { planJobs } from '../steps/step-groups';
 import { localFirstStep, type FirstStepNodes } from './local-first-step';
+
+/** RUN_START_REDIS_WAIT_MS's default. */
+const DEFAULT_REDIS_WAIT_MS = 5_000;
+/** What a caller refused for want of Redis is told to wait (as the HTTP translator tells any outage). */
+const RETRY_AFTER_SECONDS = 5;
 
 /** A checked run request: the engine has validated the workflow and the inputs. */
 export interface RunRequest {
@@ -58,6 +65,13 @@ export interface RunStarterDeps {
   log: Logger;
   /** Fault injection (`run.announce`, before `run.started` is appended); none in production. */
   failpoints?: Failpoints;
+  /**
+   * Longest the start waits for Redis (RUN_START_REDIS_WAIT_MS, default 5000): for `run.started`
+   * (then the run is failed unstarted and the caller answered 503), then for its first steps'
+   * enqueue (then the reaper enqueues them). Redis' client queues commands while it reconnects,
+   * so without it a request waits for as long as Redis is away.
+   */
+  redisWaitMs?: number;
   /** Told of each run stored (not of a request attached to its idempotency key's run): metrics. */
   onStored?: () => void;
 }
@@ -111,12 +125,15 @@ export class RunStarter {
       return runId;
     }
     try {
-      if (first) await this.deps.queue.enqueue(runId, plan.initial, new Map([[first.nodeId, first.reservation.attemptToken]]));
+      let enqueued: Promise<void>;
+      if (first) enqueued = this.deps.queue.enqueue(runId, plan.initial, new Map([[first.nodeId, first.reservation.attemptToken]]));
       else {
         // Several first steps: local ones in groups (a fan-out from the run's inputs), as a commit shares out what it made ready.
         const jobs = planJobs(plan.initial, (id) => this.deps.nodes.mayRunInline(request.prepared.workflow.nodes.get(id)!.uses), false);
-        await this.deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
+        enqueued = this.deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
       }
+      // Its job ids are the steps', so an enqueue that lands after all is one the reaper's would have been.
+      await settleWithin(enqueued, this.deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS, () => new Error(`no answer from Redis within ${this.deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS} ms`));
     } catch (err) {
       this.deps.log.error({ err, runId }, 'could not enqueue the first steps; the reaper will');
     }
@@ -131,15 +148,22 @@ export class RunStarter {
   private async announce(runId: string): Promise<void> {
     try {
       await this.deps.failpoints?.hit('run.announce', runId);
-      await this.deps.events.append(runId, { type: 'run.started', runId });
+      await this.withinRedisWait(this.deps.events.append(runId, { type: 'run.started', runId }), 'run.started');
     } catch (err) {
       const error = { code: 'unavailable', message: 'the run could not be started: its event log was unreachable; nothing of it ran' };
-      // Failed in Postgres first; announcing the failure may well fail too (Redis), which the record covers.
+      // Failed in Postgres first; its events follow when Redis takes them (a late run.started
+      // comes first: the client's queue keeps their order), which the record covers meanwhile.
       // Its idempotency key is given back: the request sent again with it starts a run, not this failed one.
       await this.deps.runs.forgetIdempotencyKey(runId).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'the idempotency key of a run whose start was not announced was not given back'));
-      await this.deps.lifecycle.fail(runId, error).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'a run whose start was not announced was failed, or failing it did not finish (the reaper may run it then)'));
+      await this.deps.lifecycle.failUnannounced(runId, error).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'a run whose start was not announced was failed, or failing it did not finish (the reaper may run it then)'));
       throw err;
     }
+  }
+
+  /** `pending`, or a 503 `unavailable` saying `what` Redis has not answered for `redisWaitMs`. */
+  private withinRedisWait<T>(pending: Promise<T>, what: string): Promise<T> {
+    const ms = this.deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS;
+    return settleWithin(pending, ms, () => new AppError({ code: 'unavailable', message: `the run could not be started: the queue and event store (Redis) did not answer within ${ms} ms (${what}); nothing of it ran; retry in ${RETRY_AFTER_SECONDS} s`, details: { retryAfterSeconds: RETRY_AFTER_SECONDS } }));
   }
 
   /** The reservation of the run's first step (`localFirstStep`), when its worst case fits in the cap. */
