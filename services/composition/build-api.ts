@@ -5,7 +5,7 @@ import { WorkflowAssets } from '../nodes/workflow-assets';
 import { AddressAllowList, blockedReason } from '../platform/address-policy';
 import net from 'node:net';
 import { text } from 'node:stream/consumers';
-import { publishBatchStart, publishProviderJobEnd, RateLimiter } from '../queue';
+import { publishBatchStart, publishProviderJobEnd, RateLimiter, withTimeout } from '../queue';
 import { ProviderWebhookUrls } from '../platform/provider-webhook-urls';
 import { BatchLauncher, ScheduleLauncher } from '../runs';
 import { runLauncher } from './run-launching';
@@ -208,7 +208,7 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
     workflows: { published: workflows },
     runs: launcher,
     costs,
-    runRecords: { runs, cancel: (runId, error) => resources.lifecycle.cancel(runId, error), events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs },
+    runRecords: { runs, cancel: (runId, error) => resources.lifecycle.failWithin(runId, error, config.requestRedisWaitMs, { cancelled: true }), events: bus, recordCheckMs: config.streamRecordCheckMs, finishedRunGraceMs: config.streamFinishedGraceMs, redisWaitMs: config.requestRedisWaitMs },
     account: { tokens, users, organizations },
     editor: {
       workflows,
@@ -239,8 +239,9 @@ export function buildApi(resources: ServiceResources, options: { isDraining?: ()
         },
       }),
       batches,
-      cancelRun: (runId, error) => resources.lifecycle.cancel(runId, error),
-      announce: (batchId) => publishBatchStart(redis, config.redisPrefix, batchId),
+      cancelRun: (runId, error) => resources.lifecycle.failWithin(runId, error, config.requestRedisWaitMs, { cancelled: true }),
+      // The workers' sweep finds a batch not announced: the request does not wait for Redis long.
+      announce: (batchId) => withTimeout(publishBatchStart(redis, config.redisPrefix, batchId), config.requestRedisWaitMs, 'batch announcement'),
       results: resultsUrls,
       streamPollMs: config.batchStreamPollMs,
       webhookUrlProblem: webhookProblem,

@@ -15,7 +15,7 @@ export function runLauncher(resources: ServiceResources): RunLauncher {
     nodes: { find: resources.findNode, mayRunInline: resources.mayRunInline },
     log,
     failpoints: new Failpoints(config.failpoints),
-    redisWaitMs: config.runStartRedisWaitMs,
+    redisWaitMs: config.requestRedisWaitMs,
     onStored: () => metrics.runsStarted.inc(),
   });
   return new RunLauncher({

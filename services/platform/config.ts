@@ -85,9 +85,9 @@ export const SETTINGS = {
     parse: int(100, 3_600_000),
   },
   redisUrl: { env: 'REDIS_URL', description: 'Redis connection URL (BullMQ queues, event bus, rate limits)', parse: url('redis:', 'rediss:') },
-  runStartRedisWaitMs: {
-    env: 'RUN_START_REDIS_WAIT_MS',
-    description: "Longest a new run's start waits for Redis (its first event, then its first steps' enqueue) while Redis is unreachable; then the run is failed unstarted and the request answered 503 unavailable (a run already announced is left to the reaper to enqueue)",
+  requestRedisWaitMs: {
+    env: 'REQUEST_REDIS_WAIT_MS',
+    description: "Longest a request waits for Redis while Redis is unreachable, where it must: a new run's first event (then the run is failed unstarted and the request answered 503 unavailable) and its first steps' enqueue (then the reaper enqueues them), a cancelled run's events (then the cancel is answered; they follow when Redis is back), a run event stream's log position (then 503 unavailable)",
     default: '5000',
     parse: int(100, 120_000),
   },

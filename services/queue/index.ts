@@ -13,7 +13,7 @@ export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';
 export { publishProviderJobEnd, subscribeProviderJobEnds } from './provider-job-ends';
 export { claimSize, RateLimiter, type RateLimiterOptions, type RateLimitResult, type RateLimitRule } from './rate-limiter';
-export { RedisScript } from './redis-script';
+export { RedisScript, withTimeout } from './redis-script';
 export { StreamLeases, type StreamLease, type StreamLeasesOptions } from './stream-leases';
 export { isRedisUnavailable } from './redis-outage';
 export { ProviderLimiter, type LimitGrant, type LimitRequest, type LimitSnapshot, type ProviderLimit, type ProviderLimiterOptions } from './provider-limiter';

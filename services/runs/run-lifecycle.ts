@@ -1,6 +1,7 @@
 import type { Outputs, RunError, RunEvent } from '../contract';
 import { collectRunOutputs, outputSources } from '../engine';
 import { isCallerError } from '../platform/app-error';
+import { settleWithin } from '../platform/bounded-wait';
 import type { Logger } from '../platform/logger';
 import type { RunEndStore } from './ports';
 import type { RunContext } from './run-context-cache';
@@ -118,14 +119,19 @@ export class RunLifecycle {
   }
 
   /**
-   * Fails a run as `fail` does, but answers once Postgres has it: its events and aborts follow
-   * when Redis takes them (an error then is logged; the record has the failure). For a caller
-   * that must answer in a bounded time while Redis may be away (a start not announced).
+   * Fails a run as `fail` does, but waits for its announcement (events, aborts) at most
+   * `announceWithinMs`: then it answers, the announcement following when Redis takes it (the
+   * record has the failure meanwhile). For a caller that must answer in a bounded time while
+   * Redis may be away: a start not announced (0), a cancel (REQUEST_REDIS_WAIT_MS).
    */
-  async failUnannounced(runId: string, error: RunError): Promise<boolean> {
-    const result = await this.deps.runs.failRun(runId, error, {});
+  async failWithin(runId: string, error: RunError, announceWithinMs: number, options: { cancelled?: boolean } = {}): Promise<boolean> {
+    const result = await this.deps.runs.failRun(runId, error, options.cancelled ? { cancelled: true } : {});
     if (!result.failed) return false;
-    this.announceFailure(runId, error).catch((err: unknown) => this.deps.log.warn({ err, runId }, 'the failure of a run not announced was not announced either; its record has it'));
+    const announced = this.announceFailure(runId, error);
+    announced.catch((err: unknown) => this.deps.log.warn({ err, runId }, 'the end of a run was not announced; its record has it'));
+    await settleWithin(announced, announceWithinMs, () => new Error('not announced in time')).catch(() => {
+      this.deps.log.warn({ runId, waitedMs: announceWithinMs }, 'the end of a run is announced when Redis answers; its record has it meanwhile');
+    });
     return true;
   }
 

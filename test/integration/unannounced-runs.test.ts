@@ -1,8 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { eventually } from '../support/eventually';
-import { startFaultProxy, type FaultProxy } from '../support/fault-proxy';
 import { bearer, startTestService, type TestService } from '../support/service';
-import { stack } from '../support/stack';
 
 /**
  * A run stored but never announced (appending its `run.started` failed: Redis went away between
@@ -61,51 +58,4 @@ describe('a run whose start could not be announced', () => {
     expect(await send()).toBeGreaterThanOrEqual(500);
     expect(await service.prisma.run.count({ where: { orgId: service.account.orgId } })).toBe(before + 1);
   });
-});
-
-describe('a run started while Redis is unreachable', () => {
-  let service: TestService;
-  let proxy: FaultProxy;
-  beforeAll(async () => {
-    proxy = await startFaultProxy(stack().redisUrl);
-    service = await startTestService({ env: { REDIS_URL: `redis://127.0.0.1:${proxy.port}`, RUN_START_REDIS_WAIT_MS: '1000', REAPER_INTERVAL_SECONDS: '1' } });
-  });
-  afterAll(async () => {
-    await service?.close();
-    await proxy?.close();
-  });
-
-  it('is answered 503 unavailable once Redis has not answered for RUN_START_REDIS_WAIT_MS, failed unstarted, and its events follow when Redis is back', async () => {
-    proxy.mode = 'refuse';
-    proxy.resetAll();
-    // Bounded by the client too: a request that waited for Redis for as long as it was away failed here.
-    const res = await fetch(`${service.url}/v1/runs`, {
-      method: 'POST',
-      headers: { ...bearer(service.account.token), 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-      body: JSON.stringify({ workflow }),
-      signal: AbortSignal.timeout(20_000),
-    });
-    const body = (await res.json()) as { code: string; error: string };
-    expect(res.status).toBe(503);
-    expect(res.headers.get('retry-after')).toBe('5');
-    expect(body).toMatchObject({ code: 'unavailable', error: expect.stringMatching(/^the run could not be started: the queue and event store \(Redis\) did not answer within 1000 ms \(run\.started\); nothing of it ran; retry in 5 s$/) });
-    const run = await service.prisma.run.findFirstOrThrow({ where: { orgId: service.account.orgId } });
-    expect(run).toMatchObject({ status: 'failed', error: { code: 'unavailable' } });
-
-    proxy.mode = 'pass';
-    // The client's queued commands reach Redis: the failed run's log reads started, then failed.
-    await eventually(async () => {
-      const events = await fetch(`${service.url}/v1/runs/${run.id}/events`, { headers: { ...bearer(service.account.token), Accept: 'text/event-stream' }, signal: AbortSignal.timeout(10_000) }).then((r) => r.text());
-      return /"run\.started"[\s\S]*"run\.failed"[\s\S]*\[DONE\]/.test(events);
-    }, { timeoutMs: 30_000, what: 'the failed run\'s events' });
-    // Reaper sweeps later, nothing of it ran and nothing is held; a run started now runs.
-    await sleep(2500);
-    const after = await service.prisma.run.findUniqueOrThrow({ where: { id: run.id }, include: { steps: true } });
-    expect(after.status).toBe('failed');
-    expect(after.steps.every((s) => s.startedAt === null && s.status !== 'completed')).toBe(true);
-    expect(Number(after.heldMicros)).toBe(0);
-    const again = await fetch(`${service.url}/v1/runs`, { method: 'POST', headers: { ...bearer(service.account.token), 'Content-Type': 'application/json', Accept: 'text/event-stream' }, body: JSON.stringify({ workflow }) });
-    expect(again.status).toBe(200);
-    expect(await again.text()).toMatch(/"run\.completed"[\s\S]*\[DONE\]/);
-  }, 90_000);
 });

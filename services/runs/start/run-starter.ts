@@ -14,7 +14,7 @@ import type { RunEventAppender, StepEnqueuer } from '../ports';
 import { planJobs } from '../steps/step-groups';
 import { localFirstStep, type FirstStepNodes } from './local-first-step';
 
-/** RUN_START_REDIS_WAIT_MS's default. */
+/** REQUEST_REDIS_WAIT_MS's default. */
 const DEFAULT_REDIS_WAIT_MS = 5_000;
 /** What a caller refused for want of Redis is told to wait (as the HTTP translator tells any outage). */
 const RETRY_AFTER_SECONDS = 5;
@@ -66,7 +66,7 @@ export interface RunStarterDeps {
   /** Fault injection (`run.announce`, before `run.started` is appended); none in production. */
   failpoints?: Failpoints;
   /**
-   * Longest the start waits for Redis (RUN_START_REDIS_WAIT_MS, default 5000): for `run.started`
+   * Longest the start waits for Redis (REQUEST_REDIS_WAIT_MS, default 5000): for `run.started`
    * (then the run is failed unstarted and the caller answered 503), then for its first steps'
    * enqueue (then the reaper enqueues them). Redis' client queues commands while it reconnects,
    * so without it a request waits for as long as Redis is away.
@@ -155,7 +155,7 @@ export class RunStarter {
       // comes first: the client's queue keeps their order), which the record covers meanwhile.
       // Its idempotency key is given back: the request sent again with it starts a run, not this failed one.
       await this.deps.runs.forgetIdempotencyKey(runId).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'the idempotency key of a run whose start was not announced was not given back'));
-      await this.deps.lifecycle.failUnannounced(runId, error).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'a run whose start was not announced was failed, or failing it did not finish (the reaper may run it then)'));
+      await this.deps.lifecycle.failWithin(runId, error, 0).catch((failure: unknown) => this.deps.log.warn({ err: failure, runId }, 'a run whose start was not announced was failed, or failing it did not finish (the reaper may run it then)'));
       throw err;
     }
   }
