@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, ServiceError, startRun } from '../../services/sdk/src';
 import { eventually } from '../support/eventually';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy';
 import { bearer, startTestService, type TestService } from '../support/service';
@@ -13,7 +14,7 @@ import { stack } from '../support/stack';
  */
 
 const workflow = {
-  version: 2,
+  version: 2 as const,
   nodes: [
     { id: 'a', uses: 'math-add', inputs: { a: 2, b: 3 } },
     { id: 'sum', uses: 'output', inputs: { value: '${a.result}' } },
@@ -88,3 +89,21 @@ it("a run's event stream: 503 unavailable, to be resumed with the same Last-Even
   expect(res.headers.get('retry-after')).toBe('5');
   expect(await res.json()).toMatchObject({ code: 'unavailable', error: "the run's event log (Redis) did not answer within 1000 ms; retry in 5 s with the same Last-Event-ID" });
 }, 60_000);
+
+it('the SDK sends a run refused 503 again (nothing of it started) and follows the run once Redis is back; with no retry left it throws the service\'s answer', async () => {
+  const patient = new Client({ apiKey: service.account.token, baseUrl: service.url, resume: { initialDelayMs: 200, maxAttempts: 6 } });
+  const before = await service.prisma.run.count({ where: { orgId: service.account.orgId, status: 'completed' } });
+  awayFromRedis();
+  const handle = startRun(patient, { workflow });
+  // Back after the first refusal at least (each waits REQUEST_REDIS_WAIT_MS).
+  await eventually(async () => (await service.prisma.run.count({ where: { orgId: service.account.orgId, status: 'failed', error: { path: ['code'], equals: 'unavailable' }, createdAt: { gt: new Date(Date.now() - 10_000) } } })) > 0, { timeoutMs: 20_000, what: 'a refused start' });
+  proxy.mode = 'pass';
+  expect(await handle.result()).toEqual({ sum: { kind: 'float', value: 5 } });
+  expect(await service.prisma.run.count({ where: { orgId: service.account.orgId, status: 'completed' } })).toBe(before + 1);
+
+  const hasty = new Client({ apiKey: service.account.token, baseUrl: service.url, resume: { initialDelayMs: 50, maxAttempts: 0 } });
+  awayFromRedis();
+  const failure = await startRun(hasty, { workflow }).result().catch((err: unknown) => err);
+  expect(failure).toBeInstanceOf(ServiceError);
+  expect(failure).toMatchObject({ status: 503, code: 'unavailable', message: expect.stringMatching(/^the run could not be started: the queue and event store \(Redis\) did not answer within 1000 ms/) });
+}, 90_000);

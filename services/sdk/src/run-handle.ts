@@ -166,12 +166,16 @@ export class RunHandle {
       }
       const runId = this.#knownRunId;
       if (runId === undefined) {
-        if (this.#retryOpen && failures < this.#resume.maxAttempts) {
+        // The service answered with an error worth retrying (503 unavailable, 429): it started
+        // nothing, so the same request may go again, key or no key.
+        const answered = cause instanceof ServiceError && cause.status >= 400;
+        if ((this.#retryOpen || answered) && failures < this.#resume.maxAttempts) {
           // The same request with the same idempotency key: the run it started, or a new one if it started none.
           await this.#sleep(this.#delay(failures));
           failures += 1;
           continue;
         }
+        if (answered) throw cause;
         const unknown = this.#retryOpen ? `after ${failures + 1} tries with one idempotency key` : 'so whether it started is unknown';
         throw new ConnectionError(`the connection dropped before the run started, ${unknown} (${describe(cause)}); list recent runs with GET /v1/runs`, cause);
       }
