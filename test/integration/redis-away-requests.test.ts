@@ -1,5 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, ServiceError, startRun } from '../../services/sdk/src';
+import { ensureCliBuilt } from '../support/cli-build';
+import { CliHome, finished, stderrMatching } from '../support/cli-process';
 import { eventually } from '../support/eventually';
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy';
 import { bearer, startTestService, type TestService } from '../support/service';
@@ -108,4 +112,22 @@ it('the SDK sends a run refused 503 again (nothing of it started) and follows th
   const failure = await startRun(hasty, { workflow }).result().catch((err: unknown) => err);
   expect(failure).toBeInstanceOf(ServiceError);
   expect(failure).toMatchObject({ status: 503, code: 'unavailable', message: expect.stringMatching(/^the run could not be started: the queue and event store \(Redis\) did not answer within 1000 ms/) });
+}, 90_000);
+
+it('the CLI says on stderr why it waits and when it tries again, then prints the run\'s outputs', async () => {
+  ensureCliBuilt();
+  const home = new CliHome({ SERVICE_URL: service.url, SERVICE_TOKEN: service.account.token });
+  try {
+    fs.writeFileSync(path.join(home.dir, 'sum.json'), JSON.stringify(workflow));
+    awayFromRedis();
+    const child = home.spawn(['run', 'sum.json']);
+    const done = finished(child, 60_000);
+    await stderrMatching(child, /svc: the run could not be started: the queue and event store \(Redis\) did not answer within 1000 ms \(run\.started\); nothing of it ran; retry in 5 s; starting the run again in \d+\.\d s \(try 1\)\n/);
+    proxy.mode = 'pass';
+    const result = await done;
+    expect(result).toMatchObject({ code: 0, stdout: 'sum: 5\n' });
+    expect(result.stderr).toMatch(/run\.completed/);
+  } finally {
+    home.remove();
+  }
 }, 90_000);

@@ -1,4 +1,4 @@
-import { Client, DEFAULT_BASE_URL } from '../../sdk/src/index';
+import { Client, DEFAULT_BASE_URL, type RetryNotice } from '../../sdk/src/index';
 import { authError } from './cli-error';
 import { configPath, normalizeUrl, readSavedLogin, type SavedLogin } from './config-file';
 import { cliEnv, type CliEnv } from './cli-config';
@@ -42,8 +42,15 @@ export function connect(options: ConnectionOptions, env: CliEnv = cliEnv()): Con
     tokenSource = 'saved login';
     session = new SavedSession(saved, { file });
   }
-  const client = new Client({ baseUrl: url, apiKey: token, headers: { 'user-agent': 'svc-cli' }, ...(session ? { fetch: session.fetch } : {}) });
+  const client = new Client({ baseUrl: url, apiKey: token, headers: { 'user-agent': 'svc-cli' }, resume: { onRetry: sayRetry }, ...(session ? { fetch: session.fetch } : {}) });
   return { client, url, token, tokenSource, saved };
+}
+
+/** A line on stderr for each retry of a run's start or stream, so a wait is never silent (stdout stays the command's). */
+function sayRetry(retry: RetryNotice): void {
+  const seconds = (retry.delayMs / 1000).toFixed(1);
+  const what = retry.runId === undefined ? 'starting the run again' : `resuming the stream of run ${retry.runId}`;
+  process.stderr.write(`svc: ${retry.reason}; ${what} in ${seconds} s (try ${retry.attempt})\n`);
 }
 
 /** The connection of a command that needs a credential: a clear error before any request when there is none. */

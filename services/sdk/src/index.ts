@@ -9,7 +9,7 @@ export { Client, type ClientOptions, type Ops, type RouteCalls, type RunCallOpti
 export type { BytesCallOptions, CallOptions } from './call';
 export { DEFAULT_BASE_URL, type FetchLike, type TransportOptions } from './transport';
 export { getNode, getWorkflow, run, searchNodes, startRun, type NodeSearch, type RunInput } from './functions';
-export { RunHandle, type ResumeOptions, type RunEventWithSeq } from './run-handle';
+export { RunHandle, type ResumeOptions, type RetryNotice, type RunEventWithSeq } from './run-handle';
 export { upload, type UploadData, type UploadOptions } from './upload';
 export { createSchedule, deleteSchedule, getSchedule, listSchedules, pauseSchedule, resumeSchedule, scheduleTicks, tickLine, type ScheduleInput } from './schedules';
 export { BatchHandle, createBatch, getBatch, type BatchFollowOptions, type BatchInput, type BatchProgressEvent } from './batches';

@@ -18,6 +18,24 @@ export interface ResumeOptions {
    * every 15 s by default) is taken for dead and resumed (default 45 s).
    */
   idleTimeoutMs?: number;
+  /**
+   * Told before each wait to try again: the start sent again (`runId` unknown: the service
+   * refused it for a moment, or the connection dropped with an idempotency key) or the stream
+   * resumed. For a progress line; the handle goes on whatever it does.
+   */
+  onRetry?: (retry: RetryNotice) => void;
+}
+
+/** What `ResumeOptions.onRetry` is told. */
+export interface RetryNotice {
+  /** The run, once `run.started` came; undefined while its start is being sent again. */
+  runId: string | undefined;
+  /** Tries so far without progress, this one included (1 first). */
+  attempt: number;
+  /** The wait before it. */
+  delayMs: number;
+  /** Why: the service's answer, or what happened to the connection. */
+  reason: string;
 }
 
 type Terminal = { type: 'run.completed'; outputs: Outputs } | { type: 'run.failed'; error: RunError };
@@ -49,7 +67,7 @@ export class RunHandle {
   #knownRunId: string | undefined;
   readonly #transport: Transport;
   readonly #signal: AbortSignal | undefined;
-  readonly #resume: Required<ResumeOptions>;
+  readonly #resume: Required<Omit<ResumeOptions, 'onRetry'>> & Pick<ResumeOptions, 'onRetry'>;
   readonly #retryOpen: boolean;
 
   /**
@@ -171,7 +189,7 @@ export class RunHandle {
         const answered = cause instanceof ServiceError && cause.status >= 400;
         if ((this.#retryOpen || answered) && failures < this.#resume.maxAttempts) {
           // The same request with the same idempotency key: the run it started, or a new one if it started none.
-          await this.#sleep(this.#delay(failures));
+          await this.#sleep(this.#retryDelay(undefined, failures, cause));
           failures += 1;
           continue;
         }
@@ -180,7 +198,7 @@ export class RunHandle {
         throw new ConnectionError(`the connection dropped before the run started, ${unknown} (${describe(cause)}); list recent runs with GET /v1/runs`, cause);
       }
       if (failures >= this.#resume.maxAttempts) return this.#settleFromRecord(runId, cause);
-      await this.#sleep(this.#delay(failures));
+      await this.#sleep(this.#retryDelay(runId, failures, cause));
       failures += 1;
       connect = () => this.#transport.send(requestOf(ROUTES['runs.events'], { id: runId }, { signal: this.#signal, headers: { 'last-event-id': String(lastSeq) } }));
     }
@@ -225,6 +243,17 @@ export class RunHandle {
       return { type: 'run.failed', error: run.error ?? { code: run.status, message: `the run ${run.status}` } };
     }
     throw new ConnectionError(`lost the event stream of run ${runId} (${describe(cause)}); the run is still ${run.status}: follow it again with GET /v1/runs/${runId}/events`, cause);
+  }
+
+  /** The wait before try `failures + 1`, told to `onRetry` first. */
+  #retryDelay(runId: string | undefined, failures: number, cause: unknown): number {
+    const delayMs = this.#delay(failures);
+    try {
+      this.#resume.onRetry?.({ runId, attempt: failures + 1, delayMs, reason: describe(cause) });
+    } catch {
+      // A progress line that failed changes nothing of the run's following.
+    }
+    return delayMs;
   }
 
   #delay(failures: number): number {
