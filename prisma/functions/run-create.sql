@@ -152,15 +152,16 @@ LANGUAGE plpgsql AS $$
 DECLARE
   ids uuid[];
   total bigint;
-  over_cap boolean;
+  -- A run this path cannot store: its reservations exceed its cap, or it need not hold credit.
+  run_by_run boolean;
   available bigint;
 BEGIN
   SELECT array_agg(COALESCE((r.a->>'run_id')::uuid, gen_random_uuid()) ORDER BY r.ord), sum(svc_arg(r.a, 'cap_micros')::bigint),
          bool_or(svc_arg(r.a, 'reserved_micros')::bigint > svc_arg(r.a, 'cap_micros')::bigint OR NOT svc_arg(r.a, 'require_credit')::boolean)
-  INTO ids, total, over_cap
+  INTO ids, total, run_by_run
   FROM jsonb_array_elements(p_runs) WITH ORDINALITY AS r(a, ord);
   SELECT balance_micros - held_micros INTO available FROM organizations WHERE id = p_org;
-  IF ids IS NULL OR available IS NULL OR available < total OR over_cap THEN
+  IF ids IS NULL OR available IS NULL OR available < total OR run_by_run THEN
     RETURN svc_create_runs(jsonb_build_object('org_id', p_org, 'runs', p_runs));
   END IF;
   INSERT INTO runs (id, org_id, user_id, token_id, workflow_id, workflow_version_id, definition, inputs, cap_micros, status, started_at, reserved_micros,
