@@ -30,6 +30,22 @@ export class AppError extends Error {
 /** An AppError a client may be shown: its code is one of the contract's. */
 export type CallerError = AppError & { readonly code: ErrorCode };
 
+/** What a client is told to wait before retrying a request that met an outage (Postgres or Redis away). */
+export const OUTAGE_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * `503 unavailable` for a request that met an outage: `what` says what could not be done, and the
+ * message ends with when to retry (`Retry-After` follows from its details on HTTP), then `how`.
+ */
+export function outageError(what: string, options: { cause?: unknown; how?: string } = {}): AppError {
+  return new AppError({
+    code: 'unavailable',
+    message: `${what}; retry in ${OUTAGE_RETRY_AFTER_SECONDS} s${options.how === undefined ? '' : ` ${options.how}`}`,
+    details: { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS },
+    ...(options.cause === undefined ? {} : { cause: options.cause }),
+  });
+}
+
 /** Whether `err` is an AppError with `code`. */
 export function isAppError<C extends AppErrorCode>(err: unknown, code: C): err is AppError & { readonly code: C } {
   return err instanceof AppError && err.code === code;

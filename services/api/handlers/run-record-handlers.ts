@@ -1,6 +1,6 @@
 import { RUN_LIST_DEFAULT_LIMIT, type RunError, type RunList, type RunStatus } from '../../contract';
 import { parseWorkflowId } from '../../engine';
-import { AppError } from '../../platform/app-error';
+import { AppError, outageError } from '../../platform/app-error';
 import { settleWithin } from '../../platform/bounded-wait';
 import { DEFAULT_RECORD_CHECK_MS, replayEvents, type RunEventSource } from '../../runs';
 import type { RunListKey, RunRecord, RunSummaryRecord } from '../../store';
@@ -33,22 +33,11 @@ export interface RunRecordHandlerDeps {
   finishedRunGraceMs?: number;
   /** Silence after which the stream of an unfinished run reads its record again. Default 10 s. */
   recordCheckMs?: number;
-  /** Longest `runs.events` waits for the log's position while Redis is away (REQUEST_REDIS_WAIT_MS), then 503. Default 5 s. */
-  redisWaitMs?: number;
+  /** Longest `runs.events` waits for the log's position while Redis is away (REQUEST_REDIS_WAIT_MS), then 503. */
+  redisWaitMs: number;
 }
 
 const DEFAULT_FINISHED_RUN_GRACE_MS = 2000;
-const DEFAULT_REDIS_WAIT_MS = 5000;
-/** What a stream refused for want of Redis is told to wait (as the HTTP translator tells any outage). */
-const RETRY_AFTER_SECONDS = 5;
-
-function logUnavailable(waitedMs: number): AppError {
-  return new AppError({
-    code: 'unavailable',
-    message: `the run's event log (Redis) did not answer within ${waitedMs} ms; retry in ${RETRY_AFTER_SECONDS} s with the same Last-Event-ID`,
-    details: { retryAfterSeconds: RETRY_AFTER_SECONDS },
-  });
-}
 
 function invalid(path: string, message: string): AppError {
   return new AppError({ code: 'validation_failed', message, details: { issues: [{ path, message }] } });
@@ -148,8 +137,8 @@ export function runRecordHandlers(deps: RunRecordHandlerDeps): { [K in RunRecord
       const { afterSeq } = resumePoint(after, ctx.lastEventId);
       const run = await deps.runs.getRun(id, authOf(ctx).orgId);
       if (!run) throw noSuchRun(id);
-      const waitMs = deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS;
-      const lastSeq = await settleWithin(deps.events.lastSeq(run.id), waitMs, () => logUnavailable(waitMs));
+      const waitMs = deps.redisWaitMs;
+      const lastSeq = await settleWithin(deps.events.lastSeq(run.id), waitMs, () => outageError(`the run's event log (Redis) did not answer within ${waitMs} ms`, { how: 'with the same Last-Event-ID' }));
       return replayEvents(deps.events, run, {
         afterSeq,
         lastSeq,

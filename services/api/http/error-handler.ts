@@ -1,35 +1,26 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { Logger } from 'pino';
 import type { ErrorBody } from '../../contract';
-import { AppError, toAppError } from '../../platform/app-error';
+import { outageError, toAppError, type AppError } from '../../platform/app-error';
 import { isRedisUnavailable } from '../../queue';
 import { isDatabaseUnavailable } from '../../store/store-outage';
 import { fromRequestParsing } from './request-parse-errors';
 
-/** What a client is told to wait before retrying a request that met a database or Redis outage. */
-const OUTAGE_RETRY_AFTER_SECONDS = 5;
-
 /**
  * A request that failed because Postgres or Redis cannot be used right now: `503 unavailable`
- * with `Retry-After`, not `500` (nothing is wrong with the request, and retrying it later is
+ * with `Retry-After` (from its details, below), not `500` (nothing is wrong with the request, and retrying it later is
  * right). The message names neither host nor port.
  */
-function fromOutage(err: unknown, res: Response): AppError | null {
+function fromOutage(err: unknown): AppError | null {
   const what = isDatabaseUnavailable(err) ? 'the database' : isRedisUnavailable(err) ? 'the queue and event store (Redis)' : null;
   if (!what) return null;
-  if (!res.headersSent) res.set('Retry-After', String(OUTAGE_RETRY_AFTER_SECONDS));
-  return new AppError({
-    code: 'unavailable',
-    message: `${what} is unavailable for a moment; retry in ${OUTAGE_RETRY_AFTER_SECONDS} s`,
-    details: { retryAfterSeconds: OUTAGE_RETRY_AFTER_SECONDS },
-    cause: err,
-  });
+  return outageError(`${what} is unavailable for a moment`, { cause: err });
 }
 
 /** The one translator from errors to HTTP: `{ error, code, ...details }` with the code's status. */
 export function errorHandler(log: Logger) {
   return (err: unknown, req: Request, res: Response, _next: NextFunction): void => {
-    const appError = fromRequestParsing(err, req) ?? fromOutage(err, res) ?? toAppError(err);
+    const appError = fromRequestParsing(err, req) ?? fromOutage(err) ?? toAppError(err);
     const requestId = String(res.locals.requestId ?? '');
     if (appError.status >= 500) {
       log.error({ err: appError.cause ?? err, requestId, method: req.method, path: req.path }, 'request failed');

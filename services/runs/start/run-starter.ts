@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ArtifactInput, OutputCacheMode, RunError, Workflow } from '../../contract';
 import type { PreparedWorkflow } from '../../engine';
 import type { PinnedNodes } from '../../nodes';
-import { AppError } from '../../platform/app-error';
+import { outageError } from '../../platform/app-error';
 import { settleWithin } from '../../platform/bounded-wait';
 import { annotateSpan, SPAN_ATTRIBUTES } from '../../platform/tracing';
 import type { Failpoints } from '../../platform/failpoints';
@@ -13,11 +13,6 @@ import type { RunLifecycle } from '../run-lifecycle';
 import type { RunEventAppender, StepEnqueuer } from '../ports';
 import { planJobs } from '../steps/step-groups';
 import { localFirstStep, type FirstStepNodes } from './local-first-step';
-
-/** REQUEST_REDIS_WAIT_MS's default. */
-const DEFAULT_REDIS_WAIT_MS = 5_000;
-/** What a caller refused for want of Redis is told to wait (as the HTTP translator tells any outage). */
-const RETRY_AFTER_SECONDS = 5;
 
 /** A checked run request: the engine has validated the workflow and the inputs. */
 export interface RunRequest {
@@ -66,12 +61,12 @@ export interface RunStarterDeps {
   /** Fault injection (`run.announce`, before `run.started` is appended); none in production. */
   failpoints?: Failpoints;
   /**
-   * Longest the start waits for Redis (REQUEST_REDIS_WAIT_MS, default 5000): for `run.started`
+   * Longest the start waits for Redis (REQUEST_REDIS_WAIT_MS): for `run.started`
    * (then the run is failed unstarted and the caller answered 503), then for its first steps'
    * enqueue (then the reaper enqueues them). Redis' client queues commands while it reconnects,
    * so without it a request waits for as long as Redis is away.
    */
-  redisWaitMs?: number;
+  redisWaitMs: number;
   /** Told of each run stored (not of a request attached to its idempotency key's run): metrics. */
   onStored?: () => void;
 }
@@ -133,7 +128,7 @@ export class RunStarter {
         enqueued = this.deps.queue.enqueue(runId, jobs.enqueue, undefined, jobs.groups);
       }
       // Its job ids are the steps', so an enqueue that lands after all is one the reaper's would have been.
-      await settleWithin(enqueued, this.deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS, () => new Error(`no answer from Redis within ${this.deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS} ms`));
+      await settleWithin(enqueued, this.deps.redisWaitMs, () => new Error(`no answer from Redis within ${this.deps.redisWaitMs} ms`));
     } catch (err) {
       this.deps.log.error({ err, runId }, 'could not enqueue the first steps; the reaper will');
     }
@@ -162,8 +157,8 @@ export class RunStarter {
 
   /** `pending`, or a 503 `unavailable` saying `what` Redis has not answered for `redisWaitMs`. */
   private withinRedisWait<T>(pending: Promise<T>, what: string): Promise<T> {
-    const ms = this.deps.redisWaitMs ?? DEFAULT_REDIS_WAIT_MS;
-    return settleWithin(pending, ms, () => new AppError({ code: 'unavailable', message: `the run could not be started: the queue and event store (Redis) did not answer within ${ms} ms (${what}); nothing of it ran; retry in ${RETRY_AFTER_SECONDS} s`, details: { retryAfterSeconds: RETRY_AFTER_SECONDS } }));
+    const ms = this.deps.redisWaitMs;
+    return settleWithin(pending, ms, () => outageError(`the run could not be started: the queue and event store (Redis) did not answer within ${ms} ms (${what}); nothing of it ran`));
   }
 
   /** The reservation of the run's first step (`localFirstStep`), when its worst case fits in the cap. */
