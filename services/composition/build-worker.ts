@@ -112,27 +112,43 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     // Fair scheduling: an ended job frees its organization's slot and its room in the window for the next organization's job.
     onEnded: (job) => void resources.queue.release((job.data as { orgId?: string }).orgId, job.id!).catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not release a job\'s slot')),
     handlers: {
-      'step.execute': async ({ runId, nodeId, attemptToken, group, trace }, job) => {
-        busy++;
-        // Its step waits on a provider: the job's slot is lent back, and the fair dispatch fills the room in BullMQ's list (the job keeps its organization's turn: ORG_STEP_CONCURRENCY counts steps in flight, whatever they wait on).
-        const lendSlot = () => {
-          const back = worker.lendSlot();
-          if (back) void resources.queue.refill().catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not refill the queue'));
-          return back;
-        };
-        try {
-          // The run's trace goes on from the context the job carries (the API's call, or the step that enqueued it).
-          const attributes = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: nodeId, [SPAN_ATTRIBUTES.attempt]: job.attemptsStarted };
-          return await inSpan('step.execute', { kind: SpanKind.CONSUMER, parent: contextFrom(trace), attributes }, () =>
-            executor.execute(runId, nodeId, { redelivered: isRedelivery(job), lendSlot, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group ? { group } : {}) }),
-          );
-        } finally {
-          busy--;
-          if (busy === 0) for (const resolve of idleWaiters.splice(0)) resolve();
-        }
-      },
+      'step.execute': ({ runId, nodeId, attemptToken, group, trace }, job) =>
+        asBusy(() => {
+          // Its step waits on a provider: the job's slot is lent back, and the fair dispatch fills the room in BullMQ's list (the job keeps its organization's turn: ORG_STEP_CONCURRENCY counts steps in flight, whatever they wait on).
+          const lendSlot = () => {
+            const back = worker.lendSlot();
+            if (back) void resources.queue.refill().catch((err: unknown) => log.warn({ err }, 'fair dispatch: could not refill the queue'));
+            return back;
+          };
+          return executeStep(runId, nodeId, trace, job, { redelivered: isRedelivery(job), lendSlot, ...(attemptToken === undefined ? {} : { attemptToken }), ...(group ? { group } : {}) });
+        }),
+      // A bundle's steps are quick local nodes (none waits on a provider: no slot to lend), run side
+      // by side; the job ends when all have, and fails (BullMQ delivers it again: each step that
+      // ran refuses its redelivery) if any of them threw.
+      'step.bundle': ({ steps, trace }, job) =>
+        asBusy(async () => {
+          const redelivered = isRedelivery(job);
+          const ended = await Promise.allSettled(steps.map(({ runId, nodeId, attemptToken }) => executeStep(runId, nodeId, trace, job, { redelivered, attemptToken })));
+          const failed = ended.find((end): end is PromiseRejectedResult => end.status === 'rejected');
+          if (failed) throw failed.reason;
+        }),
     },
   });
+  // Jobs (a bundle is one) running now on this process' slots.
+  async function asBusy(run: () => Promise<void>): Promise<void> {
+    busy++;
+    try {
+      await run();
+    } finally {
+      busy--;
+      if (busy === 0) for (const resolve of idleWaiters.splice(0)) resolve();
+    }
+  }
+  // The run's trace goes on from the context the job carries (the API's call, or the step that enqueued it).
+  function executeStep(runId: string, nodeId: string, trace: Record<string, string> | undefined, job: { attemptsStarted: number }, options: Parameters<StepExecutor['execute']>[2]): Promise<void> {
+    const attributes = { [SPAN_ATTRIBUTES.runId]: runId, [SPAN_ATTRIBUTES.nodeId]: nodeId, [SPAN_ATTRIBUTES.attempt]: job.attemptsStarted };
+    return inSpan('step.execute', { kind: SpanKind.CONSUMER, parent: contextFrom(trace), attributes }, () => executor.execute(runId, nodeId, options));
+  }
   const reaper = new RunReaper({
     recovery: new RunRecoveryRepository(resources.database.pool),
     contexts: resources.contexts,
@@ -196,6 +212,7 @@ export async function buildWorker(resources: ServiceResources, options: { backgr
     intervalMs: config.batchFeedIntervalMs,
     idleMs: config.batchFeedIdleMs,
     maxStart: config.batchFeedRows,
+    bundleRows: config.batchBundleRows,
     // Enough rows waiting to keep the batches' share of the workers busy, and no more (no share: all of them).
     maxStartWhileInteractive:
       config.batchSlotsWhileInteractive === 0 && config.batchGapWhileInteractiveMs === 0 ? config.batchFeedRows : 8 * Math.max(1, config.batchSlotsWhileInteractive),

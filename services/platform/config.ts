@@ -159,6 +159,12 @@ export const SETTINGS = {
     parse: int(0, 10_000),
   },
   batchFeedRows: { env: 'BATCH_FEED_ROWS', description: "Rows one turn of a batch starts at most, and the most of its organization's batch rows left waiting their turn in the fair dispatch after it (a batch's concurrency bounds its rows in flight)", default: '200', parse: int(1, 5_000) },
+  batchBundleRows: {
+    env: 'BATCH_BUNDLE_ROWS',
+    description: "Batch rows whose one first step is a quick local node go this many to a step job (a bundle: one queue entry and one worker slot for all of them, run side by side); 1: a job per row. While interactive work is under way, a job per row",
+    default: '16',
+    parse: int(1, 256),
+  },
   batchStreamPollMs: { env: 'BATCH_STREAM_POLL_MS', description: "How often a batch's progress stream (GET /v1/batches/:id/events) asks Postgres for rows ended since", default: '500', parse: int(50, 60_000) },
   scheduleSweepMs: { env: 'SCHEDULE_SWEEP_MS', description: "Interval of each worker's schedule ticker: how often due schedules are looked for (a tick's run starts at most this late)", default: '1000', parse: int(50, 60_000) },
   scheduleMinIntervalSeconds: {

@@ -1,5 +1,5 @@
 export { ChannelFanout, type ChannelListener } from './channel-fanout';
-export { JOB_QUEUES, stepJobId, type JobCatalog, type JobName, type JobPayload } from './job-catalog';
+export { JOB_QUEUES, stepJobId, type BundledStep, type JobCatalog, type JobName, type JobPayload } from './job-catalog';
 export { QUEUE_NAMES, type QueueName } from './queue-names';
 export { createRedisConnection, createRedisSubscriber, redisTargetOf, type RedisTarget } from './redis-connection';
 export { RunEventBus } from './run-event-bus';
@@ -7,7 +7,7 @@ export type { RunLogFeed, RunLogReader } from './run-log-feed';
 export { DEFAULT_LOG_TTL_SECONDS, type RunEventBusOptions, type RunLogFeedOptions } from './run-event-bus-options';
 export { runEventKeys, type RunEventKeys } from './run-event-keys';
 export { isTerminalEvent, type SequencedEvent } from './sequenced-event';
-export { BATCH_LANE_PREFIX, batchLaneOf, GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type StepQueueOptions } from './step-queue';
+export { BATCH_LANE_PREFIX, batchLaneOf, GROUP_CLAIM_GRACE_MS, STEP_JOB_OPTIONS, StepQueue, type FirstStepsOfRun, type StepQueueOptions } from './step-queue';
 export type { BatchLaneState, FairStatus } from './fair-dispatch';
 export { isRedelivery, startStepWorker, stepWorkerSettings, type StepJobHandlers, type StepWorker, type StepWorkerOptions } from './step-worker';
 export { publishRunAbort, runAbortChannel, subscribeRunAborts } from './run-aborts';

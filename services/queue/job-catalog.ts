@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { QueueName } from './queue-names';
 
 /**
@@ -14,6 +15,21 @@ export interface JobCatalog {
    * organization, under fair scheduling (its slot is freed when the job ends; docs/scheduling.md).
    */
   'step.execute': { queue: 'steps'; payload: { runId: string; nodeId: string; attemptToken?: string; group?: string[]; trace?: Record<string, string>; orgId?: string } };
+  /**
+   * Execute the first steps of several runs, each as its own `step.execute` would, side by side:
+   * batch rows whose lone local first step was reserved with the run (each its `attemptToken`).
+   * One job, one fair-dispatch entry and one slot for many quick rows (docs/batches.md, "Bundles").
+   * Each step is recorded in its run's group record as claimed by this job (`bundleJobId`), so
+   * that the reaper leaves it to the bundle while the bundle is alive.
+   */
+  'step.bundle': { queue: 'steps'; payload: { steps: BundledStep[]; trace?: Record<string, string>; orgId?: string } };
+}
+
+/** A step run by a `step.bundle` job. */
+export interface BundledStep {
+  runId: string;
+  nodeId: string;
+  attemptToken: string;
 }
 
 export type JobName = keyof JobCatalog;
@@ -21,6 +37,7 @@ export type JobPayload<N extends JobName> = JobCatalog[N]['payload'];
 
 export const JOB_QUEUES: { [N in JobName]: QueueName } = {
   'step.execute': 'steps',
+  'step.bundle': 'steps',
 };
 
 /**
@@ -29,4 +46,9 @@ export const JOB_QUEUES: { [N in JobName]: QueueName } = {
  */
 export function stepJobId(runId: string, nodeId: string): string {
   return `step_${runId}_${Buffer.from(nodeId, 'utf8').toString('base64url')}`;
+}
+
+/** A new bundle's job id: no two bundles share one (a bundle is made once, by the feed turn that stored its runs). */
+export function bundleJobId(): string {
+  return `bundle_${randomUUID()}`;
 }

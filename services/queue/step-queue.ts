@@ -1,7 +1,7 @@
 import { isNotConnectionError, Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { FairDispatch, type BatchLaneState, type FairJob, type FairStatus } from './fair-dispatch';
-import { stepJobId, type JobPayload } from './job-catalog';
+import { bundleJobId, stepJobId, type BundledStep, type JobPayload } from './job-catalog';
 import { carriedContext } from '../platform/tracing';
 import { QUEUE_NAMES } from './queue-names';
 
@@ -47,6 +47,29 @@ export const STEP_JOB_OPTIONS = {
 export const GROUP_CLAIM_GRACE_MS = 60_000;
 /** How long a run's record of its group siblings is kept (a day, as failed jobs are). */
 const GROUP_RECORD_TTL_SECONDS = 86_400;
+/** In a run's group record, what marks a claim by a bundle's job (its id follows), not by a group's head step. */
+const BUNDLE_CLAIM = '@';
+
+/** A claim of a run's group record: when it was made, and by a group's head step or a bundle's job. */
+function claimOf(record: string | null): { at: number; head?: string; bundle?: string } | undefined {
+  if (record === null) return undefined;
+  const space = record.indexOf(' ');
+  const at = Number(record.slice(0, space));
+  const by = record.slice(space + 1);
+  return by.startsWith(BUNDLE_CLAIM) ? { at, bundle: by.slice(BUNDLE_CLAIM.length) } : { at, head: by };
+}
+
+/** A run's first steps to enqueue, with the attempt tokens of those reserved with it. */
+export interface FirstStepsOfRun {
+  runId: string;
+  nodeIds: readonly string[];
+  tokens?: ReadonlyMap<string, string>;
+}
+
+/** Whether a run's first steps may go in a bundle: one step, reserved with its run. */
+function isBundleable(run: FirstStepsOfRun): boolean {
+  return run.nodeIds.length === 1 && run.tokens?.get(run.nodeIds[0]!) !== undefined;
+}
 
 export interface StepQueueOptions {
   /** Connection for the queue's commands (may be shared; never a subscriber connection). */
@@ -176,24 +199,73 @@ export class StepQueue {
   /**
    * Enqueues the first steps of many runs at once (a batch's turn): one offer per organization
    * and one add of all they dispatched, where `enqueue` makes a round trip of each per run. No
-   * groups: `enqueue` records those first.
+   * groups: `enqueue` records those first. With `bundleRows` over 1, runs whose one first step
+   * was reserved with the run (it carries its token) go `bundleRows` to a job (`step.bundle`),
+   * each step recorded first as claimed by its bundle.
    */
-  async enqueueRuns(runs: readonly { runId: string; nodeIds: readonly string[]; tokens?: ReadonlyMap<string, string> }[]): Promise<void> {
+  async enqueueRuns(runs: readonly FirstStepsOfRun[], options: { bundleRows?: number } = {}): Promise<void> {
     const trace = carriedContext();
-    const jobsOfRuns = runs.map(({ runId, nodeIds, tokens }) => this.jobsOf(runId, nodeIds, tokens, undefined, trace));
+    const bundleRows = options.bundleRows ?? 1;
+    const bundled = bundleRows > 1 ? runs.filter(isBundleable) : [];
+    const single = bundled.length > 0 ? runs.filter((run) => !isBundleable(run)) : runs;
+    const jobsOfRuns = single.map(({ runId, nodeIds, tokens }) => this.jobsOf(runId, nodeIds, tokens, undefined, trace));
     const { fair } = this;
-    if (!fair) return this.add(jobsOfRuns.flat());
-    const orgs = await Promise.all(runs.map(({ runId }) => fair.orgOf(runId)));
+    if (!fair) {
+      const bundles = this.bundlesOf(bundled.map((run) => ({ run })), bundleRows, trace);
+      await this.recordBundles(bundles);
+      return this.add([...jobsOfRuns.flat(), ...bundles.map((b) => b.job)]);
+    }
+    const [orgs, bundledOrgs] = await Promise.all([Promise.all(single.map(({ runId }) => fair.orgOf(runId))), Promise.all(bundled.map(({ runId }) => fair.orgOf(runId)))]);
     const byOrg = new Map<string, FairJob[]>();
-    jobsOfRuns.forEach((jobs, i) => {
-      const orgId = orgs[i]!;
+    const offer = (orgId: string, jobs: FairJob[]) => {
       for (const job of jobs) job.data.orgId = orgId;
       const list = byOrg.get(orgId);
       if (list) list.push(...jobs);
       else byOrg.set(orgId, jobs);
-    });
+    };
+    jobsOfRuns.forEach((jobs, i) => offer(orgs[i]!, jobs));
+    // A bundle holds one organization's rows (its lane's turn, its slot).
+    const bundledByOrg = new Map<string, { run: FirstStepsOfRun }[]>();
+    bundled.forEach((run, i) => bundledByOrg.set(bundledOrgs[i]!, [...(bundledByOrg.get(bundledOrgs[i]!) ?? []), { run }]));
+    const bundles = [...bundledByOrg].flatMap(([orgId, members]) => this.bundlesOf(members, bundleRows, trace).map((bundle) => ({ ...bundle, orgId })));
+    await this.recordBundles(bundles);
+    for (const bundle of bundles) offer(bundle.orgId, [bundle.job]);
     const dispatched = await Promise.all([...byOrg].map(([orgId, jobs]) => fair.dispatch.offer(orgId, jobs)));
     await this.addDispatched(dispatched.flat());
+  }
+
+  /** Runs' first steps `bundleRows` to a `step.bundle` job. */
+  private bundlesOf(members: readonly { run: FirstStepsOfRun }[], bundleRows: number, trace: ReturnType<typeof carriedContext>): { job: FairJob; steps: BundledStep[] }[] {
+    const bundles: { job: FairJob; steps: BundledStep[] }[] = [];
+    for (let i = 0; i < members.length; i += bundleRows) {
+      const steps = members.slice(i, i + bundleRows).map(({ run }): BundledStep => {
+        const nodeId = run.nodeIds[0]!;
+        return { runId: run.runId, nodeId, attemptToken: run.tokens!.get(nodeId)! };
+      });
+      const data: JobPayload<'step.bundle'> = { steps, ...(trace ? { trace } : {}) };
+      bundles.push({ job: { id: bundleJobId(), name: 'step.bundle', data }, steps });
+    }
+    return bundles;
+  }
+
+  /**
+   * Records each bundled step as claimed by its bundle's job, in its run's group record, before
+   * the bundles are added: the step has no job of its own, and the reaper must leave it to the
+   * bundle while the bundle may still run it. One pipeline for every run of the turn.
+   */
+  private async recordBundles(bundles: readonly { job: FairJob; steps: readonly BundledStep[] }[]): Promise<void> {
+    if (bundles.length === 0) return;
+    const now = Date.now();
+    const pipeline = this.redis.pipeline();
+    for (const { job, steps } of bundles) {
+      for (const { runId, nodeId } of steps) {
+        const key = this.groupsKey(runId);
+        pipeline.hset(key, nodeId, `${now} ${BUNDLE_CLAIM}${job.id}`).expire(key, GROUP_RECORD_TTL_SECONDS);
+      }
+    }
+    const replies = await pipeline.exec();
+    const failed = replies?.find(([err]) => err);
+    if (failed) throw failed[0];
   }
 
   /** The jobs of run `runId`'s steps `nodeIds`, with the attempt tokens and groups they carry. */
@@ -322,10 +394,15 @@ export class StepQueue {
   }
 
   /** Whether the step's own job is waiting, active or delayed; with `removeDead`, a failed or finished one is removed. */
-  private async alive(runId: string, nodeId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
+  private alive(runId: string, nodeId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
+    return this.jobAlive(stepJobId(runId, nodeId), options);
+  }
+
+  /** Whether job `jobId` is waiting (its organization's turn, or in BullMQ), active or delayed; with `removeDead`, a failed or finished one is removed. */
+  private async jobAlive(jobId: string, options: { removeDead?: boolean } = {}): Promise<boolean> {
     // Waiting for its organization's turn: alive, with no BullMQ job yet.
-    if (this.fair && (await this.fair.dispatch.isWaiting(stepJobId(runId, nodeId)))) return true;
-    const job = await this.call((queue) => queue.getJob(stepJobId(runId, nodeId)));
+    if (this.fair && (await this.fair.dispatch.isWaiting(jobId))) return true;
+    const job = await this.call((queue) => queue.getJob(jobId));
     if (!job) return false;
     const state = await job.getState();
     if (state !== 'failed' && state !== 'completed' && state !== 'unknown') return true;
@@ -352,19 +429,28 @@ export class StepQueue {
   }
 
   /**
-   * Of steps without a live job of their own, those that are no group's either (its job alive, or
-   * enqueued within the grace); a group of the `gone` job is no one's.
+   * Of steps without a live job of their own, those that are no group's or bundle's either (its
+   * job alive, or the claim made within the grace); a group of the `gone` job is no one's. A
+   * group's head may itself be a bundled step: its group is claimed while its bundle is.
    */
   private async notInLiveGroups(runId: string, nodeIds: readonly string[], gone?: string): Promise<string[]> {
     if (nodeIds.length === 0) return [];
-    const records = await this.redis.hmget(this.groupsKey(runId), ...nodeIds);
-    // A group's job is looked up once, however many of its siblings are asked about.
-    const heads = new Map<string, Promise<boolean>>();
-    const headAlive = (head: string) => heads.get(head) ?? heads.set(head, this.alive(runId, head)).get(head)!;
+    const key = this.groupsKey(runId);
+    const records = await this.redis.hmget(key, ...nodeIds);
+    // A claiming job is looked up once, however many steps are asked about.
+    const jobs = new Map<string, Promise<boolean>>();
+    const jobAlive = (jobId: string) => jobs.get(jobId) ?? jobs.set(jobId, this.jobAlive(jobId)).get(jobId)!;
+    const headAlive = async (head: string): Promise<boolean> => {
+      if (await jobAlive(stepJobId(runId, head))) return true;
+      const bundle = claimOf(await this.redis.hget(key, head))?.bundle;
+      return bundle !== undefined && (await jobAlive(bundle));
+    };
     const left: string[] = [];
     for (const [i, nodeId] of nodeIds.entries()) {
-      const [at, head] = records[i]?.split(' ') ?? [];
-      const claimed = head !== undefined && head !== gone && (Date.now() - Number(at) < GROUP_CLAIM_GRACE_MS || (await headAlive(head)));
+      const claim = claimOf(records[i] ?? null);
+      const recent = claim !== undefined && Date.now() - claim.at < GROUP_CLAIM_GRACE_MS;
+      const claimed =
+        claim?.bundle !== undefined ? recent || (await jobAlive(claim.bundle)) : claim?.head !== undefined && claim.head !== gone && (recent || (await headAlive(claim.head)));
       if (!claimed) left.push(nodeId);
     }
     return left;

@@ -26,9 +26,12 @@ const NOT_COMMITTED: CompleteStepResult = { committed: false, duplicate: false, 
 
 /**
  * Settling commits of one organization made in one transaction at most (StepRepository): a batch
- * holds its runs' rows until it commits.
+ * holds its runs' rows until it commits. A process' interactive runs seldom have more than its
+ * WORKER_CONCURRENCY commits waiting; bundled batch rows have hundreds, and with 32 a transaction
+ * their settlement was what bounded a batch (docs/performance.md, Batches: 957-1,274 rows/s with
+ * 32, 1,488-1,888 with 128, 1,489-1,622 with 256, the same minutes).
  */
-export const SETTLEMENT_BATCH = 32;
+export const SETTLEMENT_BATCH = 128;
 
 /**
  * The money-moving step transitions. Each is one call of a Postgres function (the repeatable

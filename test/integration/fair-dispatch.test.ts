@@ -42,6 +42,7 @@ async function harness(options: { fair: Omit<NonNullable<StepQueueOptions['fair'
     // Failures here are those of a closing test (its connections closed under a release).
     onEnded: (job) => void queue.release((job.data as { orgId?: string }).orgId, job.id!).catch(() => undefined),
     handlers: {
+      'step.bundle': () => Promise.reject(new Error('this test enqueues no bundles')),
       'step.execute': async ({ runId, nodeId }) => {
         const org = runId.slice(-1);
         started.push({ org, nodeId });

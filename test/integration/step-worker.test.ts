@@ -54,6 +54,7 @@ describe('the step worker', () => {
       lockMs: 30_000,
       log: pino({ level: 'silent' }),
       handlers: {
+        'step.bundle': () => Promise.reject(new Error('this test enqueues no bundles')),
         'step.execute': async (payload) => {
           if (!watch) return;
           answeredAtStart.set(payload.nodeId, watch.answered);
@@ -116,6 +117,7 @@ describe('the step worker lending slots to provider waits', () => {
       lockMs: 30_000,
       log: pino({ level: 'silent' }),
       handlers: {
+        'step.bundle': () => Promise.reject(new Error('this test enqueues no bundles')),
         'step.execute': async ({ nodeId }) => {
           const back = options.lends(nodeId) ? stepWorker.lendSlot() : null;
           started.push(nodeId);
@@ -232,6 +234,7 @@ describe('the step queue and worker refused by Redis', () => {
       lockMs: 2_000,
       log,
       handlers: {
+        'step.bundle': () => Promise.reject(new Error('this test enqueues no bundles')),
         'step.execute': async ({ nodeId }) => {
           await handle(nodeId);
           handled.add(nodeId);

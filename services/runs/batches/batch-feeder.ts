@@ -40,6 +40,13 @@ export interface BatchFeederDeps {
    * flight read once) is then shared by them rather than paid per run.
    */
   minGapMs?: number;
+  /**
+   * Rows whose one first step was reserved with the run (a quick local node) that go to one step
+   * job (BATCH_BUNDLE_ROWS; 1 or unset: a job per row), and how the lane's waiting jobs are
+   * counted in rows. While interactive work is under way, a job per row: a batch's share of the
+   * workers is then a slot at a time, and one row a slot.
+   */
+  bundleRows?: number;
   /** Unfinished batches looked at per sweep. */
   sweepLimit?: number;
   /** Told of each turn (metrics): rows started and settled. */
@@ -149,7 +156,7 @@ export class BatchFeeder {
 
   /** One turn; whether it started as many rows as a turn may (more may be waiting). */
   private async turn(batchId: string): Promise<boolean> {
-    const max = await this.rowsToStart(batchId);
+    const { max, bundleRows } = await this.rowsToStart(batchId);
     const out = await this.deps.batches.feed(batchId, max);
     if ('busy' in out || 'found' in out) return false;
     this.remember(batchId, out.org_id);
@@ -161,7 +168,7 @@ export class BatchFeeder {
       this.deps.log.info({ batchId, status: out.status }, 'batch ended');
     }
     await Promise.all([
-      this.startRuns(batchId, out.org_id, out.started),
+      this.startRuns(batchId, out.org_id, out.started, bundleRows),
       ...out.cancel_runs.filter((runId) => !this.cancelled.has(runId)).map((runId) => this.cancelRun(runId)),
     ]);
     return max > 0 && out.started.length >= max;
@@ -169,36 +176,39 @@ export class BatchFeeder {
 
   /**
    * Announces the runs a turn stored and enqueues their first steps: those without groups
-   * together (one offer to the fair dispatch for all of them), the others run by run.
+   * together (one offer to the fair dispatch for all of them; `bundleRows` to a job, those
+   * reserved with their runs), the others run by run.
    */
-  private async startRuns(batchId: string, orgId: string, started: readonly { run_id: string; inputs: Record<string, ArtifactInput>; token: string | null }[]): Promise<void> {
+  private async startRuns(batchId: string, orgId: string, started: readonly { run_id: string; inputs: Record<string, ArtifactInput>; token: string | null }[], bundleRows: number): Promise<void> {
     const firsts = await Promise.all(started.map((row) => this.announce(batchId, orgId, row.run_id, row.inputs, row.token)));
     const together = firsts.filter((first): first is FirstSteps => first !== null && first.groups === undefined);
     const alone = firsts.filter((first): first is FirstSteps => first !== null && first.groups !== undefined);
     const enqueued = (what: Promise<void>, runIds: string[]) =>
       what.catch((err: unknown) => this.deps.log.error({ err, runIds: runIds.slice(0, 10), runs: runIds.length }, 'could not enqueue the first steps of batch rows; the reaper will'));
     await Promise.all([
-      together.length > 0 ? enqueued(this.deps.lanes.enqueueRuns(together), together.map((first) => first.runId)) : undefined,
+      together.length > 0 ? enqueued(this.deps.lanes.enqueueRuns(together, { bundleRows }), together.map((first) => first.runId)) : undefined,
       ...alone.map((first) => enqueued(this.deps.queue.enqueue(first.runId, first.nodeIds, undefined, first.groups), [first.runId])),
     ]);
   }
 
   /**
-   * How many rows this turn may start: enough to keep the lane's waiting jobs at `maxStart` (a
-   * few while interactive work is under way). Without the lane's state (no fair scheduling, or
-   * Redis did not answer) a full turn: the batch's concurrency still bounds its rows in flight.
+   * How many rows this turn may start: enough to keep the lane's waiting rows at `maxStart` (a
+   * few while interactive work is under way), and how many go to a job. Without the lane's state
+   * (no fair scheduling, or Redis did not answer) a full turn: the batch's concurrency still
+   * bounds its rows in flight. A waiting job counts as a full bundle (erring towards fewer rows).
    */
-  private async rowsToStart(batchId: string): Promise<number> {
+  private async rowsToStart(batchId: string): Promise<{ max: number; bundleRows: number }> {
     const { maxStart, maxStartWhileInteractive } = this.deps;
+    const bundleRows = this.deps.bundleRows ?? 1;
     const org = this.orgs.get(batchId);
-    if (org === undefined) return Math.min(maxStart, maxStartWhileInteractive);
+    if (org === undefined) return { max: Math.min(maxStart, maxStartWhileInteractive), bundleRows: 1 };
     const lane = await this.deps.lanes.batchLaneState(org).catch(() => null);
-    if (!lane) return maxStart;
+    if (!lane) return { max: maxStart, bundleRows };
     // Jobs waiting while interactive work has gone quiet: nothing else may dispatch them until a
     // job ends (the batch's share beside interactive work may have none in flight).
     if (lane.waiting > 0 && !lane.interactiveBusy) void this.deps.lanes.refill().catch(() => undefined);
     const target = lane.interactiveBusy ? Math.min(maxStart, maxStartWhileInteractive) : maxStart;
-    return Math.max(0, target - lane.waiting);
+    return { max: Math.max(0, target - lane.waiting * bundleRows), bundleRows: lane.interactiveBusy ? 1 : bundleRows };
   }
 
   private remember(batchId: string, orgId: string): void {
