@@ -206,39 +206,37 @@ export class StepQueue {
   async enqueueRuns(runs: readonly FirstStepsOfRun[], options: { bundleRows?: number } = {}): Promise<void> {
     const trace = carriedContext();
     const bundleRows = options.bundleRows ?? 1;
-    const bundled = bundleRows > 1 ? runs.filter(isBundleable) : [];
-    const single = bundled.length > 0 ? runs.filter((run) => !isBundleable(run)) : runs;
-    const jobsOfRuns = single.map(({ runId, nodeIds, tokens }) => this.jobsOf(runId, nodeIds, tokens, undefined, trace));
     const { fair } = this;
-    if (!fair) {
-      const bundles = this.bundlesOf(bundled.map((run) => ({ run })), bundleRows, trace);
-      await this.recordBundles(bundles);
-      return this.add([...jobsOfRuns.flat(), ...bundles.map((b) => b.job)]);
-    }
-    const [orgs, bundledOrgs] = await Promise.all([Promise.all(single.map(({ runId }) => fair.orgOf(runId))), Promise.all(bundled.map(({ runId }) => fair.orgOf(runId)))]);
-    const byOrg = new Map<string, FairJob[]>();
-    const offer = (orgId: string, jobs: FairJob[]) => {
-      for (const job of jobs) job.data.orgId = orgId;
-      const list = byOrg.get(orgId);
-      if (list) list.push(...jobs);
-      else byOrg.set(orgId, jobs);
-    };
-    jobsOfRuns.forEach((jobs, i) => offer(orgs[i]!, jobs));
-    // A bundle holds one organization's rows (its lane's turn, its slot).
-    const bundledByOrg = new Map<string, { run: FirstStepsOfRun }[]>();
-    bundled.forEach((run, i) => bundledByOrg.set(bundledOrgs[i]!, [...(bundledByOrg.get(bundledOrgs[i]!) ?? []), { run }]));
-    const bundles = [...bundledByOrg].flatMap(([orgId, members]) => this.bundlesOf(members, bundleRows, trace).map((bundle) => ({ ...bundle, orgId })));
+    const orgs = fair ? await Promise.all(runs.map(({ runId }) => fair.orgOf(runId))) : undefined;
+    // By organization (none without fair scheduling): its runs' jobs, and the runs that go in its
+    // bundles (a bundle holds one organization's rows: its lane's turn, its slot).
+    const byOrg = new Map<string | undefined, { jobs: FairJob[]; bundled: FirstStepsOfRun[] }>();
+    runs.forEach((run, i) => {
+      const orgId = orgs?.[i];
+      let entry = byOrg.get(orgId);
+      if (!entry) byOrg.set(orgId, (entry = { jobs: [], bundled: [] }));
+      if (bundleRows > 1 && isBundleable(run)) entry.bundled.push(run);
+      else entry.jobs.push(...this.jobsOf(run.runId, run.nodeIds, run.tokens, undefined, trace));
+    });
+    const bundles = [...byOrg.values()].flatMap((entry) => this.bundlesOf(entry.bundled, bundleRows, trace).map((bundle) => ({ ...bundle, entry })));
     await this.recordBundles(bundles);
-    for (const bundle of bundles) offer(bundle.orgId, [bundle.job]);
-    const dispatched = await Promise.all([...byOrg].map(([orgId, jobs]) => fair.dispatch.offer(orgId, jobs)));
+    for (const { job, entry } of bundles) entry.jobs.push(job);
+    if (!fair) return this.add([...byOrg.values()].flatMap((entry) => entry.jobs));
+    const dispatched = await Promise.all(
+      [...byOrg].map(([orgId, { jobs }]) => {
+        // The organization travels with the job, so that the worker that ends it frees its slot.
+        for (const job of jobs) job.data.orgId = orgId;
+        return fair.dispatch.offer(orgId!, jobs);
+      }),
+    );
     await this.addDispatched(dispatched.flat());
   }
 
   /** Runs' first steps `bundleRows` to a `step.bundle` job. */
-  private bundlesOf(members: readonly { run: FirstStepsOfRun }[], bundleRows: number, trace: ReturnType<typeof carriedContext>): { job: FairJob; steps: BundledStep[] }[] {
+  private bundlesOf(runs: readonly FirstStepsOfRun[], bundleRows: number, trace: ReturnType<typeof carriedContext>): { job: FairJob; steps: BundledStep[] }[] {
     const bundles: { job: FairJob; steps: BundledStep[] }[] = [];
-    for (let i = 0; i < members.length; i += bundleRows) {
-      const steps = members.slice(i, i + bundleRows).map(({ run }): BundledStep => {
+    for (let i = 0; i < runs.length; i += bundleRows) {
+      const steps = runs.slice(i, i + bundleRows).map((run): BundledStep => {
         const nodeId = run.nodeIds[0]!;
         return { runId: run.runId, nodeId, attemptToken: run.tokens!.get(nodeId)! };
       });
